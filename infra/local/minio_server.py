@@ -1,0 +1,117 @@
+"""MinIO built from the Go module proxy and run on loopback.
+
+No MinIO binary is published in a registry we reach, so `go install` builds the server once
+per machine (a few minutes on 2 cores) into the per-machine cache. The server is AGPL and runs
+as a separate process; nothing of it is linked into streamtts.
+"""
+
+from __future__ import annotations
+
+import os
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.local import processes
+from infra.local.installer import Say, require_tool, run_step
+from infra.local.paths import LocalPaths
+from streamtts.errors import InfraError
+
+# MinIO publishes no module tags any more; this pseudo-version is the one verified to build.
+MINIO_MODULE = "github.com/minio/minio"
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+
+
+@dataclass(frozen=True)
+class MinioNode:
+    paths: LocalPaths
+    access_key: str
+    secret_key: str
+    host: str = "127.0.0.1"
+    port: int = 9000
+    console_port: int = 9001
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.paths.cache_dir / f"minio-{MINIO_VERSION}"
+
+    @property
+    def binary(self) -> Path:
+        return self.bin_dir / "minio"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.paths.state_dir / "minio" / "data"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.paths.pid_file("minio")
+
+    @property
+    def marker(self) -> str:
+        return str(self.data_dir)
+
+    def installed(self) -> bool:
+        return self.binary.exists() and os.access(self.binary, os.X_OK)
+
+    def install(self, say: Say) -> None:
+        if self.installed():
+            return
+        go = require_tool("go", "install Go ≥ 1.24 to build MinIO from the Go module proxy")
+        self.bin_dir.mkdir(parents=True, exist_ok=True)
+        say(f"building MinIO {MINIO_VERSION} with `go install` (first time only; minutes on 2 cores)")
+        env = dict(os.environ, GOBIN=str(self.bin_dir), CGO_ENABLED="0", GOFLAGS="-mod=mod")
+        run_step(
+            [go, "install", f"{MINIO_MODULE}@{MINIO_VERSION}"],
+            what="building MinIO",
+            log_file=self.paths.log_file("install-minio"),
+            say=say,
+            env=env,
+            timeout_s=3000,
+        )
+        if not self.installed():
+            raise InfraError(f"go install finished but {self.binary} is missing")
+
+    def pid(self) -> int | None:
+        return processes.running_pid(self.pid_file, self.marker)
+
+    def start(self, say: Say) -> int:
+        if (pid := self.pid()) is not None:
+            return pid
+        for port in (self.port, self.console_port):
+            if processes.port_in_use(self.host, port):
+                raise InfraError(
+                    f"port {port} is already in use by another process; stop it or set "
+                    "STREAMTTS_S3_ENDPOINT to a free port (the console uses port+1)"
+                )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        say(f"starting MinIO on http://{self.endpoint}")
+        env = dict(
+            os.environ,
+            MINIO_ROOT_USER=self.access_key,
+            MINIO_ROOT_PASSWORD=self.secret_key,
+            MINIO_BROWSER="off",
+            MINIO_UPDATE="off",
+        )
+        argv = [
+            str(self.binary), "server", str(self.data_dir), "--quiet", "--json",
+            "--address", self.endpoint, "--console-address", f"{self.host}:{self.console_port}",
+        ]
+        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file("minio"), env=env)
+
+    def stop(self) -> bool:
+        return processes.stop(self.pid_file, self.marker)
+
+
+def minio_credentials_valid(access_key: str, secret_key: str) -> None:
+    """MinIO refuses to start with short credentials; say so before it does."""
+    if len(access_key) < 3:
+        raise InfraError("STREAMTTS_S3_ACCESS_KEY must be at least 3 characters for MinIO")
+    if len(secret_key) < 8:
+        raise InfraError("STREAMTTS_S3_SECRET_KEY must be at least 8 characters for MinIO")
+
+

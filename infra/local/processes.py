@@ -1,0 +1,132 @@
+"""Start, find and stop the background processes of the local stack, via pid files.
+
+Only processes whose pid file we wrote *and* whose command line still carries our marker are
+ever signalled, so `infra down` never kills an unrelated process that reused a pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from streamtts.errors import InfraError
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex((host, port)) == 0
+
+
+def read_cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def running_pid(pid_file: Path, marker: str) -> int | None:
+    """The pid recorded in `pid_file` if that process is alive and is ours (cmdline has marker)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if marker not in read_cmdline(pid):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    pid_file: Path,
+    log_file: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
+    """Start `argv` detached (own session, so our Ctrl-C does not kill it) and record its pid."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    pid_file.write_text(str(proc.pid))
+    return proc.pid
+
+
+def stop(pid_file: Path, marker: str, *, grace_s: float = 30.0) -> bool:
+    """SIGTERM our process (and its group), wait up to `grace_s`, then SIGKILL. True if it ran."""
+    pid = running_pid(pid_file, marker)
+    if pid is None:
+        pid_file.unlink(missing_ok=True)
+        return False
+    _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            break
+        time.sleep(0.1)
+    else:
+        _signal_group(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            raise InfraError(f"process {pid} ({pid_file.stem}) did not exit after SIGKILL")
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    # A zombie child of ours still answers kill(0); reap it if it is our child.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def rss_kib(pid: int) -> int | None:
+    """Resident set size of `pid` in KiB (from /proc), for status output."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None

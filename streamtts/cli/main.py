@@ -1,0 +1,57 @@
+"""`streamtts` entry point: a thin dispatcher; each subcommand lives in its own module.
+
+Every subcommand module exposes `register(subparsers)` which adds its parser and sets
+`func=<callable(args) -> int>`. Errors the user can act on (`StreamTTSError`) print one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from streamtts.errors import StreamTTSError
+
+# Module names under streamtts.cli; imported lazily so `streamtts infra` does not load the model.
+SUBCOMMANDS: tuple[str, ...] = (
+    "infra_cmd",
+    "topics_cmd",
+    "submit_cmd",
+    "synth_cmd",
+)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage + error; we print one line naming the problem and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="streamtts", description="Streaming TTS pipeline over Kafka")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    sub.required = True
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"streamtts.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except StreamTTSError as err:
+        print(f"streamtts: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("streamtts: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

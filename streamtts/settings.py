@@ -1,0 +1,101 @@
+"""Connection settings shared by every command, read from the environment.
+
+One place for endpoints and credentials so producers, sinks, stages, tools and tests agree.
+Secrets come only from the environment (never from files checked into the repo).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamtts.errors import ConfigError
+
+ENV_PREFIX = "STREAMTTS_"
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(ENV_PREFIX + name, default)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(ENV_PREFIX + name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_PREFIX}{name} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """How to reach Kafka. Security fields are passed through to aiokafka unchanged."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    topic_prefix: str = ""
+    """Prefix for every topic name: lets tests and tenants share one cluster without clashes."""
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments common to aiokafka producers, consumers and admin clients."""
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "security_protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            kwargs.update(
+                sasl_mechanism=self.sasl_mechanism,
+                sasl_plain_username=self.sasl_username,
+                sasl_plain_password=self.sasl_password,
+            )
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            from aiokafka.helpers import create_ssl_context
+
+            kwargs["ssl_context"] = create_ssl_context(cafile=os.environ.get("STREAMTTS_KAFKA_CAFILE"))
+        return kwargs
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """Object storage endpoint (MinIO or any S3)."""
+
+    endpoint: str = "127.0.0.1:9000"
+    access_key: str = "streamtts"
+    secret_key: str = field(default="streamtts-secret", repr=False)
+    secure: bool = False
+    region: str | None = None
+    bucket: str = "tts-audio"
+
+
+@dataclass(frozen=True)
+class Settings:
+    kafka: KafkaSettings
+    s3: S3Settings
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        kafka = KafkaSettings(
+            bootstrap_servers=_env("KAFKA_BOOTSTRAP", KafkaSettings.bootstrap_servers),
+            security_protocol=_env("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT"),
+            sasl_mechanism=os.environ.get(ENV_PREFIX + "KAFKA_SASL_MECHANISM") or None,
+            sasl_username=os.environ.get(ENV_PREFIX + "KAFKA_SASL_USERNAME") or None,
+            sasl_password=os.environ.get(ENV_PREFIX + "KAFKA_SASL_PASSWORD") or None,
+            topic_prefix=_env("TOPIC_PREFIX", ""),
+        )
+        endpoint = _env("S3_ENDPOINT", S3Settings.endpoint)
+        secure = endpoint.startswith("https://")
+        endpoint = endpoint.removeprefix("https://").removeprefix("http://").rstrip("/")
+        s3 = S3Settings(
+            endpoint=endpoint,
+            access_key=_env("S3_ACCESS_KEY", S3Settings.access_key),
+            secret_key=_env("S3_SECRET_KEY", S3Settings.secret_key),
+            secure=secure,
+            region=os.environ.get(ENV_PREFIX + "S3_REGION") or None,
+            bucket=_env("S3_BUCKET", S3Settings.bucket),
+        )
+        return cls(kafka=kafka, s3=s3)
