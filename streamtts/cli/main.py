@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from streamtts import jsonlog
+
+    # CLI commands speak in plain lines; client-library chatter would bury the one error line.
+    jsonlog.configure(getattr(args, "log_level", None) or "WARNING")
     try:
         return int(args.func(args) or 0)
     except StreamTTSError as err:

@@ -1,5 +1,62 @@
-"""placeholder"""
+"""`streamtts topics apply|plan`: reconcile the cluster with infra/topics.yaml."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
 
 
-def register(sub):
-    pass
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("topics", help="create/reconcile Kafka topics from infra/topics.yaml")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    for name, helptext in (("apply", "create missing topics, fix drift"), ("plan", "show drift only")):
+        a = actions.add_parser(name, help=helptext)
+        a.add_argument("--spec", help="topic spec file (default: infra/topics.yaml)")
+        a.add_argument("--prefix", help="topic name prefix (default: $STREAMTTS_TOPIC_PREFIX)")
+        a.set_defaults(func=_run, dry_run=(name == "plan"))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from infra.topics import SPEC_PATH, load_spec
+    from streamtts.settings import Settings
+
+    settings = Settings.from_env()
+    prefix = settings.kafka.topic_prefix if args.prefix is None else args.prefix
+    specs = load_spec(Path(args.spec) if args.spec else SPEC_PATH, prefix=prefix)
+    return asyncio.run(_apply(settings, specs, args.dry_run))
+
+
+async def _apply(settings, specs, dry_run: bool) -> int:  # type: ignore[no-untyped-def]
+    from aiokafka.errors import KafkaError
+
+    from infra.topics import apply_spec
+    from streamtts.errors import InfraError
+    from streamtts.kafka import make_admin
+
+    admin = make_admin(settings.kafka)
+    try:
+        try:
+            await asyncio.wait_for(admin.start(), timeout=15)
+        except (KafkaError, OSError, TimeoutError) as err:
+            raise InfraError(
+                f"cannot reach Kafka at {settings.kafka.bootstrap_servers} ({type(err).__name__}); "
+                "is it running? try `streamtts infra up`"
+            ) from None
+        report = await apply_spec(admin, specs, dry_run=dry_run)
+    finally:
+        await admin.close()
+    verb = "would " if dry_run else ""
+    for name in report.created:
+        print(f"{verb}create   {name}")
+    for name in report.partitions_grown:
+        print(f"{verb}grow     {name}")
+    for line in report.configs_altered:
+        print(f"{verb}alter    {line}")
+    for line in report.drift:
+        print(f"DRIFT    {line}")
+    print(f"{len(specs)} topics: {len(report.created)} created, {len(report.partitions_grown)} grown, "
+          f"{len(report.configs_altered)} altered, {len(report.unchanged)} unchanged, {len(report.drift)} drift")
+    return 4 if report.drift else 0

@@ -1,0 +1,158 @@
+"""Declarative topic spec (infra/topics.yaml) and its reconciliation with a live cluster.
+
+`apply` is safe to run repeatedly: it creates missing topics, grows partition counts, aligns
+configs, and reports what it could not fix (a partition count above the spec cannot shrink).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import for_code
+
+from streamtts.errors import ConfigError, InfraError
+
+SPEC_PATH = Path(__file__).resolve().parent / "topics.yaml"
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ApplyReport:
+    created: list[str] = field(default_factory=list)
+    partitions_grown: list[str] = field(default_factory=list)
+    configs_altered: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+    """Differences that apply cannot fix, described in one line each."""
+
+
+def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
+    """Parse the YAML spec. Raises ConfigError naming the offending topic/key."""
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"cannot read topic spec {path}: {err}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("topics"), dict):
+        raise ConfigError(f"topic spec {path}: expected a mapping with a 'topics' key")
+    defaults = raw.get("defaults") or {}
+    default_rf = int(defaults.get("replication_factor", 1))
+    default_cfg = {str(k): str(v) for k, v in (defaults.get("configs") or {}).items()}
+    specs = []
+    for name, body in raw["topics"].items():
+        body = body or {}
+        unknown = set(body) - {"partitions", "replication_factor", "configs"}
+        if unknown:
+            raise ConfigError(f"topic spec: topic {name!r} has unknown key {sorted(unknown)[0]!r}")
+        partitions = body.get("partitions")
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ConfigError(f"topic spec: topic {name!r} needs 'partitions' ≥ 1")
+        configs = dict(default_cfg)
+        configs.update({str(k): str(v) for k, v in (body.get("configs") or {}).items()})
+        specs.append(
+            TopicSpec(
+                name=f"{prefix}{name}",
+                partitions=partitions,
+                replication_factor=int(body.get("replication_factor", default_rf)),
+                configs=configs,
+            )
+        )
+    return specs
+
+
+async def apply_spec(
+    admin: AIOKafkaAdminClient, specs: list[TopicSpec], *, dry_run: bool = False
+) -> ApplyReport:
+    """Create or reconcile `specs` on the cluster behind `admin` (already started)."""
+    report = ApplyReport()
+    existing = await _partition_counts(admin, [s.name for s in specs])
+    # 1. Create what is missing, in one request.
+    missing = [s for s in specs if s.name not in existing]
+    if missing and not dry_run:
+        resp = await admin.create_topics(
+            [NewTopic(s.name, s.partitions, s.replication_factor, topic_configs=s.configs) for s in missing]
+        )
+        for topic, code, *rest in resp.topic_errors:
+            if code and for_code(code).__name__ != "TopicAlreadyExistsError":
+                raise InfraError(f"creating topic {topic} failed: {for_code(code).__name__} {rest[0] if rest else ''}")
+    report.created = [s.name for s in missing]
+    present = [s for s in specs if s.name in existing]
+    # 2. Partition counts can grow but never shrink (that would remap keys → break ordering).
+    grow = {}
+    for s in present:
+        have = existing[s.name]
+        if have < s.partitions:
+            grow[s.name] = NewPartitions(total_count=s.partitions)
+        elif have > s.partitions:
+            report.drift.append(f"{s.name}: has {have} partitions, spec says {s.partitions} (cannot shrink)")
+    if grow and not dry_run:
+        await admin.create_partitions(grow)
+    report.partitions_grown = sorted(grow)
+    # 3. Align configs that differ from the spec.
+    actual = await _topic_configs(admin, [s.name for s in present])
+    to_alter = []
+    for s in present:
+        diff = {k: v for k, v in s.configs.items() if actual.get(s.name, {}).get(k) != v}
+        if diff:
+            to_alter.append(ConfigResource(ConfigResourceType.TOPIC, s.name, configs=s.configs))
+            report.configs_altered.append(s.name + " (" + ", ".join(f"{k}={v}" for k, v in diff.items()) + ")")
+    if to_alter and not dry_run:
+        await admin.alter_configs(to_alter)
+    changed = set(report.created) | set(grow) | {c.name for c in to_alter}
+    report.unchanged = [s.name for s in specs if s.name not in changed]
+    # 4. Wait until every partition has a leader, so producers can write right away.
+    if not dry_run:
+        await wait_for_leaders(admin, specs)
+    return report
+
+
+async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
+    topics = await admin.describe_topics(names)
+    return {t["topic"]: len(t["partitions"]) for t in topics if t["error_code"] == 0}
+
+
+async def _topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
+    if not names:
+        return {}
+    responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
+    out: dict[str, dict[str, str]] = {}
+    for resp in responses:
+        for resource in resp.resources:
+            # (error_code, error_message, resource_type, resource_name, config_entries)
+            name, entries = resource[3], resource[4]
+            out[name] = {e[0]: e[1] for e in entries}
+    return out
+
+
+async def wait_for_leaders(admin: AIOKafkaAdminClient, specs: list[TopicSpec], timeout_s: float = 30) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    names = [s.name for s in specs]
+    while True:
+        topics = await admin.describe_topics(names)
+        ready = {
+            t["topic"]
+            for t in topics
+            if t["error_code"] == 0 and t["partitions"] and all(p["leader"] >= 0 for p in t["partitions"])
+        }
+        if ready >= set(names):
+            return
+        if loop.time() > deadline:
+            raise InfraError(f"topics without leaders after {timeout_s:.0f} s: {sorted(set(names) - ready)}")
+        await asyncio.sleep(0.1)
+
+
+def summarize(report: ApplyReport) -> dict[str, Any]:
+    return {k: v for k, v in report.__dict__.items() if v}

@@ -1,0 +1,102 @@
+"""Chunk contracts: PCM from synthesis (`tts.pcm`) and encoded audio for subscribers.
+
+A segment may yield several chunks (`part` 0..n) so that no record nears Kafka's ~1 MB limit.
+Order within a request is (seq, part); `last_part` closes a segment and `last` closes the
+request, so a consumer can reassemble, detect gaps, and know when it is done.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Self
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from schemas.base import SCHEMA_VERSION, AudioBytes, Contract
+from schemas.context import RequestContext
+from schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
+from schemas.segment import SpanLanguage
+
+DegradationStep = Literal["fallback_voice", "please_wait_clip", "breaker_open"]
+
+
+class Degradation(BaseModel):
+    """A span that was not rendered as asked, and why. Never silent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seq: int = Field(ge=0)
+    step: DegradationStep
+    reason: str = Field(max_length=200)
+    """Machine-friendly cause, e.g. "g2p_timeout", "inference_error", "unsupported_language"."""
+    lang: SpanLanguage
+    voice_requested: str
+    voice_used: str | None = None
+
+
+def _check_order(seq: int, total: int, last: bool, last_part: bool) -> None:
+    if seq >= total:
+        raise ValueError(f"seq {seq} must be below total {total}")
+    if last and not (last_part and seq == total - 1):
+        raise ValueError("last requires last_part and seq == total - 1")
+
+
+class PcmChunk(Contract):
+    """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
+
+    contract_name: ClassVar[str] = "pcm_chunk"
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str
+    seq: int = Field(ge=0)
+    total: int = Field(ge=1)
+    part: int = Field(default=0, ge=0)
+    last_part: bool = True
+    last: bool
+    lang: SpanLanguage
+    voice_used: str
+    sample_rate: int = Field(ge=8000, le=48000)
+    pcm: AudioBytes
+    degradation: Degradation | None = None
+    synth_ms: float = Field(default=0.0, ge=0)
+    request: RequestContext
+    synthesized_at: AwareDatetime
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        _check_order(self.seq, self.total, self.last, self.last_part)
+        if len(self.pcm) % 2:
+            raise ValueError("pcm must hold whole 16-bit samples (even byte count)")
+        return self
+
+    @property
+    def duration_ms(self) -> float:
+        return len(self.pcm) / 2 / self.sample_rate * 1000.0
+
+
+class AudioChunk(Contract):
+    """An independently decodable piece of the encoded audio, published to subscribers."""
+
+    contract_name: ClassVar[str] = "audio_chunk"
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str = Field(pattern=ID_PATTERN)
+    tenant: str = Field(pattern=TENANT_PATTERN)
+    seq: int = Field(ge=0)
+    total: int = Field(ge=1)
+    part: int = Field(default=0, ge=0)
+    last_part: bool = True
+    last: bool
+    format: AudioFormat
+    sample_rate: int = Field(ge=8000, le=48000)
+    audio: AudioBytes
+    duration_ms: float = Field(ge=0)
+    degradation: Degradation | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: AwareDatetime
+    """The request's creation time (so subscribers can measure end-to-end latency)."""
+    encoded_at: AwareDatetime
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        _check_order(self.seq, self.total, self.last, self.last_part)
+        return self

@@ -1,0 +1,49 @@
+"""What every downstream message carries about its request, so each stage is stateless."""
+
+from __future__ import annotations
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from schemas.request import (
+    ID_PATTERN,
+    TENANT_PATTERN,
+    AudioFormat,
+    Delivery,
+    Language,
+    Priority,
+    TTSRequest,
+)
+
+
+class RequestContext(BaseModel):
+    """The request minus its text: enough for any stage to act without a lookup."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_id: str = Field(pattern=ID_PATTERN)
+    tenant: str = Field(pattern=TENANT_PATTERN)
+    language: Language
+    voice: str
+    format: AudioFormat
+    sample_rate: int = Field(ge=8000, le=48000)
+    speed: float = Field(ge=0.5, le=2.0)
+    priority: Priority
+    delivery: Delivery
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: AwareDatetime
+
+    @classmethod
+    def of(cls, request: TTSRequest) -> RequestContext:
+        return cls(
+            request_id=request.request_id,
+            tenant=request.tenant,
+            language=request.language,
+            voice=request.voice,
+            format=request.format,
+            sample_rate=request.sample_rate,
+            speed=request.speed,
+            priority=request.priority,
+            delivery=request.delivery,
+            metadata=request.metadata,
+            created_at=request.created_at,
+        )

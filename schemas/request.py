@@ -1,0 +1,78 @@
+"""The request contract: what a customer platform puts on `tts.requests`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import ClassVar, Literal, Self
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from schemas.base import SCHEMA_VERSION, Contract
+
+AudioFormat = Literal["wav", "pcm", "mp3", "opus", "flac"]
+Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
+Priority = Literal["interactive", "normal", "batch"]
+
+AUDIO_FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3", "opus", "flac")
+LANGUAGES: tuple[str, ...] = ("auto", "zh", "en", "ja", "ko", "yue")
+
+# Ids become Kafka keys and object-storage path parts: keep them path- and header-safe.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+TENANT_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+TOPIC_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"
+# Hard ceiling of the contract; stages enforce a lower, configurable limit.
+MAX_TEXT_CHARS = 200_000
+
+
+class Delivery(BaseModel):
+    """Where the audio goes: chunks to topics, the assembled file to object storage, or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chunks: bool = True
+    """Publish ordered audio chunks on the default audio topic."""
+    reply_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN)
+    """Also publish the chunks on this topic (a per-request/per-client reply topic)."""
+    storage: bool = True
+    """Write the assembled file to object storage and publish a completion result."""
+    presign: bool = False
+    """Put a presigned GET URL in the completion result."""
+
+    @model_validator(mode="after")
+    def _has_destination(self) -> Self:
+        if not (self.chunks or self.reply_topic or self.storage):
+            raise ValueError("at least one of chunks, reply_topic, storage must be set")
+        return self
+
+
+class TTSRequest(Contract):
+    """A text-to-speech request. Keyed by `request_id` on every topic it travels."""
+
+    contract_name: ClassVar[str] = "request"
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str = Field(pattern=ID_PATTERN)
+    """Unique id chosen by the caller (or generated); the Kafka key everywhere downstream."""
+    tenant: str = Field(default="default", pattern=TENANT_PATTERN)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    language: Language = "auto"
+    """Language hint; breaks ties for Han characters (zh vs ja vs yue)."""
+    voice: str = Field(default="auto", min_length=1, max_length=200)
+    """Voice id, a blend like "jm_kumo:0.7+jf_gongitsune:0.3", or "auto" (base voice per language)."""
+    format: AudioFormat = "mp3"
+    sample_rate: int = Field(default=24000, ge=8000, le=48000)
+    speed: float = Field(default=1.0, ge=0.5, le=2.0)
+    priority: Priority = "normal"
+    delivery: Delivery = Field(default_factory=Delivery)
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=32)
+    """Caller correlation data, echoed on the completion result."""
+    created_at: AwareDatetime
+    """When the caller created the request: the origin of end-to-end latency."""
+
+    @classmethod
+    def new(cls, text: str, **fields: object) -> TTSRequest:
+        """Build a request with a generated id and `created_at = now` unless given."""
+        fields.setdefault("request_id", uuid.uuid4().hex)
+        fields.setdefault("created_at", datetime.now(UTC))
+        return cls.model_validate({"text": text, **fields})

@@ -1,0 +1,40 @@
+"""The segment contract: one clause/sentence span of a request, on `tts.segments`."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Self
+
+from pydantic import AwareDatetime, Field, model_validator
+
+from schemas.base import SCHEMA_VERSION, Contract
+from schemas.context import RequestContext
+
+SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other"]
+
+
+class Segment(Contract):
+    """A span to synthesize. `seq` runs 0..total-1 per request; `last` marks seq == total-1."""
+
+    contract_name: ClassVar[str] = "segment"
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str
+    seq: int = Field(ge=0)
+    total: int = Field(ge=1)
+    last: bool
+    text: str = Field(min_length=1, max_length=2000)
+    lang: SpanLanguage
+    sentence_index: int = Field(default=0, ge=0)
+    ends_sentence: bool = True
+    request: RequestContext
+    segmented_at: AwareDatetime
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.seq >= self.total:
+            raise ValueError(f"seq {self.seq} must be below total {self.total}")
+        if self.last != (self.seq == self.total - 1):
+            raise ValueError("last must be true exactly for seq == total - 1")
+        if self.request_id != self.request.request_id:
+            raise ValueError("request_id differs from request.request_id")
+        return self

@@ -1,0 +1,56 @@
+"""Structured JSON logs: one orjson-encoded event per line on stderr.
+
+`log_event(logger, "event_name", request_id=..., ...)` puts the fields at the top level of
+the JSON object, so log pipelines can index them without parsing messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import orjson
+
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+TEXT_SNIPPET_CHARS = 40
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        event: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _RESERVED and not key.startswith("_"):
+                event[key] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            event["exc_class"] = record.exc_info[0].__name__
+            event["exc"] = self.formatException(record.exc_info)[-2000:]
+        return orjson.dumps(event, default=str).decode()
+
+
+def configure(level: str = "INFO", *, quiet_clients: bool = True) -> None:
+    """Route all logging to stderr as JSON lines. Kafka client chatter is kept at WARNING+."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    if quiet_clients:
+        for name in ("aiokafka", "kafka", "faust", "mode", "urllib3"):
+            logging.getLogger(name).setLevel(logging.CRITICAL if level.upper() != "DEBUG" else logging.DEBUG)
+
+
+def snippet(text: str, limit: int = TEXT_SNIPPET_CHARS) -> str:
+    """Truncate user text for logs: enough to recognise, not enough to leak a document."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
+    logger.log(level, event, extra=fields)

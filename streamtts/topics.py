@@ -1,0 +1,45 @@
+"""Logical topic roles → concrete names (with the deployment's prefix). One source of names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STAGES = ("submit", "segment", "synthesize", "encode", "sink")
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    prefix: str = ""
+
+    def _n(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    @property
+    def requests(self) -> str:
+        return self._n("tts.requests")
+
+    @property
+    def segments(self) -> str:
+        return self._n("tts.segments")
+
+    @property
+    def pcm(self) -> str:
+        return self._n("tts.pcm")
+
+    @property
+    def audio(self) -> str:
+        return self._n("tts.audio")
+
+    @property
+    def results(self) -> str:
+        return self._n("tts.results")
+
+    def dlq(self, stage: str) -> str:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        return self._n(f"tts.{stage}.dlq")
+
+    def retry(self, stage: str) -> str:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        return self._n(f"tts.{stage}.retry")
