@@ -72,7 +72,10 @@ class TTSRequest(Contract):
 
     @classmethod
     def new(cls, text: str, **fields: object) -> TTSRequest:
-        """Build a request with a generated id and `created_at = now` unless given."""
+        """Build a request with a generated id and `created_at = now` unless given.
+
+        Raises ContractError (naming the field) when a value is invalid.
+        """
         fields.setdefault("request_id", uuid.uuid4().hex)
         fields.setdefault("created_at", datetime.now(UTC))
-        return cls.model_validate({"text": text, **fields})
+        return cls.from_obj({"text": text, **fields})

@@ -1,5 +1,133 @@
-"""placeholder"""
+"""`streamtts submit`: put requests on Kafka from arguments, stdin or a JSONL file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from schemas.request import AUDIO_FORMATS, LANGUAGES
 
 
-def register(sub):
-    pass
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "submit",
+        help="submit TTS requests (one per TEXT argument, stdin, or --file JSONL)",
+        description="Prints one request id per submitted request on stdout.",
+    )
+    p.add_argument("text", nargs="*", metavar="TEXT", help="text to speak; '-' reads stdin")
+    p.add_argument("--file", "-f", metavar="JSONL", help="JSON Lines file: one request object per line")
+    p.add_argument("--voice", help="voice id or blend (default: auto per language)")
+    p.add_argument("--lang", choices=LANGUAGES, help="language hint")
+    p.add_argument("--format", choices=AUDIO_FORMATS, help="audio format (default mp3)")
+    p.add_argument("--sample-rate", type=int)
+    p.add_argument("--speed", type=float)
+    p.add_argument("--tenant")
+    p.add_argument("--priority", choices=("interactive", "normal", "batch"))
+    p.add_argument("--request-id", help="explicit id (single request only)")
+    p.add_argument("--reply-topic", help="also publish audio chunks to this topic")
+    p.add_argument("--no-chunks", action="store_true", help="do not publish chunks on the audio topic")
+    p.add_argument("--no-storage", action="store_true", help="do not store the file in object storage")
+    p.add_argument("--presign", action="store_true", help="include a presigned URL in the result")
+    p.add_argument("--wait", action="store_true", help="wait for completion results")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait with --wait")
+    p.set_defaults(func=_run)
+
+
+def _defaults(args: argparse.Namespace) -> dict[str, Any]:
+    delivery = {"chunks": not args.no_chunks, "storage": not args.no_storage, "presign": args.presign}
+    if args.reply_topic:
+        delivery["reply_topic"] = args.reply_topic
+    return {
+        "voice": args.voice,
+        "language": args.lang,
+        "format": args.format,
+        "sample_rate": args.sample_rate,
+        "speed": args.speed,
+        "tenant": args.tenant,
+        "priority": args.priority,
+        "delivery": delivery,
+    }
+
+
+def _read_inputs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from producers.inputs import ParsedInput, parse_jsonl, request_from_fields
+    from streamtts.errors import ConfigError
+
+    defaults = _defaults(args)
+    if args.file and args.text:
+        raise ConfigError("give either TEXT arguments or --file, not both")
+    if args.file:
+        try:
+            with open(args.file, "rb") as fh:
+                lines = fh.read().splitlines()
+        except OSError as err:
+            raise ConfigError(f"cannot read {args.file}: {err.strerror or err}") from None
+        parsed = parse_jsonl(lines, defaults)
+        if not parsed.requests and not parsed.bad_lines:
+            raise ConfigError(f"{args.file} holds no requests")
+        return parsed
+    texts = list(args.text)
+    if texts == ["-"] or (not texts and not sys.stdin.isatty()):
+        texts = [sys.stdin.buffer.read().decode("utf-8", errors="replace")]
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ConfigError("no text given: pass TEXT, --file FILE.jsonl, or pipe text on stdin")
+    if args.request_id and len(texts) > 1:
+        raise ConfigError("--request-id needs exactly one request")
+    extra = {"request_id": args.request_id} if args.request_id else {}
+    from schemas import ContractError
+
+    try:
+        return ParsedInput([request_from_fields({"text": t, **extra}, defaults) for t in texts], [])
+    except ContractError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    parsed = _read_inputs(args)
+    for bad in parsed.bad_lines:
+        print(f"streamtts: skipped {bad}", file=sys.stderr)
+    if parsed.requests:
+        asyncio.run(_submit(args, parsed.requests))
+    if parsed.bad_lines:
+        print(
+            f"streamtts: error: {len(parsed.bad_lines)} invalid line(s) skipped, "
+            f"{len(parsed.requests)} submitted",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+async def _submit(args: argparse.Namespace, requests) -> None:  # type: ignore[no-untyped-def]
+    from aiokafka.errors import KafkaError
+
+    from producers.request_producer import RequestProducer
+    from producers.result_waiter import ResultWaiter
+    from streamtts.errors import InfraError
+    from streamtts.settings import Settings
+
+    settings = Settings.from_env()
+    waiter = ResultWaiter(settings.kafka) if args.wait else None
+    try:
+        if waiter:
+            await waiter.start()  # attach before sending: a fast result must not be missed
+        async with RequestProducer(settings.kafka) as producer:
+            for meta_req in zip(await producer.submit_many(requests), requests, strict=True):
+                print(meta_req[1].request_id, flush=True)
+        if waiter:
+            results = await waiter.wait([r.request_id for r in requests], args.timeout)
+            for rid, res in results.items():
+                where = f"s3://{res.storage.bucket}/{res.storage.key}" if res.storage else "-"
+                print(f"{rid} {res.status} {res.duration_ms / 1000:.2f}s {where}", file=sys.stderr)
+    except KafkaError as err:
+        raise InfraError(
+            f"cannot reach Kafka at {settings.kafka.bootstrap_servers} ({type(err).__name__}); "
+            "is it running? try `streamtts infra up`"
+        ) from None
+    finally:
+        if waiter:
+            await waiter.stop()

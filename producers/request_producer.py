@@ -1,0 +1,62 @@
+"""Async client that puts TTS requests on Kafka: idempotent, acks=all, keyed by request_id."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Self
+
+from aiokafka.structs import RecordMetadata
+
+from schemas import TTSRequest
+from streamtts.kafka import make_producer
+from streamtts.settings import KafkaSettings
+from streamtts.topics import TopicNames
+
+
+class RequestProducer:
+    """Publishes validated requests. Use as `async with RequestProducer(settings) as p:`."""
+
+    def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
+        self._topics = topics or TopicNames(kafka.topic_prefix)
+        self._producer = make_producer(kafka)
+
+    async def start(self) -> None:
+        await self._producer.start()
+
+    async def stop(self) -> None:
+        await self._producer.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def submit(
+        self, request: TTSRequest, *, topic: str | None = None, headers: list[tuple[str, bytes]] | None = None
+    ) -> RecordMetadata:
+        """Send one request and wait for the broker's acknowledgement (all in-sync replicas)."""
+        return await self._producer.send_and_wait(
+            topic or self._topics.requests,
+            value=request.to_bytes(),
+            key=request.request_id.encode(),
+            headers=[("content-type", b"application/json"), ("schema", b"request.v1"), *(headers or [])],
+        )
+
+    async def submit_many(self, requests: Iterable[TTSRequest], *, topic: str | None = None) -> list[RecordMetadata]:
+        """Send a batch; records are pipelined, then all acknowledgements awaited."""
+        futures = []
+        for request in requests:
+            futures.append(
+                await self._producer.send(
+                    topic or self._topics.requests,
+                    value=request.to_bytes(),
+                    key=request.request_id.encode(),
+                    headers=[("content-type", b"application/json"), ("schema", b"request.v1")],
+                )
+            )
+        return [await f for f in futures]

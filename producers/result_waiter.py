@@ -1,0 +1,86 @@
+"""Wait for completion results of known request ids on the results topic.
+
+The waiter attaches at the *end* of every results partition before the requests are sent
+(call `start()` first), so a fast pipeline cannot complete a request before we listen.
+It reads without a consumer group: waiting must not steal partitions from other clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Self
+
+from aiokafka import TopicPartition
+
+from schemas import CompletionResult, ContractError
+from streamtts.errors import StreamTTSError
+from streamtts.kafka import make_consumer
+from streamtts.settings import KafkaSettings
+from streamtts.topics import TopicNames
+
+
+class ResultTimeout(StreamTTSError):
+    def __init__(self, missing: set[str], timeout_s: float) -> None:
+        self.missing = missing
+        ids = ", ".join(sorted(missing)[:3]) + (" …" if len(missing) > 3 else "")
+        super().__init__(f"timed out after {timeout_s:g} s waiting for {len(missing)} result(s): {ids}")
+
+
+class ResultWaiter:
+    def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
+        self._topic = (topics or TopicNames(kafka.topic_prefix)).results
+        self._consumer = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
+
+    async def start(self) -> None:
+        await self._consumer.start()
+        await self._consumer.topics()  # refreshes cluster metadata: the topic may be new
+        partitions = self._consumer.partitions_for_topic(self._topic)
+        if not partitions:
+            raise StreamTTSError(
+                f"results topic {self._topic!r} does not exist; run `streamtts topics apply`"
+            )
+        tps = [TopicPartition(self._topic, p) for p in sorted(partitions)]
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_end(*tps)
+        # Resolve the end offsets now (position() forces the lookup), so "end" means
+        # "end before the requests were sent", not "end whenever the first fetch happens".
+        for tp in tps:
+            await self._consumer.position(tp)
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def wait(self, request_ids: Iterable[str], timeout_s: float) -> dict[str, CompletionResult]:
+        """Results for every id in `request_ids`, or ResultTimeout naming those missing."""
+        pending = set(request_ids)
+        found: dict[str, CompletionResult] = {}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while pending:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise ResultTimeout(pending, timeout_s)
+            batch = await self._consumer.getmany(timeout_ms=int(min(remaining, 1.0) * 1000))
+            for records in batch.values():
+                for record in records:
+                    key = record.key.decode(errors="replace") if record.key else None
+                    if key not in pending:
+                        continue
+                    try:
+                        result = CompletionResult.from_bytes(record.value)
+                    except ContractError:
+                        continue  # a malformed result is not ours to judge here; keep waiting
+                    found[result.request_id] = result
+                    pending.discard(result.request_id)
+        return found
