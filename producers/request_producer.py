@@ -22,7 +22,11 @@ class RequestProducer:
         self._producer = make_producer(kafka)
 
     async def start(self) -> None:
-        await self._producer.start()
+        try:
+            await self._producer.start()
+        except BaseException:
+            await self._producer.stop()  # release the half-open client, then report
+            raise
 
     async def stop(self) -> None:
         await self._producer.stop()

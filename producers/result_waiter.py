@@ -34,7 +34,11 @@ class ResultWaiter:
         self._consumer = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
 
     async def start(self) -> None:
-        await self._consumer.start()
+        try:
+            await self._consumer.start()
+        except BaseException:
+            await self._consumer.stop()
+            raise
         await self._consumer.topics()  # refreshes cluster metadata: the topic may be new
         partitions = self._consumer.partitions_for_topic(self._topic)
         if not partitions:

@@ -1,0 +1,55 @@
+"""Shared fixtures: real Kafka + real S3 for the session, isolated topics per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+
+import pytest
+
+from streamtts.settings import KafkaSettings, S3Settings
+from streamtts.topics import TopicNames
+from tests.services import Services, provide_services
+
+
+@pytest.fixture(scope="session")
+def services() -> Iterator[Services]:
+    with provide_services() as svc:
+        yield svc
+
+
+@pytest.fixture(scope="session")
+def s3_settings(services: Services) -> S3Settings:
+    return services.s3
+
+
+@pytest.fixture
+def topic_prefix() -> str:
+    """A fresh prefix per test: tests share one broker without seeing each other's records."""
+    return f"t{uuid.uuid4().hex[:10]}."
+
+
+@pytest.fixture
+async def kafka_settings(services: Services, topic_prefix: str) -> AsyncIterator[KafkaSettings]:
+    """Kafka settings with this test's prefix, its topics created from infra/topics.yaml."""
+    from infra.topics import apply_spec, load_spec
+    from streamtts.kafka import make_admin
+
+    settings = replace(services.kafka, topic_prefix=topic_prefix)
+    admin = make_admin(settings)
+    await admin.start()
+    try:
+        await apply_spec(admin, load_spec(prefix=topic_prefix))
+        yield settings
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+def topics(kafka_settings: KafkaSettings) -> TopicNames:
+    return TopicNames(kafka_settings.topic_prefix)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return "streamtts services: see tests/services.py for how Kafka/S3 are chosen"
