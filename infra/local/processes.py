@@ -36,11 +36,10 @@ def running_pid(pid_file: Path, marker: str) -> int | None:
         pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):
         return None
-    if marker not in read_cmdline(pid):
+    if not is_running(pid):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    cmdline = read_cmdline(pid)
+    if marker not in cmdline:
         return None
     return pid
 
@@ -78,21 +77,22 @@ def stop(pid_file: Path, marker: str, *, grace_s: float = 30.0) -> bool:
     _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not is_running(pid):
             break
         time.sleep(0.1)
     else:
         _signal_group(pid, signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while _alive(pid) and time.monotonic() < deadline:
+        while is_running(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if is_running(pid):
             raise InfraError(f"process {pid} ({pid_file.stem}) did not exit after SIGKILL")
     pid_file.unlink(missing_ok=True)
     return True
 
 
-def _alive(pid: int) -> bool:
+def is_running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie (our exited children are reaped here)."""
     # A zombie child of ours still answers kill(0); reap it if it is our child.
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)

@@ -77,10 +77,9 @@ class LocalStack:
         self.minio.install(say)
         # 2. Start both; they boot in parallel (Kafka's JVM start dominates).
         boot = time.monotonic()
-        self.kafka.start(say)
-        self.minio.start(say)
+        pids = {"Kafka": self.kafka.start(say), "MinIO": self.minio.start(say)}
         # 3. Wait for real readiness, failing fast if a process died.
-        self._wait_ready(say, deadline=boot + timeout_s)
+        self._wait_ready(pids, deadline=boot + timeout_s)
         say(f"local stack ready in {time.monotonic() - started:.1f} s")
         return self.status()
 
@@ -115,13 +114,13 @@ class LocalStack:
             ),
         ]
 
-    def _wait_ready(self, say: Say, deadline: float) -> None:
+    def _wait_ready(self, pids: dict[str, int], deadline: float) -> None:
         kafka_ok = minio_ok = False
+        logs = {"Kafka": self.kafka.paths.log_file("kafka"), "MinIO": self.minio.paths.log_file("minio")}
         while time.monotonic() < deadline:
-            if self.kafka.pid() is None:
-                raise InfraError(f"Kafka exited during start-up (log: {self.kafka.paths.log_file('kafka')})")
-            if self.minio.pid() is None:
-                raise InfraError(f"MinIO exited during start-up (log: {self.minio.paths.log_file('minio')})")
+            for name, pid in pids.items():
+                if not processes.is_running(pid):
+                    raise InfraError(f"{name} exited during start-up (log: {logs[name]})")
             kafka_ok = kafka_ok or asyncio.run(_kafka_ready(self.kafka.bootstrap))
             minio_ok = minio_ok or _minio_ready(self.minio.endpoint)
             if kafka_ok and minio_ok:
