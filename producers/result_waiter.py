@@ -16,7 +16,7 @@ from aiokafka import TopicPartition
 
 from schemas import CompletionResult, ContractError
 from streamtts.errors import StreamTTSError
-from streamtts.kafka import make_consumer
+from streamtts.kafka import make_consumer, topic_partitions
 from streamtts.settings import KafkaSettings
 from streamtts.topics import TopicNames
 
@@ -30,6 +30,7 @@ class ResultTimeout(StreamTTSError):
 
 class ResultWaiter:
     def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
+        self._kafka = kafka
         self._topic = (topics or TopicNames(kafka.topic_prefix)).results
         self._consumer = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
 
@@ -39,8 +40,7 @@ class ResultWaiter:
         except BaseException:
             await self._consumer.stop()
             raise
-        await self._consumer.topics()  # refreshes cluster metadata: the topic may be new
-        partitions = self._consumer.partitions_for_topic(self._topic)
+        partitions = await topic_partitions(self._kafka, self._topic)
         if not partitions:
             raise StreamTTSError(
                 f"results topic {self._topic!r} does not exist; run `streamtts topics apply`"

@@ -49,3 +49,14 @@ def make_admin(kafka: KafkaSettings, **overrides: Any) -> AIOKafkaAdminClient:
     kwargs = dict(kafka.client_kwargs(), request_timeout_ms=15000)
     kwargs.update(overrides)
     return AIOKafkaAdminClient(**kwargs)
+
+
+async def topic_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
+    """Partition ids of `topic` from fresh cluster metadata (empty if it does not exist)."""
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        described = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    return {p["partition"] for t in described if t["error_code"] == 0 for p in t["partitions"]}
