@@ -20,6 +20,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "topics_cmd",
     "submit_cmd",
     "synth_cmd",
+    "demo_cmd",
 )
 
 
