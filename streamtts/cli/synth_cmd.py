@@ -1,0 +1,113 @@
+"""`streamtts synth`: synthesize text to an audio file locally (no Kafka), streaming span by span.
+
+Module-level imports stay light: the model stack is imported inside `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from streamtts.errors import ConfigError
+
+FORMATS = ("wav", "pcm", "mp3", "opus", "flac")
+
+
+def register(subparsers: Any) -> None:
+    """Add the `synth` subcommand to the dispatcher's subparsers."""
+    parser = subparsers.add_parser(
+        "synth",
+        help="synthesize text to an audio file (local, no Kafka)",
+        description="Synthesize text with the local speech core and write one audio file.",
+    )
+    parser.add_argument("--text", default=None,
+                        help="text to speak; '-' or omitted reads stdin")
+    parser.add_argument("--voice", default=None,
+                        help="voice id or blend (e.g. jm_kumo, en_joe, 'jm_kumo:0.7+jf_alpha:0.3');"
+                             " default: the base voice of each span's language")
+    parser.add_argument("--lang", default=None,
+                        help="language hint: zh, en, ja, ko, yue (decides Han characters)")
+    parser.add_argument("--format", default=None, choices=FORMATS,
+                        help="output format (default: from --out's extension, else wav)")
+    parser.add_argument("--sample-rate", type=int, default=None,
+                        help="output sample rate in Hz (default: the voice's native rate)")
+    parser.add_argument("--speed", type=float, default=None, help="speaking rate, 0.5-2.0")
+    parser.add_argument("--threads", type=int, default=2, help="inference threads (default 2)")
+    parser.add_argument("--voices-dir", type=Path, default=None,
+                        help="directory with extra voices (.onnx+.onnx.json, .npy, .npz)")
+    parser.add_argument("--out", required=True, type=Path, help="output file")
+    parser.set_defaults(func=run)
+
+
+def _read_text(arg: str | None) -> str:
+    if arg in (None, "-") and sys.stdin.isatty():
+        raise ConfigError("give --text TEXT or pipe the text on stdin")
+    text = sys.stdin.read() if arg in (None, "-") else str(arg)
+    if not text.strip():
+        raise ConfigError("--text is empty (nothing to synthesize)")
+    return text
+
+
+def _pick_format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    suffix = args.out.suffix.lower().lstrip(".")
+    aliases = {"ogg": "opus", "raw": "pcm"}
+    return aliases.get(suffix, suffix if suffix in FORMATS else "wav")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Synthesize `args.text` into `args.out`; print a timing summary to stderr."""
+    fmt = _pick_format(args)
+    text = _read_text(args.text)
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    if args.out.parent and not args.out.parent.exists():
+        raise ConfigError(f"output directory {args.out.parent} does not exist")
+
+    from processors.encode.encoders import assemble, encode_chunk  # noqa: PLC0415
+    from processors.encode.exceptions import EncodingError  # noqa: PLC0415
+    from processors.segment.exceptions import SegmentationError  # noqa: PLC0415
+    from processors.synthesize.exceptions import SynthesisError  # noqa: PLC0415
+    from processors.synthesize.registry import VoiceRegistry  # noqa: PLC0415
+    from processors.synthesize.synthesizer import Synthesizer  # noqa: PLC0415
+
+    started = time.perf_counter()
+    try:
+        registry = VoiceRegistry(threads=args.threads, user_voice_dir=args.voices_dir)
+        synthesizer = Synthesizer(registry)
+        payloads: list[bytes] = []
+        first_chunk_s: float | None = None
+        audio_s = 0.0
+        rate = 0
+        substitutions: set[str] = set()
+        for _span, chunk in synthesizer.synthesize_text(
+            text, lang_hint=args.lang, voice_id=args.voice, speed=args.speed,
+            sample_rate=args.sample_rate,
+        ):
+            if first_chunk_s is None:
+                first_chunk_s = time.perf_counter() - started
+            payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, fmt,
+                                         serial=len(payloads) + 1))
+            audio_s += chunk.duration_s
+            rate = chunk.sample_rate
+            if args.voice and chunk.voice_id != registry.spec(args.voice).voice_id:
+                substitutions.add(chunk.voice_id)
+        data = assemble(payloads, fmt)
+    except (SegmentationError, SynthesisError, EncodingError) as err:
+        raise ConfigError(str(err)) from err
+    args.out.write_bytes(data)
+
+    total_s = time.perf_counter() - started
+    rtf = total_s / audio_s if audio_s else float("nan")
+    note = f"; fallback voices used: {', '.join(sorted(substitutions))}" if substitutions else ""
+    print(
+        f"wrote {args.out} ({fmt}, {rate} Hz, {len(data)} bytes): audio {audio_s:.2f} s, "
+        f"first chunk {first_chunk_s or 0.0:.2f} s, total {total_s:.2f} s, RTF {rtf:.2f} "
+        f"(incl. model load){note}",
+        file=sys.stderr,
+    )
+    return 0
