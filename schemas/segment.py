@@ -26,6 +26,8 @@ class Segment(Contract):
     lang: SpanLanguage
     sentence_index: int = Field(default=0, ge=0)
     ends_sentence: bool = True
+    pause_after_ms: int = Field(default=0, ge=0, le=5000)
+    """Silence to append after the span's audio (clause/sentence/paragraph pause)."""
     request: RequestContext
     segmented_at: AwareDatetime
 

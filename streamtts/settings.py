@@ -99,3 +99,49 @@ class Settings:
             bucket=_env("S3_BUCKET", S3Settings.bucket),
         )
         return cls(kafka=kafka, s3=s3)
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Knobs of the stages. Defaults suit a 2-core node; env vars override (STREAMTTS_*)."""
+
+    first_max_chars: int = 40
+    """Size of the first span of a request: it bounds the time to first audio."""
+    max_chars: int = 150
+    """Size of later spans (CJK characters count double)."""
+    max_text_chars: int = 20_000
+    """Longest accepted request text; longer ones are dead-lettered (text_too_long)."""
+    chunk_max_ms: int = 5_000
+    """Longest PCM chunk on Kafka (24 kHz s16 → 240 KB, ~320 KB as base64): far below 1 MB."""
+    synth_threads: int = 0
+    """onnxruntime intra-op threads per inference; 0 = all cores."""
+    synth_workers: int = 1
+    """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
+    warm_voices: tuple[str, ...] = ("jm_kumo",)
+    processing_guarantee: str = "at_least_once"
+    """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
+    session_timeout_s: float = 10.0
+    presign_expiry_s: int = 3600
+    storage_retries: int = 5
+    """In-place attempts (capped exponential backoff) before a storage failure is dead-lettered."""
+
+    @classmethod
+    def from_env(cls) -> PipelineSettings:
+        guarantee = _env("PROCESSING_GUARANTEE", cls.processing_guarantee)
+        if guarantee not in ("at_least_once", "exactly_once"):
+            raise ConfigError(
+                f"{ENV_PREFIX}PROCESSING_GUARANTEE must be at_least_once or exactly_once, got {guarantee!r}"
+            )
+        warm = tuple(v for v in _env("WARM_VOICES", ",".join(cls.warm_voices)).split(",") if v)
+        return cls(
+            first_max_chars=_env_int("FIRST_MAX_CHARS", cls.first_max_chars),
+            max_chars=_env_int("MAX_CHARS", cls.max_chars),
+            max_text_chars=_env_int("MAX_TEXT_CHARS", cls.max_text_chars),
+            chunk_max_ms=_env_int("CHUNK_MAX_MS", cls.chunk_max_ms),
+            synth_threads=_env_int("SYNTH_THREADS", cls.synth_threads),
+            synth_workers=_env_int("SYNTH_WORKERS", cls.synth_workers),
+            warm_voices=warm,
+            processing_guarantee=guarantee,
+            presign_expiry_s=_env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
+            storage_retries=_env_int("STORAGE_RETRIES", cls.storage_retries),
+        )

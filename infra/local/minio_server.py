@@ -8,7 +8,6 @@ as a separate process; nothing of it is linked into streamtts.
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -20,6 +20,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "topics_cmd",
     "submit_cmd",
     "synth_cmd",
+    "run_cmd",
     "demo_cmd",
 )
 

@@ -68,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out.parent and not args.out.parent.exists():
         raise ConfigError(f"output directory {args.out.parent} does not exist")
 
-    from processors.encode.encoders import assemble, encode_chunk  # noqa: PLC0415
-    from processors.encode.exceptions import EncodingError  # noqa: PLC0415
-    from processors.segment.exceptions import SegmentationError  # noqa: PLC0415
-    from processors.synthesize.exceptions import SynthesisError  # noqa: PLC0415
-    from processors.synthesize.registry import VoiceRegistry  # noqa: PLC0415
-    from processors.synthesize.synthesizer import Synthesizer  # noqa: PLC0415
+    from processors.encode.encoders import assemble, encode_chunk
+    from processors.encode.exceptions import EncodingError
+    from processors.segment.exceptions import SegmentationError
+    from processors.synthesize.exceptions import SynthesisError
+    from processors.synthesize.registry import VoiceRegistry
+    from processors.synthesize.synthesizer import Synthesizer
 
     started = time.perf_counter()
     try:

@@ -1,0 +1,65 @@
+"""faust-streaming app factory: one app (= one consumer group) per stage.
+
+Stages are stateless (every message carries its request context), so apps need no tables,
+no changelogs and no leader topic; topics are created by `streamtts topics apply`, never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faust
+
+from streamtts.settings import KafkaSettings, PipelineSettings
+
+
+def group_id(kafka: KafkaSettings, stage: str) -> str:
+    return f"{kafka.topic_prefix}streamtts-{stage}"
+
+
+def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **overrides: Any) -> faust.App:
+    """A faust app for one stage. Its id is the stage's consumer group."""
+    brokers = [f"kafka://{b.strip()}" for b in kafka.bootstrap_servers.split(",")]
+    conf: dict[str, Any] = dict(
+        broker=brokers,
+        broker_credentials=_credentials(kafka),
+        value_serializer="raw",
+        key_serializer="raw",
+        store="memory://",
+        topic_allow_declare=False,
+        topic_disable_leader=True,
+        web_enabled=False,
+        processing_guarantee=pipeline.processing_guarantee,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=pipeline.session_timeout_s,
+        broker_heartbeat_interval=1.0,
+        broker_commit_interval=1.0,
+        # Long inference must not look like a dead consumer; heartbeats run on the loop.
+        broker_max_poll_interval=600.0,
+        producer_acks=-1,
+        producer_max_request_size=4 * 1024 * 1024,
+        consumer_max_fetch_size=4 * 1024 * 1024,
+        # Bounded buffer between fetcher and agent: a busy stage stops fetching (back-pressure).
+        stream_buffer_maxsize=64,
+        stream_wait_empty=False,
+        logging_config=None,
+        loghandlers=[],
+    )
+    conf.update(overrides)
+    return faust.App(group_id(kafka, stage), **conf)
+
+
+def _credentials(kafka: KafkaSettings) -> Any:
+    if kafka.sasl_mechanism:
+        return faust.SASLCredentials(
+            username=kafka.sasl_username,
+            password=kafka.sasl_password,
+            mechanism=kafka.sasl_mechanism,
+        )
+    if kafka.security_protocol == "SSL":
+        import os
+
+        from aiokafka.helpers import create_ssl_context
+
+        return faust.SSLCredentials(create_ssl_context(cafile=os.environ.get("STREAMTTS_KAFKA_CAFILE")))
+    return None

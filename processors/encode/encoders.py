@@ -1,0 +1,280 @@
+"""PCM → wav / pcm / mp3 / opus / flac with PyAV (FFmpeg in-process), chunk by chunk.
+
+Chunk payloads are stateless: every call builds its own container and codec context, so a
+rebalance mid-request loses no encoder state and calls are thread-safe.
+
+What a chunk payload is, and how chunks make a whole file:
+
+| fmt  | chunk payload                          | byte concatenation of chunks        |
+|------|----------------------------------------|-------------------------------------|
+| pcm  | raw s16le samples                      | valid raw stream                    |
+| mp3  | bare MPEG frames (no ID3, no Xing)     | valid MP3 (each chunk adds the LAME |
+|      |                                        | encoder delay + padding, ≤ ~50 ms)  |
+| opus | a complete Ogg Opus stream             | valid chained Ogg (RFC 3533 §4);    |
+|      | (own serial number)                    | players that stop after the first   |
+|      |                                        | link need `assemble`                |
+| wav  | a complete WAV file                    | NOT valid: use `assemble`           |
+| flac | a complete FLAC file                   | NOT valid (a FLAC stream has one    |
+|      |                                        | STREAMINFO header): use `assemble`  |
+
+`assemble(chunks, fmt)` builds one file: pcm/mp3/opus are concatenated; wav joins the data
+chunks under one header; flac decodes the chunks and re-encodes once (lossless, so exact).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from collections.abc import Sequence
+from math import gcd
+from typing import cast
+
+import numpy as np
+
+from processors.encode.exceptions import DecodeError, EncodeError, UnknownFormatError
+
+FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3", "opus", "flac")
+CONTENT_TYPES: dict[str, str] = {
+    "wav": "audio/wav",
+    "pcm": "audio/L16",  # + ;rate=...;channels=1 on the wire (RFC 2586 is big-endian; ours is
+    # little-endian s16le, stated in the message metadata)
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg; codecs=opus",
+    "flac": "audio/flac",
+}
+EXTENSIONS: dict[str, str] = {
+    "wav": ".wav", "pcm": ".pcm", "mp3": ".mp3", "opus": ".opus", "flac": ".flac",
+}
+# Formats whose chunk payloads can simply be concatenated into a playable stream.
+CONCATENABLE: frozenset[str] = frozenset({"pcm", "mp3", "opus"})
+
+_OPUS_RATES = (8_000, 12_000, 16_000, 24_000, 48_000)
+_MP3_RATES = (8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)
+_MP3_BITRATE = 64_000
+_OPUS_BITRATE = 32_000
+
+
+def check_format(fmt: str) -> str:
+    """Return `fmt` normalized (lower case) or raise `UnknownFormatError` naming the choices."""
+    key = fmt.lower().strip() if isinstance(fmt, str) else ""
+    if key not in FORMATS:
+        raise UnknownFormatError(
+            f"unknown audio format {fmt!r}; choose one of {', '.join(FORMATS)}"
+        )
+    return key
+
+
+def _as_float(samples: np.ndarray) -> np.ndarray:
+    arr = np.asarray(samples).reshape(-1)
+    if arr.dtype == np.int16:
+        return (arr.astype(np.float32) / 32768.0).astype(np.float32)
+    return np.clip(arr.astype(np.float32), -1.0, 1.0)
+
+
+def _as_int16(samples: np.ndarray) -> np.ndarray:
+    arr = np.asarray(samples).reshape(-1)
+    if arr.dtype == np.int16:
+        return arr
+    return (np.clip(arr.astype(np.float32), -1.0, 1.0) * 32767.0).round().astype(np.int16)
+
+
+def _resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
+    if rate_in == rate_out:
+        return samples
+    from scipy.signal import resample_poly
+
+    g = gcd(rate_in, rate_out)
+    return resample_poly(samples, rate_out // g, rate_in // g).astype(np.float32)
+
+
+def _wav_bytes(pcm16: np.ndarray, sample_rate: int) -> bytes:
+    data = pcm16.astype("<i2").tobytes()
+    header = struct.pack(
+        "<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(data), b"WAVE", b"fmt ", 16, 1, 1,
+        sample_rate, sample_rate * 2, 2, 16, b"data", len(data),
+    )
+    return header + data
+
+
+def _encode_av(
+    samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, serial: int | None
+) -> bytes:
+    """Encode with PyAV into an in-memory container."""
+    import av
+
+    audio = _as_float(samples)
+    if fmt == "opus":
+        codec, container_fmt, layout_rate = "libopus", "ogg", sample_rate
+        if sample_rate not in _OPUS_RATES:
+            audio, layout_rate = _resample(audio, sample_rate, 48_000), 48_000
+        # bitexact: the Ogg serial is serial_offset (not random) and output is reproducible.
+        options: dict[str, str] = {"fflags": "+bitexact"}
+        if serial is not None:
+            options["serial_offset"] = str(serial)
+        bit_rate = _OPUS_BITRATE
+    elif fmt == "mp3":
+        codec, container_fmt, layout_rate = "libmp3lame", "mp3", sample_rate
+        if sample_rate not in _MP3_RATES:
+            target = 48_000 if sample_rate > 24_000 else 24_000
+            audio, layout_rate = _resample(audio, sample_rate, target), target
+        # Bare frames for chunks: an ID3 tag or a Xing/LAME info frame in the middle of a
+        # concatenated stream is decoded as garbage/silence by some players.
+        options = {"id3v2_version": "0", "write_xing": "0"} if chunk else {}
+        bit_rate = _MP3_BITRATE
+    else:  # flac
+        codec, container_fmt, layout_rate = "flac", "flac", sample_rate
+        options, bit_rate = {}, 0
+        audio = _as_int16(audio)
+
+    buf = io.BytesIO()
+    try:
+        with av.open(buf, mode="w", format=container_fmt, options=options) as container:
+            stream = cast("av.audio.stream.AudioStream",
+                          container.add_stream(codec, rate=layout_rate, layout="mono"))
+            if bit_rate:
+                stream.bit_rate = bit_rate
+            if fmt == "flac":
+                frame = av.AudioFrame.from_ndarray(
+                    audio.reshape(1, -1), format="s16", layout="mono"
+                )
+            else:
+                frame = av.AudioFrame.from_ndarray(
+                    audio.astype(np.float32).reshape(1, -1), format="flt", layout="mono"
+                )
+            frame.sample_rate = layout_rate
+            frame.pts = 0
+            if len(audio):
+                for packet in stream.encode(frame):
+                    container.mux(packet)
+            for packet in stream.encode(None):
+                container.mux(packet)
+    except av.FFmpegError as err:
+        raise EncodeError(f"{fmt} encoding failed: {err}") from err
+    return buf.getvalue()
+
+
+def encode_chunk(
+    samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int | None = None
+) -> bytes:
+    """Encode one chunk as an independently decodable payload (see the module table).
+
+    Args:
+        samples: mono PCM, int16 or float32 in [-1, 1].
+        sample_rate: rate of `samples` in Hz.
+        fmt: wav, pcm, mp3, opus or flac.
+        serial: Ogg stream serial for opus (chained streams should differ; default: a CRC of
+            the samples, so the same chunk always encodes to the same bytes).
+    Returns:
+        The payload bytes.
+    Raises:
+        UnknownFormatError, EncodeError.
+    """
+    fmt = check_format(fmt)
+    if fmt == "pcm":
+        return _as_int16(samples).astype("<i2").tobytes()
+    if fmt == "wav":
+        return _wav_bytes(_as_int16(samples), sample_rate)
+    if fmt == "opus" and serial is None:
+        serial = zlib.crc32(_as_int16(samples).tobytes()) & 0x7FFFFFFF
+    return _encode_av(samples, sample_rate, fmt, chunk=True, serial=serial)
+
+
+def encode_file(samples: np.ndarray, sample_rate: int, fmt: str) -> bytes:
+    """Encode a whole utterance as one file (mp3 with its Xing header, single-link Ogg).
+
+    Args/Raises: as `encode_chunk`.
+    """
+    fmt = check_format(fmt)
+    if fmt in ("pcm", "wav"):
+        return encode_chunk(samples, sample_rate, fmt)
+    return _encode_av(samples, sample_rate, fmt, chunk=False, serial=None)
+
+
+def assemble(chunks: Sequence[bytes], fmt: str, *, sample_rate: int | None = None) -> bytes:
+    """Build one file from chunk payloads made by `encode_chunk`, in order.
+
+    Args:
+        chunks: payloads in sequence order.
+        fmt: their format.
+        sample_rate: only needed for pcm→nothing (pcm is concatenated as is); ignored otherwise.
+    Returns:
+        pcm/mp3/opus: the concatenation; wav: one WAV with all samples; flac: one FLAC file.
+    Raises:
+        UnknownFormatError, DecodeError (a wav/flac chunk is malformed).
+    """
+    fmt = check_format(fmt)
+    del sample_rate  # every payload that needs a rate carries it itself
+    if fmt in CONCATENABLE:
+        return b"".join(chunks)
+    if not chunks:
+        raise DecodeError(f"cannot assemble an empty {fmt} file")
+    pieces: list[np.ndarray] = []
+    rate = 0
+    for payload in chunks:
+        samples, chunk_rate = decode_audio(payload, fmt)
+        if rate and chunk_rate != rate:
+            raise DecodeError(f"{fmt} chunks have different sample rates ({rate}, {chunk_rate})")
+        rate = chunk_rate
+        pieces.append(_as_int16(samples) if fmt == "flac" else _wav_samples(payload))
+    joined = np.concatenate(pieces)
+    return _wav_bytes(joined, rate) if fmt == "wav" else encode_file(joined, rate, "flac")
+
+
+def _wav_samples(payload: bytes) -> np.ndarray:
+    """int16 samples of a WAV made by `_wav_bytes` (exact, no float round trip)."""
+    pos = payload.find(b"data")
+    if payload[:4] != b"RIFF" or pos < 0:
+        raise DecodeError("wav chunk has no RIFF/data header")
+    size = struct.unpack_from("<I", payload, pos + 4)[0]
+    return np.frombuffer(payload[pos + 8 : pos + 8 + size], dtype="<i2").astype(np.int16)
+
+
+def decode_audio(
+    data: bytes, fmt: str, *, sample_rate: int | None = None
+) -> tuple[np.ndarray, int]:
+    """Decode a payload or file to float32 mono.
+
+    Args:
+        data: encoded bytes (chained Ogg and concatenated MP3 included).
+        fmt: its format.
+        sample_rate: required for raw pcm (which carries no header), ignored otherwise.
+    Returns:
+        (samples float32 in [-1, 1], sample_rate).
+    Raises:
+        UnknownFormatError, DecodeError.
+    """
+    fmt = check_format(fmt)
+    if fmt == "pcm":
+        if not sample_rate:
+            raise DecodeError("raw pcm needs sample_rate to be decoded")
+        if len(data) % 2:
+            raise DecodeError("raw s16le pcm has an odd number of bytes")
+        return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0, sample_rate
+    if not data:
+        return np.zeros(0, np.float32), sample_rate or 0  # an empty chunk (no samples)
+    import av
+
+    demux_fmt = {"wav": "wav", "mp3": "mp3", "opus": "ogg", "flac": "flac"}[fmt]
+    pieces: list[np.ndarray] = []
+    rate = 0
+    try:
+        with av.open(io.BytesIO(data), mode="r", format=demux_fmt) as container:
+            for frame in container.decode(audio=0):
+                raw = frame.to_ndarray()
+                arr = raw.astype(np.float64)
+                if np.issubdtype(raw.dtype, np.integer):
+                    arr /= float(np.iinfo(raw.dtype.type).max) + 1.0  # type: ignore[type-var]
+                # Planar formats are (channels, n), packed ones (1, n * channels).
+                channels = len(frame.layout.channels)
+                if frame.format.is_planar:
+                    arr = arr.mean(axis=0)
+                else:
+                    arr = arr.reshape(-1, channels).mean(axis=1)
+                pieces.append(arr.astype(np.float32))
+                rate = frame.sample_rate
+    except av.FFmpegError as err:
+        raise DecodeError(f"cannot decode {fmt}: {err}") from err
+    if not pieces:
+        raise DecodeError(f"no {fmt} audio frames in {len(data)} bytes")
+    return np.concatenate(pieces), rate

@@ -1,0 +1,94 @@
+"""Encode stage: tts.pcm → audio chunks on tts.audio and the request's reply topic (faust).
+
+Each chunk is encoded on its own (stateless), so a rebalance mid-request loses nothing and
+the concatenation of chunks plays (see `processors.encode.encoders`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from processors.encode.encoders import encode_chunk
+from processors.encode.exceptions import EncodingError
+from processors.stage import FaustStage
+from schemas import AudioChunk, ContractError, PcmChunk
+from sinks.chunk_routes import chunk_topics
+from streamtts.jsonlog import log_event
+from streamtts.settings import KafkaSettings, PipelineSettings
+from streamtts.topics import TopicNames
+
+
+def encode_pcm_chunk(chunk: PcmChunk) -> AudioChunk:
+    """PCM chunk → independently decodable audio chunk in the requested format (pure)."""
+    ctx = chunk.request
+    samples = np.frombuffer(chunk.pcm, dtype="<i2")
+    payload = encode_chunk(samples, chunk.sample_rate, ctx.format)
+    return AudioChunk(
+        request_id=chunk.request_id,
+        tenant=ctx.tenant,
+        seq=chunk.seq,
+        total=chunk.total,
+        part=chunk.part,
+        last_part=chunk.last_part,
+        last=chunk.last,
+        format=ctx.format,
+        sample_rate=chunk.sample_rate,
+        audio=payload,
+        duration_ms=chunk.duration_ms,
+        degradation=chunk.degradation,
+        metadata=ctx.metadata,
+        created_at=ctx.created_at,
+        encoded_at=datetime.now(UTC),
+    )
+
+
+class EncodeStage(FaustStage):
+    name = "encode"
+
+    def __init__(self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None) -> None:
+        super().__init__(kafka, pipeline, topics)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
+        self._topics_cache: dict[str, Any] = {}
+        self.app.agent(self.topic(self.topics.pcm), name="encode")(self._agent)
+
+    def _out(self, name: str) -> Any:
+        topic = self._topics_cache.get(name)
+        if topic is None:
+            if len(self._topics_cache) > 1000:  # reply topics are per client: keep it bounded
+                self._topics_cache.clear()
+            topic = self._topics_cache[name] = self.topic(name)
+        return topic
+
+    async def _agent(self, stream: Any) -> None:
+        async for event in stream.events():
+            await self.handle(event)
+
+    async def handle(self, event: Any) -> None:
+        started = time.perf_counter()
+        try:
+            chunk = PcmChunk.from_bytes(event.message.value)
+        except ContractError as err:
+            await self.dead_letter(event, err)
+            return
+        try:
+            audio = await asyncio.get_running_loop().run_in_executor(self.pool, encode_pcm_chunk, chunk)
+        except (EncodingError, ValueError) as err:
+            await self.dead_letter(event, err, request_id=chunk.request_id, tenant=chunk.request.tenant)
+            return
+        value = audio.to_bytes()
+        key = chunk.request_id.encode()
+        for name in chunk_topics(chunk.request.delivery, self.topics):
+            await self._out(name).send(key=key, value=value)
+        log_event(self.log, "encoded", request_id=chunk.request_id, tenant=chunk.request.tenant,
+                  stage=self.name, seq=chunk.seq, part=chunk.part, last=chunk.last, format=audio.format,
+                  bytes=len(audio.audio), duration_ms=round((time.perf_counter() - started) * 1000, 2))
+
+    async def stop(self) -> None:
+        await super().stop()
+        self.pool.shutdown(wait=True, cancel_futures=True)

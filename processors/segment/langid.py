@@ -1,0 +1,193 @@
+"""Per-run language tagging of one sentence by script, with CJK disambiguation.
+
+Script decides most cases: kana → ja, hangul → ko, Latin → en, other scripts → "other".
+Han characters are ambiguous: kana anywhere in the same sentence make them Japanese; otherwise
+the request's language hint decides (zh, ja or yue), and obvious Cantonese-only characters
+(嘅 咗 唔 佢 冇 哋 ...) make them Cantonese unless Japanese won. Digits and punctuation have no
+language of their own: they join a neighbouring run (see `_attach_neutral`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from processors.segment.exceptions import SegmentationError
+from processors.segment.numbers import TOKEN_RE
+
+LANGS: frozenset[str] = frozenset({"zh", "en", "ja", "ko", "yue", "other"})
+CJK_LANGS: frozenset[str] = frozenset({"zh", "ja", "ko", "yue"})
+
+# Characters used in written Cantonese but (practically) never in Mandarin or Japanese.
+_CANTONESE_MARKERS = frozenset("嘅咗唔佢冇哋嘢喺啲嚟乜咩嗰噉冚攞睇揾搵")
+# 係 is Cantonese "to be" but also the traditional form in 關係/聯係: only count it elsewhere.
+_CANTONESE_HAI_RE = re.compile(r"(?<![關关聯联干幹])係")
+
+_HINT_ALIASES: dict[str, str] = {
+    "zh": "zh", "zh-cn": "zh", "zh-hans": "zh", "zh-tw": "zh", "zh-hant": "zh", "cmn": "zh",
+    "zh-sg": "zh", "chinese": "zh", "mandarin": "zh",
+    "yue": "yue", "zh-hk": "yue", "zh-yue": "yue", "zh-mo": "yue", "cantonese": "yue",
+    "ja": "ja", "jp": "ja", "ja-jp": "ja", "japanese": "ja",
+    "en": "en", "en-us": "en", "en-gb": "en", "english": "en",
+    "ko": "ko", "ko-kr": "ko", "korean": "ko",
+}
+
+# A number token with its attached sign, currency, unit or percent travels as one piece so that
+# "5kg" or "$3.50" is verbalized by one language (the one it is attached to).
+NUMBER_RE = TOKEN_RE
+
+
+@dataclass(frozen=True)
+class Run:
+    """A maximal piece of one sentence in one language."""
+
+    text: str
+    """The characters of the run, punctuation and spaces included."""
+    lang: str
+    """One of `LANGS`."""
+
+
+def normalize_lang_hint(hint: str | None) -> str | None:
+    """Map a BCP-47-ish hint ("zh-CN", "ja", "zh-HK", "auto") to zh/en/ja/ko/yue or None.
+
+    Raises:
+        SegmentationError: for a hint that names no supported language.
+    """
+    if hint is None:
+        return None
+    key = hint.strip().lower().replace("_", "-")
+    if key in ("", "auto", "und", "mixed"):
+        return None
+    if key in _HINT_ALIASES:
+        return _HINT_ALIASES[key]
+    base = key.split("-", 1)[0]
+    if base in _HINT_ALIASES:
+        return _HINT_ALIASES[base]
+    raise SegmentationError(
+        f"unsupported language hint {hint!r}; use one of zh, en, ja, ko, yue (or omit it)"
+    )
+
+
+def script_of(ch: str) -> str:
+    """Classify one character: han, kana, hangul, latin, other (letters) or neutral."""
+    cp = ord(ch)
+    if 0x3040 <= cp <= 0x30FF or 0x31F0 <= cp <= 0x31FF or 0xFF66 <= cp <= 0xFF9F:
+        # ー (U+30FC) and ・ (U+30FB) are in this block; ・ is punctuation-like but Japanese.
+        return "kana"
+    if (
+        0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x3134F
+        or 0xF900 <= cp <= 0xFAFF or cp in (0x3005, 0x3007)
+    ):
+        return "han"
+    if 0xAC00 <= cp <= 0xD7AF or 0x1100 <= cp <= 0x11FF or 0x3130 <= cp <= 0x318F:
+        return "hangul"
+    cat = unicodedata.category(ch)
+    if cat[0] != "L":
+        return "neutral"
+    if cp < 0x250 or 0x1E00 <= cp <= 0x1EFF:  # Basic Latin .. Latin Extended-B, Latin Ext. Add.
+        return "latin"
+    return "other"
+
+
+def han_language(sentence: str, hint: str | None) -> str:
+    """Decide the language of Han characters in `sentence` (kana > Cantonese markers > hint)."""
+    if any(script_of(c) == "kana" for c in sentence):
+        return "ja"
+    if hint == "ja":
+        return "ja"
+    if hint == "yue":
+        return "yue"
+    if any(c in _CANTONESE_MARKERS for c in sentence) or _CANTONESE_HAI_RE.search(sentence):
+        return "yue"
+    return "zh"
+
+
+def _raw_pieces(sentence: str, han_lang: str) -> list[tuple[str, str | None, bool]]:
+    """Split into (text, lang or None for neutral, is_number) pieces, one per script change."""
+    pieces: list[tuple[str, str | None, bool]] = []
+    script_lang = {"kana": "ja", "han": han_lang, "hangul": "ko", "latin": "en", "other": "other"}
+    pos = 0
+    while pos < len(sentence):
+        m = NUMBER_RE.match(sentence, pos)
+        # A number must not start inside a word ("abc123" keeps "123" neutral, not "c123").
+        prev = sentence[pos - 1] if pos else " "
+        if m and (sentence[pos] in "$€£¥" or not (prev.isdigit() or script_of(prev) == "latin")):
+            pieces.append((m.group(0), None, True))
+            pos = m.end()
+            continue
+        ch = sentence[pos]
+        script = script_of(ch)
+        lang = script_lang.get(script)
+        if pieces and not pieces[-1][2] and pieces[-1][1] == lang:
+            pieces[-1] = (pieces[-1][0] + ch, lang, False)
+        else:
+            pieces.append((ch, lang, False))
+        pos += 1
+    return pieces
+
+
+def _attach_neutral(pieces: list[tuple[str, str | None, bool]]) -> list[Run]:
+    """Give every neutral piece (digits, punctuation, spaces) a neighbour's language.
+
+    Numbers join the run they touch without a space, preferring the preceding one
+    ("共3个", "iPhone15"), else the following one ("2024年"); punctuation and spaces join the
+    preceding run (so a clause keeps its trailing comma), or the following one at the start.
+    """
+    langs: list[str | None] = [lang for _, lang, _ in pieces]
+    n = len(pieces)
+
+    def neighbour(i: int, step: int) -> int | None:
+        j = i + step
+        while 0 <= j < n:
+            if pieces[j][1] is not None:
+                return j
+            j += step
+        return None
+
+    for i, (_, lang, is_number) in enumerate(pieces):
+        if lang is not None:
+            continue
+        prev_i, next_i = neighbour(i, -1), neighbour(i, 1)
+        chosen: str | None = None
+        if is_number:
+            touches_prev = i > 0 and pieces[i - 1][1] is not None
+            touches_next = i + 1 < n and pieces[i + 1][1] is not None
+            if touches_prev:
+                chosen = pieces[i - 1][1]
+            elif touches_next:
+                chosen = pieces[i + 1][1]
+        if chosen is None:
+            if prev_i is not None:
+                chosen = langs[prev_i]
+            elif next_i is not None:
+                chosen = langs[next_i]
+        langs[i] = chosen
+
+    runs: list[Run] = []
+    fallback = next((lang for lang in langs if lang is not None), "other")
+    for (text, _, _), lang in zip(pieces, langs, strict=True):
+        lang = lang or fallback
+        if runs and runs[-1].lang == lang:
+            runs[-1] = Run(runs[-1].text + text, lang)
+        else:
+            runs.append(Run(text, lang))
+    return runs
+
+
+def tag_runs(sentence: str, lang_hint: str | None = None) -> list[Run]:
+    """Split one sentence into language runs.
+
+    Args:
+        sentence: one normalized sentence.
+        lang_hint: request language (already normalized by `normalize_lang_hint`), or None.
+    Returns:
+        Runs in order whose texts concatenate to `sentence`. A sentence with no letters at all
+        (e.g. only digits) takes the hint's language, or "en" without a hint.
+    """
+    if not sentence:
+        return []
+    pieces = _raw_pieces(sentence, han_language(sentence, lang_hint))
+    if all(lang is None for _, lang, _ in pieces):
+        return [Run(sentence, lang_hint or "en")]
+    return _attach_neutral(pieces)

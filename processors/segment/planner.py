@@ -1,0 +1,53 @@
+"""Request → ordered segments: the pure core of the segment stage (no Kafka here)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from processors.segment.segmenter import segment_text
+from schemas import RequestContext, Segment, TTSRequest
+
+# Span languages the contract knows; anything else the segmenter reports is "other".
+_CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue"}
+
+
+def plan_segments(
+    request: TTSRequest,
+    *,
+    first_max_chars: int,
+    max_chars: int,
+    max_text_chars: int,
+    now: datetime | None = None,
+) -> list[Segment]:
+    """Split a request into segments numbered 0..total-1 with `last` on the final one.
+
+    Raises:
+        SegmentationError: empty/unspeakable/too long text (a permanent failure: DLQ).
+    """
+    hint = None if request.language == "auto" else request.language
+    spans = segment_text(
+        request.text,
+        lang_hint=hint,
+        first_max_chars=first_max_chars,
+        max_chars=max_chars,
+        max_text_chars=max_text_chars,
+    )
+    ctx = RequestContext.of(request)
+    stamp = now or datetime.now(UTC)
+    total = len(spans)
+    return [
+        Segment(
+            request_id=request.request_id,
+            seq=i,
+            total=total,
+            last=i == total - 1,
+            text=span.text,
+            lang=span.lang if span.lang in _CONTRACT_LANGS else "other",  # type: ignore[arg-type]
+            sentence_index=span.sentence_index,
+            ends_sentence=span.ends_sentence,
+            pause_after_ms=int(span.pause_after_ms),
+            request=ctx,
+            segmented_at=stamp,
+        )
+        for i, span in enumerate(spans)
+    ]

@@ -1,0 +1,79 @@
+"""Segment stage: tts.requests → tts.segments (faust). Logic lives in `planner`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from processors.segment.exceptions import SegmentationError
+from processors.segment.planner import plan_segments
+from processors.stage import FaustStage
+from processors.synthesize.exceptions import SynthesisError
+from processors.synthesize.registry import VoiceRegistry
+from schemas import ContractError, TTSRequest
+from streamtts.jsonlog import log_event, snippet
+from streamtts.kafka import topic_partitions
+from streamtts.settings import KafkaSettings, PipelineSettings
+from streamtts.topics import TopicNames
+
+
+class UnknownReplyTopicError(ValueError):
+    """The request names a reply topic that does not exist (auto-creation is off)."""
+
+
+class SegmentStage(FaustStage):
+    name = "segment"
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        pipeline: PipelineSettings,
+        topics: TopicNames | None = None,
+        voices: VoiceRegistry | None = None,
+        source_topics: list[str] | None = None,
+    ) -> None:
+        super().__init__(kafka, pipeline, topics)
+        # The registry only resolves names here (engines load lazily, never in this stage).
+        self.voices = voices or VoiceRegistry(threads=1)
+        self.out = self.topic(self.topics.segments)
+        self._known_topics: dict[str, float] = {}
+        sources = source_topics or [self.topics.requests]
+        self.app.agent(self.app.topic(*sources, value_type=bytes, key_type=bytes), name="segment")(self._agent)
+
+    async def _agent(self, stream: Any) -> None:
+        async for event in stream.events():
+            await self.handle(event)
+
+    async def handle(self, event: Any) -> None:
+        started = time.perf_counter()
+        request: TTSRequest | None = None
+        try:
+            request = TTSRequest.from_bytes(event.message.value)
+            if request.voice != "auto":
+                self.voices.spec(request.voice)  # unknown voice: permanent, before any work
+            if request.delivery.reply_topic:
+                await self._check_topic(request.delivery.reply_topic)
+            segments = plan_segments(
+                request,
+                first_max_chars=self.pipeline.first_max_chars,
+                max_chars=self.pipeline.max_chars,
+                max_text_chars=self.pipeline.max_text_chars,
+            )
+        except (ContractError, SegmentationError, SynthesisError, UnknownReplyTopicError, ValueError) as err:
+            await self.dead_letter(event, err, request_id=request.request_id if request else None,
+                                   tenant=request.tenant if request else None)
+            return
+        for segment in segments:
+            await self.out.send(key=request.request_id.encode(), value=segment.to_bytes())
+        log_event(self.log, "segmented", request_id=request.request_id, tenant=request.tenant,
+                  stage=self.name, voice=request.voice, lang=request.language, segments=len(segments),
+                  text=snippet(request.text), duration_ms=round((time.perf_counter() - started) * 1000, 2))
+
+    async def _check_topic(self, name: str) -> None:
+        now = time.monotonic()
+        if now - self._known_topics.get(name, -1e9) < 60:
+            return
+        if not await topic_partitions(self.kafka, name):
+            raise UnknownReplyTopicError(f"reply topic {name!r} does not exist")
+        self._known_topics[name] = now
+

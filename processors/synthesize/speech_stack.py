@@ -1,0 +1,29 @@
+"""Build the synthesize stage's speech core once per process: registry → synthesizer → renderer."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from processors.synthesize.registry import VoiceRegistry
+from processors.synthesize.renderer import SegmentRenderer
+from processors.synthesize.synthesizer import Synthesizer
+from streamtts.jsonlog import log_event
+from streamtts.settings import PipelineSettings
+
+log = logging.getLogger("streamtts.synthesize")
+
+
+def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
+    """Load and warm the engines (blocking: call it in a thread at start-up)."""
+    started = time.perf_counter()
+    threads = pipeline.synth_threads or (os.cpu_count() or 2)
+    registry = VoiceRegistry(threads=threads)
+    log_event(log, "model_loading", voices=list(pipeline.warm_voices), threads=threads)
+    registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja"))
+    renderer = SegmentRenderer(Synthesizer(registry))
+    renderer.prerender_please_wait()
+    log_event(log, "model_ready", duration_ms=round((time.perf_counter() - started) * 1000, 1),
+              engines=sorted(registry.loaded_engines()))
+    return renderer

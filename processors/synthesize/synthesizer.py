@@ -1,0 +1,181 @@
+"""High-level synthesis used by the Kafka synthesize stage and the CLI: text → post-processed
+audio chunks, streamed span by span (a generator: the first chunk is yielded before later spans
+are synthesized)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from processors.segment.segmenter import (
+    DEFAULT_FIRST_MAX_CHARS,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_TEXT_CHARS,
+    Span,
+    segment_text,
+)
+from processors.synthesize import postprocess
+from processors.synthesize.engine import AudioChunk
+from processors.synthesize.exceptions import InvalidParameterError, UnsupportedLanguageError
+from processors.synthesize.registry import VoiceRegistry
+
+log = logging.getLogger(__name__)
+
+MIN_SPEED, MAX_SPEED = 0.5, 2.0
+MIN_RATE, MAX_RATE = 8_000, 48_000
+
+
+@dataclass(frozen=True)
+class SynthesisSettings:
+    """Front-end budgets and post-processing knobs."""
+
+    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS
+    """Size of the first span of a request (time to first audio)."""
+    max_chars: int = DEFAULT_MAX_CHARS
+    """Size of later spans (CJK characters count double)."""
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+    """Longest accepted request text."""
+    trim_pad_ms: float = 40.0
+    """Silence kept around speech when trimming an engine's own leading/trailing silence."""
+    fade_ms: float = 5.0
+    """Fade-in/out at chunk edges."""
+    ceiling: float = 0.95
+    """Peak limiter ceiling (Kokoro exceeds ±1.0)."""
+    loudness_dbfs: float | None = None
+    """Target RMS level; None leaves levels as the engine made them."""
+
+
+class Synthesizer:
+    """Turns text or spans into post-processed audio chunks with a `VoiceRegistry`."""
+
+    def __init__(self, registry: VoiceRegistry, settings: SynthesisSettings | None = None) -> None:
+        self.registry = registry
+        self.settings = settings or SynthesisSettings()
+
+    def synthesize_span(
+        self,
+        span_text: str,
+        lang: str,
+        voice_id: str | None = None,
+        speed: float | None = None,
+        sample_rate: int | None = None,
+        *,
+        pause_after_ms: float = 0.0,
+    ) -> Iterator[AudioChunk]:
+        """Synthesize one span (already segmented text in one language).
+
+        Args:
+            span_text: text of the span.
+            lang: its language (zh, en, ja, ko, yue).
+            voice_id: requested voice or blend; None picks the base voice of `lang`. A voice
+                that cannot speak `lang` is replaced by the base voice of `lang`.
+            speed: 0.5–2.0; None uses the voice's default.
+            sample_rate: output rate (8000–48000); None keeps the engine's native rate.
+            pause_after_ms: silence appended after the span's last chunk.
+        Yields:
+            Post-processed chunks (trimmed, resampled, peak-limited, faded), usually one.
+        Raises:
+            UnknownVoiceError, UnsupportedLanguageError, InvalidParameterError.
+        """
+        _check_rate(sample_rate)
+        spec, substituted = self.registry.voice_for(voice_id, lang)
+        if substituted:
+            log.info("voice %s cannot speak %s; using %s", voice_id, lang, spec.voice_id)
+        speed = _check_speed(spec.default_speed if speed is None else speed)
+        engine = self.registry.engine(spec)
+        out_rate = sample_rate or engine.sample_rate
+        pending: AudioChunk | None = None
+        for raw in engine.synthesize(span_text, lang, spec, speed):
+            if pending is not None:
+                yield self._finish(pending, engine.sample_rate, out_rate, 0.0, spec.voice_id)
+            pending = raw
+        if pending is not None:
+            yield self._finish(pending, engine.sample_rate, out_rate, pause_after_ms,
+                               spec.voice_id)
+
+    def synthesize_text(
+        self,
+        text: str,
+        lang_hint: str | None = None,
+        voice_id: str | None = None,
+        speed: float | None = None,
+        sample_rate: int | None = None,
+    ) -> Iterator[tuple[Span, AudioChunk]]:
+        """Segment `text` and stream its audio span by span.
+
+        Args:
+            text: request text.
+            lang_hint: request language (decides Han characters; see `segment_text`).
+            voice_id: requested voice; spans in a language it cannot speak use that language's
+                base voice. None: the base voice of each span's language.
+            speed: 0.5–2.0 or None.
+            sample_rate: output rate for all chunks; None uses the rate of the first voice
+                used, so that all chunks of one request share one rate.
+        Yields:
+            (span, chunk) pairs in order; a span split by the engine yields several chunks.
+        Raises:
+            SegmentationError: empty/unspeakable/too long text (before any audio).
+            UnsupportedLanguageError: no span could be spoken (e.g. only Cyrillic text).
+            UnknownVoiceError, InvalidParameterError: before any audio.
+        """
+        _check_rate(sample_rate)
+        if voice_id:
+            self.registry.spec(voice_id)  # unknown voice fails before any work
+        s = self.settings
+        spans = segment_text(
+            text, lang_hint=lang_hint, first_max_chars=s.first_max_chars,
+            max_chars=s.max_chars, max_text_chars=s.max_text_chars,
+        )
+        spoken = 0
+        for span in spans:
+            if span.lang not in self.registry.base_voices:
+                log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
+                continue
+            if sample_rate is None:
+                sample_rate = self.registry.voice_for(voice_id, span.lang)[0].sample_rate
+            for chunk in self.synthesize_span(
+                span.text, span.lang, voice_id, speed, sample_rate,
+                pause_after_ms=span.pause_after_ms,
+            ):
+                spoken += 1
+                yield span, chunk
+        if spoken == 0:
+            langs = sorted({span.lang for span in spans})
+            raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")
+
+    def _finish(
+        self, raw: AudioChunk, rate_in: int, rate_out: int, pause_ms: float, voice_id: str
+    ) -> AudioChunk:
+        """Post-process one raw engine chunk; order matters:
+        1. trim the engine's silence (before resampling: less work),
+        2. resample (the filter can overshoot, so limiting comes after),
+        3. optional loudness normalization, then peak limiting (ceiling holds at the end),
+        4. fades at both edges (chunk starts and ends at zero: no clicks when concatenated),
+        5. append the span's pause as exact zeros."""
+        s = self.settings
+        samples = postprocess.trim_silence(raw.samples, rate_in, pad_ms=s.trim_pad_ms)
+        samples = postprocess.resample(samples, rate_in, rate_out)
+        if s.loudness_dbfs is not None:
+            samples = postprocess.normalize_loudness(samples, target_dbfs=s.loudness_dbfs)
+        samples = postprocess.limit_peaks(samples, rate_out, ceiling=s.ceiling)
+        samples = postprocess.apply_fades(samples, rate_out, fade_ms=s.fade_ms)
+        samples = postprocess.append_silence(samples, rate_out, pause_ms)
+        return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id)
+
+
+def _check_speed(speed: float) -> float:
+    if not MIN_SPEED <= speed <= MAX_SPEED:
+        raise InvalidParameterError(
+            f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}"
+        )
+    return float(speed)
+
+
+def _check_rate(sample_rate: int | None) -> None:
+    if sample_rate is not None and not MIN_RATE <= sample_rate <= MAX_RATE:
+        raise InvalidParameterError(
+            f"sample rate must be between {MIN_RATE} and {MAX_RATE} Hz, got {sample_rate}"
+        )

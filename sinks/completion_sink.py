@@ -1,0 +1,234 @@
+"""Completion sink (aiokafka + minio): tts.pcm → assembled file in object storage → tts.results.
+
+Per request, once every (seq, part) has arrived:
+1. assemble the PCM in order and encode the whole file once (proper headers, one stream);
+2. upload it under a deterministic key (retried with capped exponential backoff);
+3. publish the completion result (claim check) with the idempotent producer, acks=all;
+4. only then let the request's offsets be committed.
+A crash anywhere before 4 re-reads the request's chunks and redoes 1–3: the object is
+overwritten, and consumers dedupe results by request_id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import numpy as np
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+
+from processors.app import group_id
+from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason
+from processors.encode.encoders import encode_file
+from schemas import CompletionResult, ContractError, PcmChunk, StorageRef
+from sinks.assembler import AssembledRequest, RequestAssembler
+from sinks.object_store import ObjectStore
+from streamtts.jsonlog import log_event
+from streamtts.kafka import make_consumer, make_producer
+from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings
+from streamtts.topics import TopicNames
+
+log = logging.getLogger("streamtts.sink")
+
+
+class StorageUnavailable(Exception):
+    """Object storage kept failing through every retry (a transient fault, dead-lettered)."""
+
+
+class CompletionSink:
+    name = "sink"
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        s3: S3Settings,
+        pipeline: PipelineSettings,
+        topics: TopicNames | None = None,
+        *,
+        namespace: str = "",
+        stale_after_s: float = 300.0,
+    ) -> None:
+        self.topics = topics or TopicNames(kafka.topic_prefix)
+        self.pipeline = pipeline
+        self.namespace = namespace
+        self.stale_after_s = stale_after_s
+        self.consumer = make_consumer(
+            kafka, group_id=group_id(kafka, "sink"), max_poll_records=200,
+            session_timeout_ms=int(pipeline.session_timeout_s * 1000), heartbeat_interval_ms=1000,
+        )
+        self.producer = make_producer(kafka)
+        self.store = ObjectStore(s3)
+        self.assembler = RequestAssembler()
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sink")
+        self._committed: dict[tuple[str, int], int] = {}
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.completed = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.producer.start()
+        self.consumer.subscribe([self.topics.pcm], listener=_Rebalance(self))
+        await self.consumer.start()
+        self._task = asyncio.create_task(self._run(), name="completion-sink")
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task:
+            await self._task
+        try:
+            await self._commit()
+        finally:
+            await self.consumer.stop()
+            await self.producer.stop()
+            self.pool.shutdown(wait=True)
+
+    # -- loop ------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            batch = await self.consumer.getmany(timeout_ms=300, max_records=200)
+            for tp, records in batch.items():
+                for record in records:
+                    if self._stopping.is_set():
+                        break  # unprocessed records stay uncommitted: the next owner reads them
+                    await self._handle((tp.topic, tp.partition), record)
+            await self._expire_stale()
+            await self._commit()
+
+    async def _handle(self, tp: tuple[str, int], record: object) -> None:
+        raw: bytes = record.value  # type: ignore[attr-defined]
+        offset: int = record.offset  # type: ignore[attr-defined]
+        try:
+            chunk = PcmChunk.from_bytes(raw)
+        except ContractError as err:
+            source = SourceRecord(tp[0], tp[1], offset, record.key, raw, tuple(record.headers or ()))  # type: ignore[attr-defined]
+            await self._dead_letter(source, err)
+            self.assembler.skip(tp, offset)
+            return
+        assembled = self.assembler.add(tp, offset, raw, chunk)
+        if assembled is not None:
+            await self._finish(assembled)
+
+    async def _finish(self, req: AssembledRequest) -> None:
+        ctx = req.ctx
+        started = time.perf_counter()
+        samples = np.frombuffer(req.pcm, dtype="<i2")
+        duration_ms = len(samples) / req.sample_rate * 1000.0
+        storage: StorageRef | None = None
+        if ctx.delivery.storage:
+            try:
+                storage = await self._store(req, samples, duration_ms)
+            except StorageUnavailable as err:
+                # Transient fault out of retries: dead-letter the request's records for replay
+                # (`streamtts replay dlq`) and tell waiting clients it failed for now.
+                for tp, offset, raw in req.records:
+                    await self._dead_letter(SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw), err,
+                                            request_id=ctx.request_id, tenant=ctx.tenant,
+                                            attempts=self.pipeline.storage_retries)
+                await self._publish(req, duration_ms, None, error=str(err))
+                self.assembler.finish(ctx.request_id)
+                return
+        await self._publish(req, duration_ms, storage)
+        self.assembler.finish(ctx.request_id)
+        self.completed += 1
+        log_event(log, "completed", request_id=ctx.request_id, tenant=ctx.tenant, stage=self.name,
+                  voice=ctx.voice, format=ctx.format, audio_s=round(duration_ms / 1000, 3), chunks=req.chunks,
+                  degraded=len(req.degraded), key=storage.key if storage else None,
+                  e2e_ms=round((datetime.now(UTC) - ctx.created_at).total_seconds() * 1000, 1),
+                  duration_ms=round((time.perf_counter() - started) * 1000, 1))
+
+    async def _store(self, req: AssembledRequest, samples: np.ndarray, duration_ms: float) -> StorageRef:
+        loop = asyncio.get_running_loop()
+        data = await loop.run_in_executor(self.pool, encode_file, samples, req.sample_rate, req.ctx.format)
+        delay = 0.25
+        attempts = max(1, self.pipeline.storage_retries)
+        for attempt in range(1, attempts + 1):
+            try:
+                return await loop.run_in_executor(
+                    self.pool,
+                    lambda: self.store.put_audio(
+                        req.ctx, data, sample_rate=req.sample_rate, duration_ms=duration_ms,
+                        presign_s=self.pipeline.presign_expiry_s if req.ctx.delivery.presign else None,
+                        namespace=self.namespace,
+                    ),
+                )
+            except Exception as err:  # urllib3/minio raise many kinds; all mean "not stored"
+                log_event(log, "storage_retry", logging.WARNING, request_id=req.ctx.request_id,
+                          attempt=attempt, error=f"{type(err).__name__}: {str(err)[:200]}")
+                if attempt == attempts:
+                    raise StorageUnavailable(f"object storage failed {attempts} times: {type(err).__name__}") from err
+                try:  # back off, but wake at once on shutdown
+                    await asyncio.wait_for(self._stopping.wait(), timeout=delay)
+                    raise StorageUnavailable("shutting down during storage retries") from err
+                except TimeoutError:
+                    pass
+                delay = min(delay * 2, 8.0)
+        raise AssertionError("unreachable")
+
+    async def _publish(self, req: AssembledRequest, duration_ms: float, storage: StorageRef | None,
+                       error: str | None = None) -> None:
+        ctx = req.ctx
+        result = CompletionResult(
+            request_id=ctx.request_id, tenant=ctx.tenant, status="failed" if error else "completed",
+            format=ctx.format, sample_rate=req.sample_rate, duration_ms=round(duration_ms, 3), chunks=req.chunks,
+            storage=storage, degraded=req.degraded, error=error, metadata=ctx.metadata,
+            created_at=ctx.created_at, completed_at=datetime.now(UTC),
+        )
+        await self.producer.send_and_wait(self.topics.results, key=ctx.request_id.encode(), value=result.to_bytes())
+
+    async def _expire_stale(self) -> None:
+        """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
+        for rid, ctx, missing in self.assembler.stale(self.stale_after_s):
+            result = CompletionResult(
+                request_id=rid, tenant=ctx.tenant, status="failed", format=ctx.format,
+                sample_rate=ctx.sample_rate, duration_ms=0, chunks=0, metadata=ctx.metadata,
+                error=f"incomplete: no audio for segments {missing[:20]} after {self.stale_after_s:.0f} s",
+                created_at=ctx.created_at, completed_at=datetime.now(UTC),
+            )
+            await self.producer.send_and_wait(self.topics.results, key=rid.encode(), value=result.to_bytes())
+            log_event(log, "request_incomplete", logging.ERROR, request_id=rid, tenant=ctx.tenant,
+                      missing=missing[:20])
+            self.assembler.finish(rid)
+
+    async def _dead_letter(self, source: SourceRecord, err: BaseException, *, request_id: str | None = None,
+                           tenant: str | None = None, attempts: int = 1) -> None:
+        value, headers = dead_letter_record(stage=self.name, source=source, error=err,
+                                            request_id=request_id, tenant=tenant, attempts=attempts)
+        await self.producer.send_and_wait(self.topics.dlq(self.name), key=source.key, value=value, headers=headers)
+        log_event(log, "dead_lettered", logging.WARNING, stage=self.name, request_id=request_id,
+                  reason=failure_reason(err), error=str(err)[:300], topic=source.topic,
+                  partition=source.partition, offset=source.offset)
+
+    async def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
+        offsets = {
+            TopicPartition(*tp): off for tp, off in self.assembler.committable().items()
+            if (only is None or tp in only) and off > self._committed.get(tp, -1)
+        }
+        if not offsets:
+            return
+        try:
+            await self.consumer.commit(offsets)
+        except KafkaError as err:  # e.g. a rebalance in progress: the next loop retries
+            log_event(log, "commit_failed", logging.WARNING, error=str(err)[:200])
+            return
+        for tp, off in offsets.items():
+            self._committed[(tp.topic, tp.partition)] = off
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    def __init__(self, sink: CompletionSink) -> None:
+        self.sink = sink
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        tps = {(tp.topic, tp.partition) for tp in revoked}
+        await self.sink._commit(only=tps)
+        self.sink.assembler.drop_partitions(tps)
+        for tp in tps:
+            self.sink._committed.pop(tp, None)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        log_event(log, "partitions_assigned", stage="sink", partitions=sorted(tp.partition for tp in assigned))

@@ -1,0 +1,83 @@
+"""Assembled audio files in object storage (MinIO or any S3), under deterministic keys.
+
+Deterministic keys (tenant/yyyy/mm/dd/request_id.ext from the request's own created_at) make
+redelivery and replay overwrite rather than duplicate. The minio SDK is synchronous: callers
+run these methods in an executor.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+from minio import Minio
+
+from processors.encode.encoders import CONTENT_TYPES, EXTENSIONS
+from schemas import RequestContext, StorageRef
+from streamtts.settings import S3Settings
+
+
+def object_key(ctx: RequestContext, namespace: str = "") -> str:
+    day = ctx.created_at.strftime("%Y/%m/%d")
+    prefix = f"{namespace.strip('/')}/" if namespace else ""
+    return f"{prefix}{ctx.tenant}/{day}/{ctx.request_id}{EXTENSIONS[ctx.format]}"
+
+
+def content_type(ctx: RequestContext, sample_rate: int) -> str:
+    if ctx.format == "pcm":
+        return f"audio/L16;rate={sample_rate};channels=1;endianness=little-endian"
+    return CONTENT_TYPES[ctx.format]
+
+
+class ObjectStore:
+    def __init__(self, s3: S3Settings) -> None:
+        self.settings = s3
+        self.bucket = s3.bucket
+        self.client = Minio(
+            s3.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, secure=s3.secure, region=s3.region
+        )
+        self._bucket_ready = False
+
+    def ensure_bucket(self) -> None:
+        if self._bucket_ready:
+            return
+        if not self.client.bucket_exists(self.bucket):
+            try:
+                self.client.make_bucket(self.bucket)
+            except Exception:
+                if not self.client.bucket_exists(self.bucket):  # lost a creation race: fine
+                    raise
+        self._bucket_ready = True
+
+    def put_audio(
+        self, ctx: RequestContext, data: bytes, *, sample_rate: int, duration_ms: float,
+        presign_s: int | None, namespace: str = "",
+    ) -> StorageRef:
+        """Upload one file (multipart above 5 MiB) and return its claim check."""
+        self.ensure_bucket()
+        key = object_key(ctx, namespace)
+        ctype = content_type(ctx, sample_rate)
+        result = self.client.put_object(
+            self.bucket, key, io.BytesIO(data), len(data), content_type=ctype,
+            part_size=8 * 1024 * 1024,
+            metadata={
+                "request-id": ctx.request_id,
+                "tenant": ctx.tenant,
+                "voice": ctx.voice,
+                "sample-rate": str(sample_rate),
+                "duration-ms": f"{duration_ms:.1f}",
+            },
+        )
+        url = None
+        if presign_s:
+            url = self.client.presigned_get_object(self.bucket, key, expires=timedelta(seconds=presign_s))
+        return StorageRef(bucket=self.bucket, key=key, size=len(data), etag=result.etag,
+                          content_type=ctype, url=url)
+
+    def get(self, bucket: str, key: str) -> bytes:
+        resp = self.client.get_object(bucket, key)
+        try:
+            return resp.read()
+        finally:
+            resp.close()
+            resp.release_conn()

@@ -1,0 +1,26 @@
+"""`streamtts run`: start pipeline stages (all by default) in this process."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run pipeline stages (all in one process by default)")
+    p.add_argument("--stage", action="append", choices=("segment", "synthesize", "encode", "sink"),
+                   help="stage to run; repeat for several (default: all)")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from streamtts import jsonlog
+    from streamtts.settings import PipelineSettings, Settings
+    from streamtts.worker import STAGE_NAMES, Worker, run_until_signalled
+
+    jsonlog.configure(args.log_level)  # a service logs JSON lines at INFO
+    worker = Worker(args.stage or list(STAGE_NAMES), Settings.from_env(), PipelineSettings.from_env())
+    asyncio.run(run_until_signalled(worker))
+    return 0

@@ -1,0 +1,68 @@
+"""Number, date, currency and unit verbalization."""
+
+from __future__ import annotations
+
+import pytest
+
+from processors.segment.numbers import int_to_words_en, ordinal_en, verbalize_numbers, year_en
+from processors.segment.segmenter import segment_text
+
+
+@pytest.mark.parametrize(
+    ("n", "words"),
+    [(0, "zero"), (13, "thirteen"), (21, "twenty-one"), (105, "one hundred five"),
+     (1_234_567, "one million two hundred thirty-four thousand five hundred sixty-seven")],
+)
+def test_english_cardinals(n: int, words: str) -> None:
+    assert int_to_words_en(n) == words
+
+
+def test_english_ordinals_and_years() -> None:
+    assert [ordinal_en(n) for n in (1, 2, 3, 12, 21, 40)] == [
+        "first", "second", "third", "twelfth", "twenty-first", "fortieth"]
+    assert [year_en(y) for y in (1984, 2005, 2024, 1900)] == [
+        "nineteen eighty-four", "two thousand five", "twenty twenty-four", "nineteen hundred"]
+
+
+@pytest.mark.parametrize(
+    ("text", "spoken"),
+    [
+        ("It costs $3.50.", "It costs three dollars and fifty cents."),
+        ("Up 30% to 1,234 users",
+         "Up thirty percent to one thousand two hundred thirty-four users"),
+        ("On 2024-03-15 at 10:30", "On March fifteenth, twenty twenty-four at ten thirty"),
+        ("It was -5°C and 12.5 km away", "It was minus five degrees Celsius and twelve point five "
+         "kilometers away"),
+        ("the 21st time, 1 kg", "the twenty-first time, one kilogram"),
+        ("call 007", "call zero zero seven"),
+    ],
+)
+def test_english_verbalization(text: str, spoken: str) -> None:
+    assert verbalize_numbers(text, "en") == spoken
+
+
+@pytest.mark.parametrize(
+    ("text", "spoken"),
+    [
+        ("增长了30%", "增长了百分之三十"),
+        ("花了$5和12.5元", "花了五美元和十二点五元"),
+        ("2024年3月15日", "二零二四年三月十五日"),
+        ("2024-03-15", "二零二四年三月十五日"),
+        ("10:30见", "十点三十分见"),
+        ("重5kg，共1234567个", "重五千克，共一百二十三万四千五百六十七个"),
+        ("电话13800138000", "电话一三八零零一三八零零零"),
+    ],
+)
+def test_chinese_verbalization(text: str, spoken: str) -> None:
+    assert verbalize_numbers(text, "zh") == spoken
+
+
+def test_japanese_keeps_digits_for_openjtalk_but_rewrites_symbols() -> None:
+    assert verbalize_numbers("2024-03-15に$5と30%、5kgです。10:30", "ja") == (
+        "2024年3月15日に5ドルと30パーセント、5キログラムです。10時30分")
+
+
+def test_numbers_follow_the_language_of_their_run() -> None:
+    spans = segment_text("I paid $5. 我付了5元。")
+    assert [(s.text, s.lang) for s in spans] == [("I paid five dollars.", "en"),
+                                                 ("我付了五元。", "zh")]

@@ -1,0 +1,189 @@
+"""Text front-end: normalization, language tagging, splitting, segmentation properties."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from processors.segment.exceptions import SegmentationError
+from processors.segment.langid import normalize_lang_hint, tag_runs
+from processors.segment.normalize import normalize_text
+from processors.segment.segmenter import Span, segment_text
+from processors.segment.splitter import ClauseSplitter
+
+
+def runs(text: str, hint: str | None = None) -> list[tuple[str, str]]:
+    return [(r.text.strip(), r.lang) for r in tag_runs(text, hint)]
+
+
+def speakable(text: str) -> str:
+    return "".join(c for c in text if unicodedata.category(c)[0] in "LN")
+
+
+# -- language tagging -------------------------------------------------------------------------
+
+
+def test_latin_words_in_chinese_are_english_spans() -> None:
+    assert runs("我今天用 Python 写了一个 demo。") == [
+        ("我今天用", "zh"), ("Python", "en"), ("写了一个", "zh"), ("demo。", "en"),
+    ]
+
+
+def test_kana_makes_han_japanese() -> None:
+    assert runs("Hello世界こんにちは") == [("Hello", "en"), ("世界こんにちは", "ja")]
+
+
+def test_hangul_is_korean() -> None:
+    assert runs("안녕하세요 world") == [("안녕하세요", "ko"), ("world", "en")]
+
+
+@pytest.mark.parametrize(
+    ("text", "hint", "lang"),
+    [
+        ("東京は大きい", None, "ja"),  # kana in the sentence
+        ("東京大学", "ja", "ja"),
+        ("東京大学", None, "zh"),
+        ("东京大学", "zh-CN", "zh"),
+        ("我哋去食饭", None, "yue"),  # Cantonese-only character
+        ("佢係我朋友", "zh", "yue"),
+        ("我们的关係很好", None, "zh"),  # 係 in 关係 is not Cantonese
+        ("你好", "zh-HK", "yue"),
+    ],
+)
+def test_han_disambiguation(text: str, hint: str | None, lang: str) -> None:
+    assert {r.lang for r in tag_runs(text, normalize_lang_hint(hint))} == {lang}
+
+
+def test_digits_stay_with_their_language() -> None:
+    assert runs("我有3个苹果，iPhone15很好，2024年买的。") == [
+        ("我有3个苹果，", "zh"), ("iPhone15", "en"), ("很好，2024年买的。", "zh"),
+    ]
+
+
+def test_unknown_hint_is_rejected() -> None:
+    with pytest.raises(SegmentationError, match="unsupported language hint"):
+        normalize_lang_hint("klingon")
+
+
+# -- normalization ----------------------------------------------------------------------------
+
+
+def test_normalize_fullwidth_markup_controls_surrogates() -> None:
+    assert normalize_text("Ｈｅｌｌｏ　１２３") == "Hello 123"
+    assert normalize_text("你好，世界！") == "你好，世界！"  # CJK punctuation kept
+    assert normalize_text('<speak>Hi <break time="1s"/>there</speak>') == "Hi there"
+    assert normalize_text("a < b > c") == "a < b > c"
+    assert normalize_text("a\x00b\u200bc\td") == "a bc d"
+    assert normalize_text("x\ud83d\ude00y\ud800z") == "x😀yz"  # pair joined, lone dropped
+    assert normalize_text("one\r\n\r\n  two...") == "one\ntwo…"
+
+
+# -- splitting --------------------------------------------------------------------------------
+
+
+def test_sentences_keep_abbreviations_and_decimals() -> None:
+    splitter = ClauseSplitter()
+    text = "Dr. Smith paid 3.5 dollars. J. K. Rowling wrote it! 你好。再见？"
+    assert [s for s, _ in splitter.sentences(text)] == [
+        "Dr. Smith paid 3.5 dollars.", "J. K. Rowling wrote it!", "你好。", "再见？",
+    ]
+
+
+def test_first_span_is_short_and_later_spans_are_packed() -> None:
+    text = "您好，欢迎使用流式语音合成服务，我们会尽快把音频发给您。今天天气很好。"
+    spans = segment_text(text)
+    assert spans[0].text == "您好，"
+    assert spans[1].text == "欢迎使用流式语音合成服务，我们会尽快把音频发给您。"
+    assert [s.sentence_index for s in spans] == [0, 0, 1]
+    assert [s.ends_sentence for s in spans] == [False, True, True]
+    assert spans[1].pause_after_ms > spans[0].pause_after_ms > 0
+
+
+def test_long_unpunctuated_text_is_cut_at_spaces() -> None:
+    words = " ".join(f"word{i}" for i in range(200))
+    spans = segment_text(words, max_chars=100, first_max_chars=30, verbalize=False)
+    assert all(len(s.text) <= 100 for s in spans)
+    assert len(spans[0].text) <= 30
+    assert " ".join(s.text for s in spans) == words  # no word split, nothing lost
+
+
+def test_cjk_counts_double_against_the_budget() -> None:
+    spans = segment_text("字" * 400, max_chars=150)
+    assert all(len(s.text) <= 75 for s in spans)
+    assert "".join(s.text for s in spans) == "字" * 400
+
+
+# -- errors and limits ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "!!! ... ？？", "😀👍🏽🎉", "\ud800\udfff\ud800"])
+def test_nothing_speakable_is_a_clear_error(text: str) -> None:
+    with pytest.raises(SegmentationError, match=r"empty|nothing speakable"):
+        segment_text(text)
+
+
+def test_20000_chars_segment_quickly_and_limit_is_configurable() -> None:
+    paragraph = "这是一个很长的句子，用来测试分段。Streaming first, then throughput! "
+    text = (paragraph * 400)[:20_000]
+    started = time.perf_counter()
+    spans = segment_text(text)
+    assert time.perf_counter() - started < 5.0
+    assert len(spans) > 500 and all(len(s.text) <= 150 for s in spans)
+    assert [s.index for s in spans] == list(range(len(spans)))
+    with pytest.raises(SegmentationError, match="limit is 20000"):
+        segment_text(text + "a")
+    with pytest.raises(SegmentationError, match="limit is 100"):
+        segment_text(text, max_text_chars=100)
+
+
+def test_other_scripts_are_kept_and_tagged() -> None:
+    spans = segment_text("Привет, мир. Hello.")
+    assert [(s.text, s.lang) for s in spans] == [("Привет,", "other"), ("мир.", "other"),
+                                                 ("Hello.", "en")]
+
+
+# -- properties -------------------------------------------------------------------------------
+
+_MIXED = st.sampled_from(
+    list("。，！？、；.,!?… \n\"'「」漢字東京かなカナ한국어abcXYZ0123456789$%-:")
+)
+_ANY = st.one_of(
+    st.characters(),
+    st.integers(0xD800, 0xDFFF).map(chr),  # lone surrogates
+    _MIXED, _MIXED, _MIXED,
+)
+_TEXTS = st.lists(_ANY, max_size=300).map("".join)
+
+
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXTS, first=st.integers(4, 60), extra=st.integers(0, 200),
+       hint=st.sampled_from([None, "zh", "ja", "en", "yue", "ko"]))
+def test_segmentation_properties(text: str, first: int, extra: int, hint: str | None) -> None:
+    try:
+        spans = segment_text(text, lang_hint=hint, first_max_chars=first,
+                             max_chars=first + extra, verbalize=False)
+    except SegmentationError:
+        assert not speakable(normalize_text(text))
+        return
+    assert spans and all(isinstance(s, Span) and s.text.strip() for s in spans)
+    assert len(spans[0].text) <= first
+    assert all(len(s.text) <= first + extra for s in spans)
+    # Every speakable character of the (normalized) input is spoken, in order.
+    assert speakable("".join(s.text for s in spans)) == speakable(normalize_text(text))
+    assert all(s.lang in {"zh", "en", "ja", "ko", "yue", "other"} for s in spans)
+    assert spans[-1].ends_sentence
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(text=_TEXTS)
+def test_verbalizing_segmentation_never_crashes(text: str) -> None:
+    try:
+        spans = segment_text(text, first_max_chars=20, max_chars=60)
+    except SegmentationError:
+        return
+    assert all(0 < len(s.text) <= 60 for s in spans) and len(spans[0].text) <= 20
