@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from streamtts.settings import KafkaSettings, S3Settings
+from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.topics import TopicNames
 from tests.services import Services, provide_services
 
@@ -53,3 +53,35 @@ def topics(kafka_settings: KafkaSettings) -> TopicNames:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return "streamtts services: see tests/services.py for how Kafka/S3 are chosen"
+
+
+@pytest.fixture(scope="session")
+def speech_renderer():  # type: ignore[no-untyped-def]
+    """The real model, loaded and warmed once per test session (as a synthesize worker does)."""
+    from processors.synthesize.speech_stack import build_renderer
+    from streamtts.settings import PipelineSettings
+
+    return build_renderer(PipelineSettings(synth_threads=2, warm_voices=("jm_kumo", "en_joe")))
+
+
+@pytest.fixture
+def pipeline_settings() -> PipelineSettings:
+    from streamtts.settings import PipelineSettings
+
+    # Short session timeout: a killed worker's partitions move within seconds in tests.
+    return PipelineSettings(synth_threads=2, session_timeout_s=6.0, storage_retries=2)
+
+
+@pytest.fixture
+async def running_pipeline(kafka_settings, services, speech_renderer, pipeline_settings):  # type: ignore[no-untyped-def]
+    """All four stages in this process on this test's topics, with the shared model."""
+    from streamtts.settings import Settings
+    from streamtts.worker import Worker
+
+    worker = Worker(["segment", "synthesize", "encode", "sink"], Settings(kafka=kafka_settings, s3=services.s3),
+                    pipeline_settings, renderer=speech_renderer)
+    await worker.start()
+    try:
+        yield worker
+    finally:
+        await worker.stop()

@@ -125,7 +125,7 @@ def _encode_av(
     else:  # flac
         codec, container_fmt, layout_rate = "flac", "flac", sample_rate
         options, bit_rate = {}, 0
-        audio = _as_int16(audio)
+        audio = _as_int16(samples)  # from the caller's samples: int16 input stays bit-exact
 
     buf = io.BytesIO()
     try:
@@ -216,7 +216,10 @@ def assemble(chunks: Sequence[bytes], fmt: str, *, sample_rate: int | None = Non
         if rate and chunk_rate != rate:
             raise DecodeError(f"{fmt} chunks have different sample rates ({rate}, {chunk_rate})")
         rate = chunk_rate
-        pieces.append(_as_int16(samples) if fmt == "flac" else _wav_samples(payload))
+        # decode_audio scales s16 by 1/32768: undo exactly (not _as_int16's 32767) so that
+        # re-encoding FLAC is bit-exact.
+        exact = np.clip(np.round(samples * 32768.0), -32768, 32767).astype(np.int16)
+        pieces.append(exact if fmt == "flac" else _wav_samples(payload))
     joined = np.concatenate(pieces)
     return _wav_bytes(joined, rate) if fmt == "wav" else encode_file(joined, rate, "flac")
 

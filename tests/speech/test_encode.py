@@ -88,3 +88,18 @@ def test_errors_are_clear() -> None:
         decode_audio(b"\x00\x00", "pcm")
     with pytest.raises(DecodeError):
         decode_audio(b"not audio at all", "flac")
+
+
+def test_flac_and_wav_are_bit_exact_for_int16_including_full_scale() -> None:
+    import numpy as np
+
+    from processors.encode.encoders import assemble, decode_audio, encode_chunk, encode_file
+
+    x = np.array([0, 32767, -32767, -32768, 100, -1] * 500, dtype=np.int16)
+    for fmt in ("flac", "wav"):
+        whole = encode_file(x, 24000, fmt)
+        joined = assemble([encode_chunk(x[:1000], 24000, fmt), encode_chunk(x[1000:], 24000, fmt)], fmt)
+        for data in (whole, joined):
+            decoded, rate = decode_audio(data, fmt)
+            assert rate == 24000
+            assert np.array_equal(np.round(decoded * 32768).astype(np.int32), x.astype(np.int32))

@@ -1,0 +1,188 @@
+"""Downstream client: subscribe to an audio topic and reassemble requests' chunks in order.
+
+What a customer-service platform embeds to play or store streamed speech. It reads without a
+consumer group by default (every subscriber sees every chunk), dedupes redelivered chunks by
+(request_id, seq, part), detects gaps, and reports a request complete when the `last` chunk
+and everything before it have arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Literal, Self
+
+from aiokafka import TopicPartition
+
+from processors.encode.encoders import assemble
+from schemas import AudioChunk, ContractError
+from streamtts.errors import StreamTTSError
+from streamtts.kafka import make_consumer, topic_partitions
+from streamtts.settings import KafkaSettings
+
+
+@dataclass
+class ReceivedAudio:
+    request_id: str
+    format: str
+    sample_rate: int
+    chunks: list[AudioChunk] = field(default_factory=list)
+    first_chunk_at: float = 0.0
+    """Monotonic time the first chunk arrived here (time to first audio, subscriber side)."""
+    completed_at: float = 0.0
+    duplicates: int = 0
+
+    @property
+    def data(self) -> bytes:
+        """The whole file, built from the chunks in order (see `encoders.assemble`)."""
+        return assemble([c.audio for c in self.chunks], self.format)
+
+    @property
+    def duration_ms(self) -> float:
+        return sum(c.duration_ms for c in self.chunks)
+
+    @property
+    def degraded(self) -> list[object]:
+        return [c.degradation for c in self.chunks if c.degradation is not None]
+
+
+@dataclass
+class _Partial:
+    audio: ReceivedAudio
+    parts: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
+    last_part_of: dict[int, int] = field(default_factory=dict)
+    total: int | None = None
+
+    def add(self, chunk: AudioChunk) -> bool:
+        key = (chunk.seq, chunk.part)
+        if key in self.parts:
+            self.audio.duplicates += 1
+            return False
+        self.parts[key] = chunk
+        self.total = chunk.total
+        if chunk.last_part:
+            self.last_part_of[chunk.seq] = chunk.part
+        return True
+
+    def complete(self) -> bool:
+        if self.total is None or len(self.last_part_of) < self.total:
+            return False
+        return all((s, p) in self.parts for s, last in self.last_part_of.items() for p in range(last + 1))
+
+    def gaps(self) -> list[tuple[int, int]]:
+        """(seq, part) positions missing before the highest one seen."""
+        if not self.parts:
+            return []
+        top = max(self.parts)
+        missing = []
+        for seq in range(top[0] + 1):
+            last = self.last_part_of.get(seq, top[1] if seq == top[0] else 0)
+            missing += [(seq, p) for p in range(last + 1) if (seq, p) not in self.parts]
+        return missing
+
+
+class AudioSubscriber:
+    """`async with AudioSubscriber(kafka, topic) as sub: async for audio in sub.completed(): ...`"""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        topic: str,
+        *,
+        request_ids: Iterable[str] | None = None,
+        start: Literal["end", "beginning"] = "end",
+        group_id: str | None = None,
+    ) -> None:
+        self.kafka = kafka
+        self.topic = topic
+        self.wanted = set(request_ids) if request_ids is not None else None
+        self.start_at = start
+        self.group_id = group_id
+        self._consumer = make_consumer(kafka, group_id=group_id, auto_offset_reset="latest" if start == "end" else "earliest")
+        self._partial: dict[str, _Partial] = {}
+        self.first_chunk_at: dict[str, float] = {}
+
+    async def start(self) -> None:
+        try:
+            await self._consumer.start()
+            if self.group_id:
+                self._consumer.subscribe([self.topic])
+                return
+            partitions = await topic_partitions(self.kafka, self.topic)
+            if not partitions:
+                raise StreamTTSError(f"audio topic {self.topic!r} does not exist")
+            tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+            self._consumer.assign(tps)
+            if self.start_at == "end":
+                await self._consumer.seek_to_end(*tps)
+            else:
+                await self._consumer.seek_to_beginning(*tps)
+            for tp in tps:  # pin the start position now, before any request is sent
+                await self._consumer.position(tp)
+        except BaseException:
+            await self._consumer.stop()
+            raise
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    def add_request_ids(self, ids: Iterable[str]) -> None:
+        if self.wanted is None:
+            self.wanted = set()
+        self.wanted.update(ids)
+
+    async def completed(self, timeout_s: float | None = None) -> AsyncIterator[ReceivedAudio]:
+        """Yield each wanted request once its audio is complete; stops after all wanted ones
+        (when ids were given) or at the timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        done: set[str] = set()
+        while self.wanted is None or not self.wanted <= done:
+            wait_ms = 500 if deadline is None else int(max(0.0, min(0.5, deadline - loop.time())) * 1000)
+            if deadline is not None and loop.time() >= deadline:
+                return
+            batch = await self._consumer.getmany(timeout_ms=wait_ms)
+            for records in batch.values():
+                for record in records:
+                    audio = self._accept(record.value)
+                    if audio is not None and audio.request_id not in done:
+                        done.add(audio.request_id)
+                        yield audio
+
+    def _accept(self, value: bytes) -> ReceivedAudio | None:
+        try:
+            chunk = AudioChunk.from_bytes(value)
+        except ContractError:
+            return None  # not ours to judge; the producing stage dead-letters bad output
+        rid = chunk.request_id
+        if self.wanted is not None and rid not in self.wanted:
+            return None
+        now = time.monotonic()
+        partial = self._partial.get(rid)
+        if partial is None:
+            partial = self._partial[rid] = _Partial(ReceivedAudio(rid, chunk.format, chunk.sample_rate, first_chunk_at=now))
+            self.first_chunk_at[rid] = now
+        partial.add(chunk)
+        if not partial.complete():
+            return None
+        audio = partial.audio
+        audio.chunks = [partial.parts[k] for k in sorted(partial.parts)]
+        audio.completed_at = now
+        del self._partial[rid]
+        return audio
+
+    def gaps(self, request_id: str) -> list[tuple[int, int]]:
+        partial = self._partial.get(request_id)
+        return partial.gaps() if partial else []

@@ -1,0 +1,167 @@
+"""The product end to end: requests in on real Kafka, audio out to subscribers and MinIO."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import numpy as np
+import pytest
+from minio import Minio
+
+from processors.encode.encoders import decode_audio
+from producers.request_producer import RequestProducer
+from producers.result_waiter import ResultWaiter
+from schemas import CompletionResult, DeadLetter, PcmChunk, TTSRequest
+from sinks.subscriber import AudioSubscriber
+from streamtts.kafka import make_consumer, make_producer
+from streamtts.settings import KafkaSettings
+from streamtts.topics import TopicNames
+from tests.services import Services
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+CASES = [
+    ("zh", "您好，欢迎致电客服中心。请问有什么可以帮您？", "mp3", "jm_kumo"),
+    ("en", "Your order has shipped. It should arrive on Tuesday.", "opus", "en_joe"),
+    ("ja", "こんにちは。ご注文の商品は明日届きます。", "flac", "jf_alpha"),
+    ("zh", "我今天用 Python 写了一个 demo，效果很好。", "wav", "auto"),
+]
+
+
+def _s3(services: Services) -> Minio:
+    s = services.s3
+    return Minio(s.endpoint, access_key=s.access_key, secret_key=s.secret_key, secure=s.secure)
+
+
+async def test_requests_in_four_languages_and_formats_stream_and_store(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames, services: Services
+) -> None:
+    requests = [
+        TTSRequest.new(text, language=lang, format=fmt, voice=voice, tenant="acme", metadata={"case": str(i)})
+        for i, (lang, text, fmt, voice) in enumerate(CASES)
+    ]
+    ids = [r.request_id for r in requests]
+    async with ResultWaiter(kafka_settings) as waiter, AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub:
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit_many(requests)
+        received = {a.request_id: a async for a in sub.completed(timeout_s=240)}
+        results = await waiter.wait(ids, timeout_s=60)
+    assert set(received) == set(ids)
+    s3 = _s3(services)
+    for req in requests:
+        audio, result = received[req.request_id], results[req.request_id]
+        # Chunks are complete, ordered, without duplicates; the last one closes the request.
+        positions = [(c.seq, c.part) for c in audio.chunks]
+        assert positions == sorted(positions) and len(set(positions)) == len(positions)
+        assert audio.chunks[-1].last and not any(c.last for c in audio.chunks[:-1])
+        assert [c.seq for c in audio.chunks if c.last_part] == list(range(audio.chunks[0].total))
+        # The concatenation of chunks decodes to the expected duration ...
+        from_chunks, rate = decode_audio(audio.data, req.format, sample_rate=req.sample_rate)
+        assert rate == (48000 if req.format == "opus" else req.sample_rate)  # Opus decodes at 48 kHz
+        tolerance_s = 0.06 * len(audio.chunks) + 0.03  # mp3 adds encoder delay/padding per chunk
+        assert abs(len(from_chunks) / rate - result.duration_ms / 1000) <= tolerance_s
+        assert result.duration_ms > 1500, "a sentence or two is well over 1.5 s of speech"
+        assert np.sqrt(np.mean(from_chunks**2)) > 0.01, "audio must not be silent"
+        # ... the completion result is a correct claim check ...
+        assert result.status == "completed" and result.tenant == "acme" and result.metadata == req.metadata
+        assert result.chunks == len(audio.chunks)
+        assert result.storage is not None
+        assert result.storage.key == f"acme/{req.created_at:%Y/%m/%d}/{req.request_id}.{'opus' if req.format == 'opus' else req.format}"
+        stat = s3.stat_object(result.storage.bucket, result.storage.key)
+        assert stat.size == result.storage.size and stat.etag == result.storage.etag
+        # ... and the stored object decodes to the same audio.
+        resp = s3.get_object(result.storage.bucket, result.storage.key)
+        stored = resp.read()
+        resp.close()
+        from_object, orate = decode_audio(stored, req.format, sample_rate=req.sample_rate)
+        assert orate == rate
+        if req.format in ("wav", "flac", "pcm"):  # lossless: sample-identical
+            diff = np.flatnonzero(np.round(from_object * 32768) != np.round(from_chunks * 32768))
+            assert diff.size == 0, (req.format, diff[:10], len(from_chunks))
+        else:
+            assert abs(len(from_object) - len(from_chunks)) / rate <= tolerance_s
+
+
+async def test_first_chunk_leaves_before_the_last_segment_is_synthesized(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    text = ("Thank you for calling. Your account balance is one hundred dollars. "
+            "Your next payment is due on the fifth of December. Is there anything else I can help with today?")
+    req = TTSRequest.new(text, language="en", voice="jm_kumo", format="mp3")
+    pcm_reader = make_consumer(kafka_settings, topics.pcm, group_id=None, auto_offset_reset="earliest")
+    await pcm_reader.start()
+    try:
+        async with AudioSubscriber(kafka_settings, topics.audio, request_ids=[req.request_id]) as sub:
+            async with RequestProducer(kafka_settings) as producer:
+                await producer.submit(req)
+            received = [a async for a in sub.completed(timeout_s=180)]
+        assert received, "the request must complete"
+        pcm: list[PcmChunk] = []
+        async with asyncio.timeout(30):
+            while not any(c.last for c in pcm):
+                for records in (await pcm_reader.getmany(timeout_ms=500)).values():
+                    pcm += [PcmChunk.from_bytes(r.value) for r in records]
+    finally:
+        await pcm_reader.stop()
+    chunks = received[0].chunks
+    assert chunks[0].total >= 4, "a multi-sentence request is several segments"
+    last_synthesized = max(c.synthesized_at for c in pcm if c.request_id == req.request_id)
+    # Streaming: the first audio chunk was encoded and published while synthesis still ran.
+    assert chunks[0].encoded_at < last_synthesized
+    first_span = chunks[0].duration_ms
+    assert first_span < 0.5 * received[0].duration_ms, "the first span is kept short"
+
+
+async def test_poison_requests_do_not_stop_the_stages(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    huge = TTSRequest.new("word " * 40_000, language="en")  # 200 KB of text: over the stage limit
+    bad_voice = TTSRequest.new("Hello.", voice="no_such_voice")
+    good = TTSRequest.new("Still working after the bad ones.", language="en", voice="en_joe", format="mp3")
+    producer = make_producer(kafka_settings)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topics.requests, key=b"junk", value=b"\x00not json at all")
+        oversize = b'{"schema_version":1,"request_id":"mega","text":"' + b"a" * 1_100_000 + b'","created_at":"2026-01-01T00:00:00Z"}'
+        await producer.send_and_wait(topics.requests, key=b"mega", value=oversize)
+        for r in (huge, bad_voice):
+            await producer.send_and_wait(topics.requests, key=r.request_id.encode(), value=r.to_bytes())
+    finally:
+        await producer.stop()
+    async with ResultWaiter(kafka_settings) as waiter:
+        async with RequestProducer(kafka_settings) as rp:
+            await rp.submit(good)
+        results = await waiter.wait([good.request_id], timeout_s=120)
+    assert results[good.request_id].status == "completed"
+    dlq = make_consumer(kafka_settings, topics.dlq("segment"), group_id=None)
+    await dlq.start()
+    letters: list[DeadLetter] = []
+    try:
+        async with asyncio.timeout(30):
+            while len(letters) < 4:
+                for records in (await dlq.getmany(timeout_ms=500)).values():
+                    letters += [DeadLetter.from_bytes(r.value) for r in records]
+    finally:
+        await dlq.stop()
+    reasons = {(d.key, d.reason) for d in letters}
+    assert reasons == {("junk", "invalid_json"), ("mega", "string_too_long"),
+                       (huge.request_id, "string_too_long") if len(huge.text) > 200_000 else (huge.request_id, "text_too_long"),
+                       (bad_voice.request_id, "unknown_voice")}
+    assert all(d.topic == topics.requests and d.stage == "segment" for d in letters)
+
+
+async def test_result_without_storage_reports_duration_only(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    req = TTSRequest.new("Chunks only, please.", language="en", voice="en_joe", format="pcm",
+                         delivery={"chunks": True, "storage": False})
+    async with ResultWaiter(kafka_settings) as waiter, AudioSubscriber(kafka_settings, topics.audio, request_ids=[req.request_id]) as sub:
+        async with RequestProducer(kafka_settings) as p:
+            await p.submit(req)
+        audio = [a async for a in sub.completed(timeout_s=120)][0]
+        result: CompletionResult = (await waiter.wait([req.request_id], 60))[req.request_id]
+    assert result.storage is None and result.status == "completed"
+    samples, _ = decode_audio(audio.data, "pcm", sample_rate=req.sample_rate)
+    assert abs(len(samples) / req.sample_rate * 1000 - result.duration_ms) < 1.0
+    assert isinstance(io.BytesIO(audio.data).getvalue(), bytes)
