@@ -29,6 +29,16 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigError(f"{ENV_PREFIX}{name} must be an integer, got {raw!r}") from None
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(ENV_PREFIX + name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_PREFIX}{name} must be a number, got {raw!r}") from None
+
+
 @dataclass(frozen=True)
 class KafkaSettings:
     """How to reach Kafka. Security fields are passed through to aiokafka unchanged."""
@@ -142,6 +152,7 @@ class PipelineSettings:
             synth_workers=_env_int("SYNTH_WORKERS", cls.synth_workers),
             warm_voices=warm,
             processing_guarantee=guarantee,
+            session_timeout_s=_env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
             presign_expiry_s=_env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
             storage_retries=_env_int("STORAGE_RETRIES", cls.storage_retries),
         )

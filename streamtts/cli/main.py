@@ -21,6 +21,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "submit_cmd",
     "synth_cmd",
     "run_cmd",
+    "listen_cmd",
     "demo_cmd",
 )
 

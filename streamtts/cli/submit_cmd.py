@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--presign", action="store_true", help="include a presigned URL in the result")
     p.add_argument("--wait", action="store_true", help="wait for completion results")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait with --wait")
+    p.add_argument("--out", metavar="FILE", help="with --wait: write the audio to FILE (single request)")
     p.set_defaults(func=_run)
 
 
@@ -87,7 +88,13 @@ def _read_inputs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from streamtts.errors import ConfigError
+
+    if args.out and not args.wait:
+        raise ConfigError("--out needs --wait")
     parsed = _read_inputs(args)
+    if args.out and len(parsed.requests) != 1:
+        raise ConfigError("--out writes one file: submit exactly one request")
     for bad in parsed.bad_lines:
         print(f"streamtts: skipped {bad}", file=sys.stderr)
     if parsed.requests:
@@ -123,6 +130,8 @@ async def _submit(args: argparse.Namespace, requests) -> None:  # type: ignore[n
             for rid, res in results.items():
                 where = f"s3://{res.storage.bucket}/{res.storage.key}" if res.storage else "-"
                 print(f"{rid} {res.status} {res.duration_ms / 1000:.2f}s {where}", file=sys.stderr)
+            if args.out:
+                await _write_out(settings, requests[0], results[requests[0].request_id], args.out)
     except KafkaError as err:
         raise InfraError(
             f"cannot reach Kafka at {settings.kafka.bootstrap_servers} ({type(err).__name__}); "
@@ -131,3 +140,32 @@ async def _submit(args: argparse.Namespace, requests) -> None:  # type: ignore[n
     finally:
         if waiter:
             await waiter.stop()
+
+
+async def _write_out(settings, request, result, path: str) -> None:  # type: ignore[no-untyped-def]
+    """Fetch the stored file named by the result's claim check, or rebuild it from the chunks."""
+    import asyncio
+
+    from sinks.object_store import ObjectStore
+    from sinks.subscriber import AudioSubscriber
+    from streamtts.errors import StreamTTSError
+    from streamtts.topics import TopicNames
+
+    if result.status != "completed":
+        raise StreamTTSError(f"request {result.request_id} failed: {result.error}")
+    if result.storage is not None:
+        store = ObjectStore(settings.s3)
+        data = await asyncio.to_thread(store.get, result.storage.bucket, result.storage.key)
+    else:
+        topic = request.delivery.reply_topic or TopicNames(settings.kafka.topic_prefix).audio
+        async with AudioSubscriber(settings.kafka, topic, request_ids=[request.request_id], start="beginning") as sub:
+            got = [a async for a in sub.completed(timeout_s=30)]
+        if not got:
+            raise StreamTTSError(f"no stored file and no complete chunk stream for {request.request_id}")
+        data = got[0].data
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as err:
+        raise StreamTTSError(f"cannot write {path}: {err.strerror or err}") from None
+    print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)

@@ -165,3 +165,33 @@ async def test_result_without_storage_reports_duration_only(
     samples, _ = decode_audio(audio.data, "pcm", sample_rate=req.sample_rate)
     assert abs(len(samples) / req.sample_rate * 1000 - result.duration_ms) < 1.0
     assert isinstance(io.BytesIO(audio.data).getvalue(), bytes)
+
+
+async def test_submit_wait_out_and_listen_write_playable_files(
+    running_pipeline, kafka_settings: KafkaSettings, services: Services, tmp_path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
+               STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix, STREAMTTS_S3_ENDPOINT=services.s3.endpoint,
+               STREAMTTS_S3_ACCESS_KEY=services.s3.access_key, STREAMTTS_S3_SECRET_KEY=services.s3.secret_key)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "streamtts.cli.main", *args], capture_output=True,
+                              text=True, timeout=180, env=env)
+
+    out = tmp_path / "hello.opus"
+    proc = await asyncio.to_thread(cli, "submit", "--wait", "--out", str(out), "--format", "opus",
+                                   "--voice", "en_joe", "--request-id", "cli-req-1", "Hello from the command line.")
+    assert proc.returncode == 0, proc.stderr
+    samples, rate = decode_audio(out.read_bytes(), "opus")
+    assert rate == 48000 and 1.0 < len(samples) / rate < 6.0
+    listened = await asyncio.to_thread(cli, "listen", "--request-id", "cli-req-1", "--out-dir", str(tmp_path / "l"),
+                                       "--timeout", "30")
+    assert listened.returncode == 0, listened.stderr
+    heard, hrate = decode_audio((tmp_path / "l" / "cli-req-1.opus").read_bytes(), "opus")
+    assert abs(len(heard) / hrate - len(samples) / rate) < 0.2
+    bad = await asyncio.to_thread(cli, "submit", "--out", str(out), "x")
+    assert bad.returncode == 1 and bad.stderr.strip() == "streamtts: error: --out needs --wait"
