@@ -1,34 +1,50 @@
-"""The local demo: bring up the stack, apply topics, submit sample requests, show the result."""
+"""The local demo (README's first command): stack, topics, workers, sample requests, audio out."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from schemas import TTSRequest
-from streamtts.settings import Settings
+from schemas import CompletionResult, TTSRequest
+from streamtts.settings import PipelineSettings, Settings
 
 SAMPLES: tuple[dict[str, object], ...] = (
-    {"text": "您好，欢迎致电客服中心。请问有什么可以帮您？", "language": "zh", "format": "mp3"},
-    {"text": "Hello! Your order has shipped, and it should arrive on Tuesday.", "language": "en", "format": "opus"},
-    {"text": "こんにちは。ご注文の商品は明日届きます。", "language": "ja", "format": "mp3"},
-    {"text": "我今天用 Python 写了一个 demo，效果很好。", "language": "zh", "format": "opus"},
+    {"text": "您好，欢迎致电客服中心。请问有什么可以帮您？", "language": "zh", "format": "mp3", "voice": "jm_kumo"},
+    {"text": "Hello! Your order has shipped, and it should arrive on Tuesday.", "language": "en",
+     "format": "opus", "voice": "en_joe"},
+    {"text": "こんにちは。ご注文の商品は明日届きます。", "language": "ja", "format": "mp3", "voice": "jf_alpha"},
+    {"text": "我今天用 Python 写了一个 demo，效果很好。", "language": "zh", "format": "opus", "voice": "auto"},
+    {"text": "Thank you for waiting. 您的订单已经发货了。", "language": "auto", "format": "flac", "voice": "jm_kumo"},
 )
+
+
+def say(msg: str) -> None:
+    print(f"[demo] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    request: TTSRequest
+    sent_at: float
+    first_chunk_at: float | None = None
+    result: CompletionResult | None = None
+    local_file: Path | None = None
 
 
 def run_demo(out_dir: str, timeout_s: float) -> int:
     from infra.local.stack import LocalStack
+    from streamtts import jsonlog
 
+    jsonlog.configure("WARNING")
     settings = Settings.from_env()
-    print("1/3 local stack (Kafka + MinIO)", file=sys.stderr)
+    say("1/4 local stack: Apache Kafka + MinIO (first run installs them)")
     LocalStack.from_settings(settings).up()
-    print("2/3 topics", file=sys.stderr)
+    say("2/4 topics from infra/topics.yaml")
     asyncio.run(_apply_topics(settings))
-    print("3/3 sample requests", file=sys.stderr)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_submit_and_show(settings))
+    return asyncio.run(_run_pipeline(settings, Path(out_dir), timeout_s))
 
 
 async def _apply_topics(settings: Settings) -> None:
@@ -43,16 +59,58 @@ async def _apply_topics(settings: Settings) -> None:
         await admin.close()
 
 
-async def _submit_and_show(settings: Settings) -> int:
+async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
+    from processors.encode.encoders import EXTENSIONS
     from producers.request_producer import RequestProducer
+    from producers.result_waiter import ResultWaiter
+    from sinks.subscriber import AudioSubscriber
+    from streamtts.topics import TopicNames
+    from streamtts.worker import STAGE_NAMES, Worker
 
-    requests = [TTSRequest.new(**sample) for sample in SAMPLES]  # type: ignore[arg-type]
+    out.mkdir(parents=True, exist_ok=True)
+    pipeline = PipelineSettings.from_env()
+    pipeline = PipelineSettings(**{**pipeline.__dict__, "warm_voices": ("jm_kumo", "en_joe", "jf_alpha")})
+    say("3/4 workers: segment → synthesize → encode → sink (loading and warming the model)")
+    worker = Worker(list(STAGE_NAMES), settings, pipeline)
     started = time.monotonic()
-    async with RequestProducer(settings.kafka) as producer:
-        metas = await producer.submit_many(requests)
-    print(f"{'request':<34} {'lang':<4} {'fmt':<5} {'topic/partition@offset':<28} text")
-    for req, meta in zip(requests, metas, strict=True):
-        where = f"{meta.topic}/{meta.partition}@{meta.offset}"
-        print(f"{req.request_id:<34} {req.language:<4} {req.format:<5} {where:<28} {req.text[:30]}")
-    print(f"{len(requests)} requests acknowledged by Kafka in {time.monotonic() - started:.2f} s", file=sys.stderr)
-    return 0
+    await worker.start()
+    say(f"    workers ready in {time.monotonic() - started:.1f} s")
+    rows = [Row(TTSRequest.new(**s), 0.0) for s in SAMPLES]  # type: ignore[arg-type]
+    by_id = {r.request.request_id: r for r in rows}
+    try:
+        say(f"4/4 {len(rows)} sample requests (zh, en, ja, mixed; mp3, opus, flac)")
+        topics = TopicNames(settings.kafka.topic_prefix)
+        async with ResultWaiter(settings.kafka) as waiter, AudioSubscriber(
+            settings.kafka, topics.audio, request_ids=list(by_id)
+        ) as sub:
+            async with RequestProducer(settings.kafka) as producer:
+                for row in rows:
+                    row.sent_at = time.monotonic()
+                    await producer.submit(row.request)
+            async for audio in sub.completed(timeout_s=timeout_s):
+                row = by_id[audio.request_id]
+                row.first_chunk_at = audio.first_chunk_at
+                row.local_file = out / f"{audio.request_id}{EXTENSIONS[audio.format]}"
+                row.local_file.write_bytes(audio.data)
+                say(f"    {row.local_file} ({audio.duration_ms / 1000:.1f} s of audio)")
+            results = await waiter.wait(list(by_id), timeout_s=60)
+        for rid, res in results.items():
+            by_id[rid].result = res
+    finally:
+        await worker.stop()
+    _print_table(rows)
+    return 0 if all(r.result and r.result.status == "completed" for r in rows) else 1
+
+
+def _print_table(rows: list[Row]) -> None:
+    print(f"{'request':<10} {'lang':<5} {'voice':<9} {'fmt':<5} {'audio s':>7} {'first chunk s':>13} "
+          f"{'total s':>8}  stored at / written to")
+    for r in rows:
+        res = r.result
+        ttfa = f"{r.first_chunk_at - r.sent_at:.2f}" if r.first_chunk_at else "-"
+        total = f"{(res.completed_at - r.request.created_at).total_seconds():.2f}" if res else "-"
+        audio_s = f"{res.duration_ms / 1000:.2f}" if res else "-"
+        where = f"s3://{res.storage.bucket}/{res.storage.key}" if res and res.storage else "-"
+        print(f"{r.request.request_id[:8]:<10} {r.request.language:<5} {r.request.voice:<9} {r.request.format:<5} "
+              f"{audio_s:>7} {ttfa:>13} {total:>8}  {where}")
+        print(f"{'':<10} {'':<5} {'':<9} {'':<5} {'':>7} {'':>13} {'':>8}  {r.local_file or '-'}")
