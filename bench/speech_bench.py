@@ -53,8 +53,9 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "p99": pct(values, 99), "n": len(values)}
 
 
-def timed_stream(make: Callable[[], Iterator[Any]], duration: Callable[[Any], float]
-                 ) -> tuple[float, float, float]:
+def timed_stream(
+    make: Callable[[], Iterator[Any]], duration: Callable[[Any], float]
+) -> tuple[float, float, float]:
     """(first-item latency, total time, audio seconds) of one streamed synthesis."""
     started = time.perf_counter()
     first = None
@@ -128,8 +129,7 @@ def main() -> None:
 
         np.savez(voices_path, **bundled_voice_packs())
     t0 = time.perf_counter()
-    peer = Kokoro.from_session(make_session(str(model_path), threads=args.threads),
-                               str(voices_path))
+    peer = Kokoro.from_session(make_session(str(model_path), threads=args.threads), str(voices_path))
     results["kokoro_onnx_load_s"] = time.perf_counter() - t0
 
     rows: dict[str, dict[str, list[float]]] = {}
@@ -143,9 +143,13 @@ def main() -> None:
     for _ in range(args.repeats):
         for lang, sentences in SENTENCES.items():
             for s in sentences:
-                record(f"ours kokoro {lang}", *timed_stream(
-                    lambda s=s, lang=lang: synth.synthesize_text(s, lang, VOICE),
-                    lambda pair: pair[1].duration_s))
+                record(
+                    f"ours kokoro {lang}",
+                    *timed_stream(
+                        lambda s=s, lang=lang: synth.synthesize_text(s, lang, VOICE),
+                        lambda pair: pair[1].duration_s,
+                    ),
+                )
                 phonemes = kokoro.phonemize(s, lang)
 
                 def peer_once(phonemes: str = phonemes) -> Iterator[Any]:
@@ -154,17 +158,29 @@ def main() -> None:
 
                 record(f"kokoro-onnx {lang}", *timed_stream(peer_once, lambda d: d))
         for s in SENTENCES["en"]:
-            record("ours piper en", *timed_stream(
-                lambda s=s: synth.synthesize_text(s, "en", "en_joe"),
-                lambda pair: pair[1].duration_s))
+            record(
+                "ours piper en",
+                *timed_stream(
+                    lambda s=s: synth.synthesize_text(s, "en", "en_joe"),
+                    lambda pair: pair[1].duration_s,
+                ),
+            )
     # 4. long paragraph: first chunk vs whole utterance
     for _ in range(max(1, args.repeats // 2)):
-        record("ours kokoro paragraph", *timed_stream(
-            lambda: synth.synthesize_text(PARAGRAPH, "en", VOICE),
-            lambda pair: pair[1].duration_s))
-        record("ours piper paragraph", *timed_stream(
-            lambda: synth.synthesize_text(PARAGRAPH, "en", "en_joe"),
-            lambda pair: pair[1].duration_s))
+        record(
+            "ours kokoro paragraph",
+            *timed_stream(
+                lambda: synth.synthesize_text(PARAGRAPH, "en", VOICE),
+                lambda pair: pair[1].duration_s,
+            ),
+        )
+        record(
+            "ours piper paragraph",
+            *timed_stream(
+                lambda: synth.synthesize_text(PARAGRAPH, "en", "en_joe"),
+                lambda pair: pair[1].duration_s,
+            ),
+        )
         whole = kokoro.phonemize(PARAGRAPH, "en")
 
         def peer_para(whole: str = whole) -> Iterator[Any]:

@@ -86,7 +86,9 @@ async def apply_spec(
         )
         for topic, code, *rest in resp.topic_errors:
             if code and for_code(code).__name__ != "TopicAlreadyExistsError":
-                raise InfraError(f"creating topic {topic} failed: {for_code(code).__name__} {rest[0] if rest else ''}")
+                raise InfraError(
+                    f"creating topic {topic} failed: {for_code(code).__name__} {rest[0] if rest else ''}"
+                )
     report.created = [s.name for s in missing]
     present = [s for s in specs if s.name in existing]
     # 2. Partition counts can grow but never shrink (that would remap keys → break ordering).
@@ -107,7 +109,9 @@ async def apply_spec(
         diff = {k: v for k, v in s.configs.items() if actual.get(s.name, {}).get(k) != v}
         if diff:
             to_alter.append(ConfigResource(ConfigResourceType.TOPIC, s.name, configs=s.configs))
-            report.configs_altered.append(s.name + " (" + ", ".join(f"{k}={v}" for k, v in diff.items()) + ")")
+            report.configs_altered.append(
+                s.name + " (" + ", ".join(f"{k}={v}" for k, v in diff.items()) + ")"
+            )
     if to_alter and not dry_run:
         await admin.alter_configs(to_alter)
     changed = set(report.created) | set(grow) | {c.name for c in to_alter}

@@ -25,7 +25,9 @@ class FaustStage:
 
     name = "stage"
 
-    def __init__(self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None
+    ) -> None:
         self.kafka = kafka
         self.pipeline = pipeline
         self.topics = topics or TopicNames(kafka.topic_prefix)
@@ -37,7 +39,12 @@ class FaustStage:
         return self.app.topic(name, value_type=bytes, key_type=bytes)
 
     async def dead_letter(
-        self, event: Any, error: BaseException, *, request_id: str | None = None, tenant: str | None = None
+        self,
+        event: Any,
+        error: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
     ) -> None:
         """Send the record to this stage's DLQ. faust commits the source offset only after
         this send is acknowledged (the send is attached to the current event)."""
@@ -45,9 +52,19 @@ class FaustStage:
         value, headers = dead_letter_record(
             stage=self.name, source=source, error=error, request_id=request_id, tenant=tenant
         )
-        log_event(self.log, "dead_lettered", logging.WARNING, stage=self.name, request_id=request_id,
-                  tenant=tenant, reason=failure_reason(error), error=str(error)[:300],
-                  topic=source.topic, partition=source.partition, offset=source.offset)
+        log_event(
+            self.log,
+            "dead_lettered",
+            logging.WARNING,
+            stage=self.name,
+            request_id=request_id,
+            tenant=tenant,
+            reason=failure_reason(error),
+            error=str(error)[:300],
+            topic=source.topic,
+            partition=source.partition,
+            offset=source.offset,
+        )
         await self.dlq.send(key=source.key, value=value, headers=headers)
 
     async def start(self) -> None:

@@ -41,17 +41,27 @@ class RequestProducer:
         await self.stop()
 
     async def submit(
-        self, request: TTSRequest, *, topic: str | None = None, headers: list[tuple[str, bytes]] | None = None
+        self,
+        request: TTSRequest,
+        *,
+        topic: str | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> RecordMetadata:
         """Send one request and wait for the broker's acknowledgement (all in-sync replicas)."""
         return await self._producer.send_and_wait(
             topic or self._topics.requests,
             value=request.to_bytes(),
             key=request.request_id.encode(),
-            headers=[("content-type", b"application/json"), ("schema", b"request.v1"), *(headers or [])],
+            headers=[
+                ("content-type", b"application/json"),
+                ("schema", b"request.v1"),
+                *(headers or []),
+            ],
         )
 
-    async def submit_many(self, requests: Iterable[TTSRequest], *, topic: str | None = None) -> list[RecordMetadata]:
+    async def submit_many(
+        self, requests: Iterable[TTSRequest], *, topic: str | None = None
+    ) -> list[RecordMetadata]:
         """Send a batch; records are pipelined, then all acknowledgements awaited."""
         futures = []
         for request in requests:

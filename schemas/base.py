@@ -108,9 +108,7 @@ def _b64_in(value: Any) -> Any:
 AudioBytes = Annotated[
     bytes,
     BeforeValidator(_b64_in),
-    PlainSerializer(
-        lambda b: base64.b64encode(b).decode("ascii"), return_type=str, when_used="json"
-    ),
+    PlainSerializer(lambda b: base64.b64encode(b).decode("ascii"), return_type=str, when_used="json"),
     WithJsonSchema({"type": "string", "contentEncoding": "base64"}),
 ]
 """Binary payload: bytes in Python, standard base64 in JSON."""

@@ -32,13 +32,12 @@ class _Pending:
     def complete(self) -> bool:
         if len(self.last_part_of) < self.total:
             return False
-        return all(
-            (seq, p) in self.parts for seq, last in self.last_part_of.items() for p in range(last + 1)
-        )
+        return all((seq, p) in self.parts for seq, last in self.last_part_of.items() for p in range(last + 1))
 
     def missing(self) -> list[int]:
         return [
-            seq for seq in range(self.total)
+            seq
+            for seq in range(self.total)
             if seq not in self.last_part_of
             or any((seq, p) not in self.parts for p in range(self.last_part_of[seq] + 1))
         ]

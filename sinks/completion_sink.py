@@ -57,8 +57,11 @@ class CompletionSink:
         self.namespace = namespace
         self.stale_after_s = stale_after_s
         self.consumer = make_consumer(
-            kafka, group_id=group_id(kafka, "sink"), max_poll_records=200,
-            session_timeout_ms=int(pipeline.session_timeout_s * 1000), heartbeat_interval_ms=1000,
+            kafka,
+            group_id=group_id(kafka, "sink"),
+            max_poll_records=200,
+            session_timeout_ms=int(pipeline.session_timeout_s * 1000),
+            heartbeat_interval_ms=1000,
         )
         self.producer = make_producer(kafka)
         self.store = ObjectStore(s3)
@@ -126,20 +129,34 @@ class CompletionSink:
                 # Transient fault out of retries: dead-letter the request's records for replay
                 # (`streamtts replay dlq`) and tell waiting clients it failed for now.
                 for tp, offset, raw in req.records:
-                    await self._dead_letter(SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw), err,
-                                            request_id=ctx.request_id, tenant=ctx.tenant,
-                                            attempts=self.pipeline.storage_retries)
+                    await self._dead_letter(
+                        SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw),
+                        err,
+                        request_id=ctx.request_id,
+                        tenant=ctx.tenant,
+                        attempts=self.pipeline.storage_retries,
+                    )
                 await self._publish(req, duration_ms, None, error=str(err))
                 self.assembler.finish(ctx.request_id)
                 return
         await self._publish(req, duration_ms, storage)
         self.assembler.finish(ctx.request_id)
         self.completed += 1
-        log_event(log, "completed", request_id=ctx.request_id, tenant=ctx.tenant, stage=self.name,
-                  voice=ctx.voice, format=ctx.format, audio_s=round(duration_ms / 1000, 3), chunks=req.chunks,
-                  degraded=len(req.degraded), key=storage.key if storage else None,
-                  e2e_ms=round((datetime.now(UTC) - ctx.created_at).total_seconds() * 1000, 1),
-                  duration_ms=round((time.perf_counter() - started) * 1000, 1))
+        log_event(
+            log,
+            "completed",
+            request_id=ctx.request_id,
+            tenant=ctx.tenant,
+            stage=self.name,
+            voice=ctx.voice,
+            format=ctx.format,
+            audio_s=round(duration_ms / 1000, 3),
+            chunks=req.chunks,
+            degraded=len(req.degraded),
+            key=storage.key if storage else None,
+            e2e_ms=round((datetime.now(UTC) - ctx.created_at).total_seconds() * 1000, 1),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
 
     async def _store(self, req: AssembledRequest, samples: np.ndarray, duration_ms: float) -> StorageRef:
         loop = asyncio.get_running_loop()
@@ -151,16 +168,27 @@ class CompletionSink:
                 return await loop.run_in_executor(
                     self.pool,
                     lambda: self.store.put_audio(
-                        req.ctx, data, sample_rate=req.sample_rate, duration_ms=duration_ms,
+                        req.ctx,
+                        data,
+                        sample_rate=req.sample_rate,
+                        duration_ms=duration_ms,
                         presign_s=self.pipeline.presign_expiry_s if req.ctx.delivery.presign else None,
                         namespace=self.namespace,
                     ),
                 )
             except Exception as err:  # urllib3/minio raise many kinds; all mean "not stored"
-                log_event(log, "storage_retry", logging.WARNING, request_id=req.ctx.request_id,
-                          attempt=attempt, error=f"{type(err).__name__}: {str(err)[:200]}")
+                log_event(
+                    log,
+                    "storage_retry",
+                    logging.WARNING,
+                    request_id=req.ctx.request_id,
+                    attempt=attempt,
+                    error=f"{type(err).__name__}: {str(err)[:200]}",
+                )
                 if attempt == attempts:
-                    raise StorageUnavailable(f"object storage failed {attempts} times: {type(err).__name__}") from err
+                    raise StorageUnavailable(
+                        f"object storage failed {attempts} times: {type(err).__name__}"
+                    ) from err
                 try:  # back off, but wake at once on shutdown
                     await asyncio.wait_for(self._stopping.wait(), timeout=delay)
                     raise StorageUnavailable("shutting down during storage retries") from err
@@ -169,43 +197,97 @@ class CompletionSink:
                 delay = min(delay * 2, 8.0)
         raise AssertionError("unreachable")
 
-    async def _publish(self, req: AssembledRequest, duration_ms: float, storage: StorageRef | None,
-                       error: str | None = None) -> None:
+    async def _publish(
+        self,
+        req: AssembledRequest,
+        duration_ms: float,
+        storage: StorageRef | None,
+        error: str | None = None,
+    ) -> None:
         ctx = req.ctx
         result = CompletionResult(
-            request_id=ctx.request_id, tenant=ctx.tenant, status="failed" if error else "completed",
-            format=ctx.format, sample_rate=req.sample_rate, duration_ms=round(duration_ms, 3), chunks=req.chunks,
-            storage=storage, degraded=req.degraded, error=error, metadata=ctx.metadata,
-            created_at=ctx.created_at, completed_at=datetime.now(UTC),
+            request_id=ctx.request_id,
+            tenant=ctx.tenant,
+            status="failed" if error else "completed",
+            format=ctx.format,
+            sample_rate=req.sample_rate,
+            duration_ms=round(duration_ms, 3),
+            chunks=req.chunks,
+            storage=storage,
+            degraded=req.degraded,
+            error=error,
+            metadata=ctx.metadata,
+            created_at=ctx.created_at,
+            completed_at=datetime.now(UTC),
         )
-        await self.producer.send_and_wait(self.topics.results, key=ctx.request_id.encode(), value=result.to_bytes())
+        await self.producer.send_and_wait(
+            self.topics.results, key=ctx.request_id.encode(), value=result.to_bytes()
+        )
 
     async def _expire_stale(self) -> None:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
         for rid, ctx, missing in self.assembler.stale(self.stale_after_s):
             result = CompletionResult(
-                request_id=rid, tenant=ctx.tenant, status="failed", format=ctx.format,
-                sample_rate=ctx.sample_rate, duration_ms=0, chunks=0, metadata=ctx.metadata,
+                request_id=rid,
+                tenant=ctx.tenant,
+                status="failed",
+                format=ctx.format,
+                sample_rate=ctx.sample_rate,
+                duration_ms=0,
+                chunks=0,
+                metadata=ctx.metadata,
                 error=f"incomplete: no audio for segments {missing[:20]} after {self.stale_after_s:.0f} s",
-                created_at=ctx.created_at, completed_at=datetime.now(UTC),
+                created_at=ctx.created_at,
+                completed_at=datetime.now(UTC),
             )
             await self.producer.send_and_wait(self.topics.results, key=rid.encode(), value=result.to_bytes())
-            log_event(log, "request_incomplete", logging.ERROR, request_id=rid, tenant=ctx.tenant,
-                      missing=missing[:20])
+            log_event(
+                log,
+                "request_incomplete",
+                logging.ERROR,
+                request_id=rid,
+                tenant=ctx.tenant,
+                missing=missing[:20],
+            )
             self.assembler.finish(rid)
 
-    async def _dead_letter(self, source: SourceRecord, err: BaseException, *, request_id: str | None = None,
-                           tenant: str | None = None, attempts: int = 1) -> None:
-        value, headers = dead_letter_record(stage=self.name, source=source, error=err,
-                                            request_id=request_id, tenant=tenant, attempts=attempts)
-        await self.producer.send_and_wait(self.topics.dlq(self.name), key=source.key, value=value, headers=headers)
-        log_event(log, "dead_lettered", logging.WARNING, stage=self.name, request_id=request_id,
-                  reason=failure_reason(err), error=str(err)[:300], topic=source.topic,
-                  partition=source.partition, offset=source.offset)
+    async def _dead_letter(
+        self,
+        source: SourceRecord,
+        err: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        value, headers = dead_letter_record(
+            stage=self.name,
+            source=source,
+            error=err,
+            request_id=request_id,
+            tenant=tenant,
+            attempts=attempts,
+        )
+        await self.producer.send_and_wait(
+            self.topics.dlq(self.name), key=source.key, value=value, headers=headers
+        )
+        log_event(
+            log,
+            "dead_lettered",
+            logging.WARNING,
+            stage=self.name,
+            request_id=request_id,
+            reason=failure_reason(err),
+            error=str(err)[:300],
+            topic=source.topic,
+            partition=source.partition,
+            offset=source.offset,
+        )
 
     async def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
         offsets = {
-            TopicPartition(*tp): off for tp, off in self.assembler.committable().items()
+            TopicPartition(*tp): off
+            for tp, off in self.assembler.committable().items()
             if (only is None or tp in only) and off > self._committed.get(tp, -1)
         }
         if not offsets:
@@ -231,4 +313,9 @@ class _Rebalance(ConsumerRebalanceListener):
             self.sink._committed.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        log_event(log, "partitions_assigned", stage="sink", partitions=sorted(tp.partition for tp in assigned))
+        log_event(
+            log,
+            "partitions_assigned",
+            stage="sink",
+            partitions=sorted(tp.partition for tp in assigned),
+        )

@@ -34,7 +34,11 @@ class ObjectStore:
         self.settings = s3
         self.bucket = s3.bucket
         self.client = Minio(
-            s3.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, secure=s3.secure, region=s3.region
+            s3.endpoint,
+            access_key=s3.access_key,
+            secret_key=s3.secret_key,
+            secure=s3.secure,
+            region=s3.region,
         )
         self._bucket_ready = False
 
@@ -50,15 +54,25 @@ class ObjectStore:
         self._bucket_ready = True
 
     def put_audio(
-        self, ctx: RequestContext, data: bytes, *, sample_rate: int, duration_ms: float,
-        presign_s: int | None, namespace: str = "",
+        self,
+        ctx: RequestContext,
+        data: bytes,
+        *,
+        sample_rate: int,
+        duration_ms: float,
+        presign_s: int | None,
+        namespace: str = "",
     ) -> StorageRef:
         """Upload one file (multipart above 5 MiB) and return its claim check."""
         self.ensure_bucket()
         key = object_key(ctx, namespace)
         ctype = content_type(ctx, sample_rate)
         result = self.client.put_object(
-            self.bucket, key, io.BytesIO(data), len(data), content_type=ctype,
+            self.bucket,
+            key,
+            io.BytesIO(data),
+            len(data),
+            content_type=ctype,
             part_size=8 * 1024 * 1024,
             metadata={
                 "request-id": ctx.request_id,
@@ -71,8 +85,14 @@ class ObjectStore:
         url = None
         if presign_s:
             url = self.client.presigned_get_object(self.bucket, key, expires=timedelta(seconds=presign_s))
-        return StorageRef(bucket=self.bucket, key=key, size=len(data), etag=result.etag,
-                          content_type=ctype, url=url)
+        return StorageRef(
+            bucket=self.bucket,
+            key=key,
+            size=len(data),
+            etag=result.etag,
+            content_type=ctype,
+            url=url,
+        )
 
     def get(self, bucket: str, key: str) -> bytes:
         resp = self.client.get_object(bucket, key)

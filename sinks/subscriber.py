@@ -101,7 +101,9 @@ class AudioSubscriber:
         self.wanted = set(request_ids) if request_ids is not None else None
         self.start_at = start
         self.group_id = group_id
-        self._consumer = make_consumer(kafka, group_id=group_id, auto_offset_reset="latest" if start == "end" else "earliest")
+        self._consumer = make_consumer(
+            kafka, group_id=group_id, auto_offset_reset="latest" if start == "end" else "earliest"
+        )
         self._partial: dict[str, _Partial] = {}
         self.first_chunk_at: dict[str, float] = {}
 
@@ -172,7 +174,9 @@ class AudioSubscriber:
         now = time.monotonic()
         partial = self._partial.get(rid)
         if partial is None:
-            partial = self._partial[rid] = _Partial(ReceivedAudio(rid, chunk.format, chunk.sample_rate, first_chunk_at=now))
+            partial = self._partial[rid] = _Partial(
+                ReceivedAudio(rid, chunk.format, chunk.sample_rate, first_chunk_at=now)
+            )
             self.first_chunk_at[rid] = now
         partial.add(chunk)
         if not partial.complete():

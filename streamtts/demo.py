@@ -12,12 +12,36 @@ from schemas import CompletionResult, TTSRequest
 from streamtts.settings import PipelineSettings, Settings
 
 SAMPLES: tuple[dict[str, object], ...] = (
-    {"text": "您好，欢迎致电客服中心。请问有什么可以帮您？", "language": "zh", "format": "mp3", "voice": "jm_kumo"},
-    {"text": "Hello! Your order has shipped, and it should arrive on Tuesday.", "language": "en",
-     "format": "opus", "voice": "en_joe"},
-    {"text": "こんにちは。ご注文の商品は明日届きます。", "language": "ja", "format": "mp3", "voice": "jf_alpha"},
-    {"text": "我今天用 Python 写了一个 demo，效果很好。", "language": "zh", "format": "opus", "voice": "auto"},
-    {"text": "Thank you for waiting. 您的订单已经发货了。", "language": "auto", "format": "flac", "voice": "jm_kumo"},
+    {
+        "text": "您好，欢迎致电客服中心。请问有什么可以帮您？",
+        "language": "zh",
+        "format": "mp3",
+        "voice": "jm_kumo",
+    },
+    {
+        "text": "Hello! Your order has shipped, and it should arrive on Tuesday.",
+        "language": "en",
+        "format": "opus",
+        "voice": "en_joe",
+    },
+    {
+        "text": "こんにちは。ご注文の商品は明日届きます。",
+        "language": "ja",
+        "format": "mp3",
+        "voice": "jf_alpha",
+    },
+    {
+        "text": "我今天用 Python 写了一个 demo，效果很好。",
+        "language": "zh",
+        "format": "opus",
+        "voice": "auto",
+    },
+    {
+        "text": "Thank you for waiting. 您的订单已经发货了。",
+        "language": "auto",
+        "format": "flac",
+        "voice": "jm_kumo",
+    },
 )
 
 
@@ -44,6 +68,7 @@ def run_demo(out_dir: str, timeout_s: float) -> int:
     LocalStack.from_settings(settings).up()
     say("2/4 topics from infra/topics.yaml")
     asyncio.run(_apply_topics(settings))
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     return asyncio.run(_run_pipeline(settings, Path(out_dir), timeout_s))
 
 
@@ -67,7 +92,6 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
     from streamtts.topics import TopicNames
     from streamtts.worker import STAGE_NAMES, Worker
 
-    out.mkdir(parents=True, exist_ok=True)
     pipeline = PipelineSettings.from_env()
     pipeline = PipelineSettings(**{**pipeline.__dict__, "warm_voices": ("jm_kumo", "en_joe", "jf_alpha")})
     say("3/4 workers: segment → synthesize → encode → sink (loading and warming the model)")
@@ -80,9 +104,10 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
     try:
         say(f"4/4 {len(rows)} sample requests (zh, en, ja, mixed; mp3, opus, flac)")
         topics = TopicNames(settings.kafka.topic_prefix)
-        async with ResultWaiter(settings.kafka) as waiter, AudioSubscriber(
-            settings.kafka, topics.audio, request_ids=list(by_id)
-        ) as sub:
+        async with (
+            ResultWaiter(settings.kafka) as waiter,
+            AudioSubscriber(settings.kafka, topics.audio, request_ids=list(by_id)) as sub,
+        ):
             async with RequestProducer(settings.kafka) as producer:
                 for row in rows:
                     row.sent_at = time.monotonic()
@@ -91,7 +116,7 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
                 row = by_id[audio.request_id]
                 row.first_chunk_at = audio.first_chunk_at
                 row.local_file = out / f"{audio.request_id}{EXTENSIONS[audio.format]}"
-                row.local_file.write_bytes(audio.data)
+                await asyncio.to_thread(row.local_file.write_bytes, audio.data)
                 say(f"    {row.local_file} ({audio.duration_ms / 1000:.1f} s of audio)")
             results = await waiter.wait(list(by_id), timeout_s=60)
         for rid, res in results.items():
@@ -103,14 +128,18 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
 
 
 def _print_table(rows: list[Row]) -> None:
-    print(f"{'request':<10} {'lang':<5} {'voice':<9} {'fmt':<5} {'audio s':>7} {'first chunk s':>13} "
-          f"{'total s':>8}  stored at / written to")
+    print(
+        f"{'request':<10} {'lang':<5} {'voice':<9} {'fmt':<5} {'audio s':>7} {'first chunk s':>13} "
+        f"{'total s':>8}  stored at / written to"
+    )
     for r in rows:
         res = r.result
         ttfa = f"{r.first_chunk_at - r.sent_at:.2f}" if r.first_chunk_at else "-"
         total = f"{(res.completed_at - r.request.created_at).total_seconds():.2f}" if res else "-"
         audio_s = f"{res.duration_ms / 1000:.2f}" if res else "-"
         where = f"s3://{res.storage.bucket}/{res.storage.key}" if res and res.storage else "-"
-        print(f"{r.request.request_id[:8]:<10} {r.request.language:<5} {r.request.voice:<9} {r.request.format:<5} "
-              f"{audio_s:>7} {ttfa:>13} {total:>8}  {where}")
+        print(
+            f"{r.request.request_id[:8]:<10} {r.request.language:<5} {r.request.voice:<9} "
+            f"{r.request.format:<5} {audio_s:>7} {ttfa:>13} {total:>8}  {where}"
+        )
         print(f"{'':<10} {'':<5} {'':<9} {'':<5} {'':>7} {'':>13} {'':>8}  {r.local_file or '-'}")

@@ -30,8 +30,15 @@ class Service(Protocol):
 class Worker:
     """Owns the stage services of one process; starts them downstream-first, stops upstream-first."""
 
-    def __init__(self, stages: Sequence[str], settings: Settings, pipeline: PipelineSettings,
-                 *, renderer: object | None = None, sink_namespace: str = "") -> None:
+    def __init__(
+        self,
+        stages: Sequence[str],
+        settings: Settings,
+        pipeline: PipelineSettings,
+        *,
+        renderer: object | None = None,
+        sink_namespace: str = "",
+    ) -> None:
         unknown = [s for s in stages if s not in STAGE_NAMES]
         if unknown:
             from streamtts.errors import ConfigError
@@ -59,7 +66,9 @@ class Worker:
             if stage == "sink":
                 from sinks.completion_sink import CompletionSink
 
-                service = CompletionSink(kafka, self.settings.s3, pipe, self.topics, namespace=self._sink_namespace)
+                service = CompletionSink(
+                    kafka, self.settings.s3, pipe, self.topics, namespace=self._sink_namespace
+                )
             elif stage == "encode":
                 from processors.encode.stage import EncodeStage
 
@@ -75,8 +84,12 @@ class Worker:
             await service.start()
             self.services.append(service)
             log_event(log, "stage_started", stage=stage)
-        log_event(log, "worker_started", stages=self.stages,
-                  duration_ms=round((time.perf_counter() - started) * 1000, 1))
+        log_event(
+            log,
+            "worker_started",
+            stages=self.stages,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
 
     async def stop(self) -> None:
         # Upstream first: stop taking new work, let downstream drain what is in flight.
@@ -84,7 +97,13 @@ class Worker:
             try:
                 await service.stop()
             except Exception as err:  # keep stopping the others
-                log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
+                log_event(
+                    log,
+                    "stage_stop_failed",
+                    logging.ERROR,
+                    stage=service.name,
+                    error=str(err)[:200],
+                )
         self.services.clear()
         log_event(log, "worker_stopped", stages=self.stages)
 

@@ -78,8 +78,12 @@ async def running_pipeline(kafka_settings, services, speech_renderer, pipeline_s
     from streamtts.settings import Settings
     from streamtts.worker import Worker
 
-    worker = Worker(["segment", "synthesize", "encode", "sink"], Settings(kafka=kafka_settings, s3=services.s3),
-                    pipeline_settings, renderer=speech_renderer)
+    worker = Worker(
+        ["segment", "synthesize", "encode", "sink"],
+        Settings(kafka=kafka_settings, s3=services.s3),
+        pipeline_settings,
+        renderer=speech_renderer,
+    )
     await worker.start()
     try:
         yield worker

@@ -65,9 +65,10 @@ def _testcontainers() -> Iterator[Services]:
     from testcontainers.kafka import KafkaContainer
     from testcontainers.minio import MinioContainer
 
-    with KafkaContainer("apache/kafka:4.1.1").with_kraft() as kafka, MinioContainer(
-        access_key=TEST_S3_USER, secret_key=TEST_S3_SECRET
-    ) as minio:
+    with (
+        KafkaContainer("apache/kafka:4.1.1").with_kraft() as kafka,
+        MinioContainer(access_key=TEST_S3_USER, secret_key=TEST_S3_SECRET) as minio,
+    ):
         cfg = minio.get_config()
         yield Services(
             KafkaSettings(bootstrap_servers=kafka.get_bootstrap_server()),
@@ -83,7 +84,9 @@ def _local_stack() -> Iterator[Services]:
     from streamtts.settings import Settings
 
     kafka = KafkaSettings(bootstrap_servers=f"127.0.0.1:{TEST_KAFKA_PORT}")
-    s3 = S3Settings(endpoint=f"127.0.0.1:{TEST_MINIO_PORT}", access_key=TEST_S3_USER, secret_key=TEST_S3_SECRET)
+    s3 = S3Settings(
+        endpoint=f"127.0.0.1:{TEST_MINIO_PORT}", access_key=TEST_S3_USER, secret_key=TEST_S3_SECRET
+    )
     paths = LocalPaths(
         cache_dir=LocalPaths.from_env().cache_dir,
         state_dir=Path(os.environ.get("STREAMTTS_TEST_STATE_DIR", PROJECT_ROOT / ".local" / "test-stack")),

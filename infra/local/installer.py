@@ -44,7 +44,11 @@ def run_step(
     started = time.monotonic()
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(
-            list(argv), stdout=log, stderr=subprocess.STDOUT, env=dict(env) if env else None, cwd=cwd
+            list(argv),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env else None,
+            cwd=cwd,
         )
         next_beat = started + heartbeat_s
         while True:

@@ -68,8 +68,17 @@ class KafkaNode:
         shutil.rmtree(tmp, ignore_errors=True)
         say(f"resolving Apache Kafka {KAFKA_VERSION} from Maven Central → {self.libs_dir}")
         run_step(
-            [mvn, "-B", "-q", "-f", str(POM), "dependency:copy-dependencies",
-             f"-DoutputDirectory={tmp}", "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"],
+            [
+                mvn,
+                "-B",
+                "-q",
+                "-f",
+                str(POM),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={tmp}",
+                "-DincludeScope=runtime",
+                f"-Dkafka.version={KAFKA_VERSION}",
+            ],
             what="resolving Kafka jars",
             log_file=self.paths.log_file("install-kafka"),
             say=say,
@@ -98,9 +107,16 @@ class KafkaNode:
         self._format_storage(java, say)
         say(f"starting Kafka {KAFKA_VERSION} (KRaft) on {self.bootstrap}")
         argv = [
-            java, f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            java,
+            f"-Xmx{self.heap}",
+            "-Xms128m",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={LOG4J2}",
-            "-cp", f"{self.libs_dir}/*", "kafka.Kafka", str(self.config_file),
+            "-cp",
+            f"{self.libs_dir}/*",
+            "kafka.Kafka",
+            str(self.config_file),
         ]
         return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file("kafka"))
 
@@ -142,8 +158,19 @@ class KafkaNode:
         cluster_id = _cluster_id()
         say(f"formatting KRaft storage in {self.data_dir}")
         run_step(
-            [java, "-Xmx256m", f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", f"{self.libs_dir}/*",
-             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config_file)],
+            [
+                java,
+                "-Xmx256m",
+                f"-Dlog4j2.configurationFile={LOG4J2}",
+                "-cp",
+                f"{self.libs_dir}/*",
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(self.config_file),
+            ],
             what="formatting Kafka storage",
             log_file=self.paths.log_file("kafka-format"),
             say=say,
@@ -156,4 +183,3 @@ def _cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-

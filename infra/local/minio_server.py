@@ -97,8 +97,15 @@ class MinioNode:
             MINIO_UPDATE="off",
         )
         argv = [
-            str(self.binary), "server", str(self.data_dir), "--quiet", "--json",
-            "--address", self.endpoint, "--console-address", f"{self.host}:{self.console_port}",
+            str(self.binary),
+            "server",
+            str(self.data_dir),
+            "--quiet",
+            "--json",
+            "--address",
+            self.endpoint,
+            "--console-address",
+            f"{self.host}:{self.console_port}",
         ]
         return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file("minio"), env=env)
 
@@ -112,5 +119,3 @@ def minio_credentials_valid(access_key: str, secret_key: str) -> None:
         raise InfraError("STREAMTTS_S3_ACCESS_KEY must be at least 3 characters for MinIO")
     if len(secret_key) < 8:
         raise InfraError("STREAMTTS_S3_SECRET_KEY must be at least 8 characters for MinIO")
-
-

@@ -116,7 +116,10 @@ class LocalStack:
 
     def _wait_ready(self, pids: dict[str, int], deadline: float) -> None:
         kafka_ok = minio_ok = False
-        logs = {"Kafka": self.kafka.paths.log_file("kafka"), "MinIO": self.minio.paths.log_file("minio")}
+        logs = {
+            "Kafka": self.kafka.paths.log_file("kafka"),
+            "MinIO": self.minio.paths.log_file("minio"),
+        }
         while time.monotonic() < deadline:
             for name, pid in pids.items():
                 if not processes.is_running(pid):

@@ -44,7 +44,11 @@ CONTENT_TYPES: dict[str, str] = {
     "flac": "audio/flac",
 }
 EXTENSIONS: dict[str, str] = {
-    "wav": ".wav", "pcm": ".pcm", "mp3": ".mp3", "opus": ".opus", "flac": ".flac",
+    "wav": ".wav",
+    "pcm": ".pcm",
+    "mp3": ".mp3",
+    "opus": ".opus",
+    "flac": ".flac",
 }
 # Formats whose chunk payloads can simply be concatenated into a playable stream.
 CONCATENABLE: frozenset[str] = frozenset({"pcm", "mp3", "opus"})
@@ -59,9 +63,7 @@ def check_format(fmt: str) -> str:
     """Return `fmt` normalized (lower case) or raise `UnknownFormatError` naming the choices."""
     key = fmt.lower().strip() if isinstance(fmt, str) else ""
     if key not in FORMATS:
-        raise UnknownFormatError(
-            f"unknown audio format {fmt!r}; choose one of {', '.join(FORMATS)}"
-        )
+        raise UnknownFormatError(f"unknown audio format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return key
 
 
@@ -91,15 +93,25 @@ def _resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
 def _wav_bytes(pcm16: np.ndarray, sample_rate: int) -> bytes:
     data = pcm16.astype("<i2").tobytes()
     header = struct.pack(
-        "<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(data), b"WAVE", b"fmt ", 16, 1, 1,
-        sample_rate, sample_rate * 2, 2, 16, b"data", len(data),
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF",
+        36 + len(data),
+        b"WAVE",
+        b"fmt ",
+        16,
+        1,
+        1,
+        sample_rate,
+        sample_rate * 2,
+        2,
+        16,
+        b"data",
+        len(data),
     )
     return header + data
 
 
-def _encode_av(
-    samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, serial: int | None
-) -> bytes:
+def _encode_av(samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, serial: int | None) -> bytes:
     """Encode with PyAV into an in-memory container."""
     import av
 
@@ -130,14 +142,14 @@ def _encode_av(
     buf = io.BytesIO()
     try:
         with av.open(buf, mode="w", format=container_fmt, options=options) as container:
-            stream = cast("av.audio.stream.AudioStream",
-                          container.add_stream(codec, rate=layout_rate, layout="mono"))
+            stream = cast(
+                "av.audio.stream.AudioStream",
+                container.add_stream(codec, rate=layout_rate, layout="mono"),
+            )
             if bit_rate:
                 stream.bit_rate = bit_rate
             if fmt == "flac":
-                frame = av.AudioFrame.from_ndarray(
-                    audio.reshape(1, -1), format="s16", layout="mono"
-                )
+                frame = av.AudioFrame.from_ndarray(audio.reshape(1, -1), format="s16", layout="mono")
             else:
                 frame = av.AudioFrame.from_ndarray(
                     audio.astype(np.float32).reshape(1, -1), format="flt", layout="mono"
@@ -154,9 +166,7 @@ def _encode_av(
     return buf.getvalue()
 
 
-def encode_chunk(
-    samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int | None = None
-) -> bytes:
+def encode_chunk(samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int | None = None) -> bytes:
     """Encode one chunk as an independently decodable payload (see the module table).
 
     Args:
@@ -233,9 +243,7 @@ def _wav_samples(payload: bytes) -> np.ndarray:
     return np.frombuffer(payload[pos + 8 : pos + 8 + size], dtype="<i2").astype(np.int16)
 
 
-def decode_audio(
-    data: bytes, fmt: str, *, sample_rate: int | None = None
-) -> tuple[np.ndarray, int]:
+def decode_audio(data: bytes, fmt: str, *, sample_rate: int | None = None) -> tuple[np.ndarray, int]:
     """Decode a payload or file to float32 mono.
 
     Args:

@@ -51,7 +51,9 @@ def encode_pcm_chunk(chunk: PcmChunk) -> AudioChunk:
 class EncodeStage(FaustStage):
     name = "encode"
 
-    def __init__(self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None
+    ) -> None:
         super().__init__(kafka, pipeline, topics)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
         self._topics_cache: dict[str, Any] = {}
@@ -85,9 +87,19 @@ class EncodeStage(FaustStage):
         key = chunk.request_id.encode()
         for name in chunk_topics(chunk.request.delivery, self.topics):
             await self._out(name).send(key=key, value=value)
-        log_event(self.log, "encoded", request_id=chunk.request_id, tenant=chunk.request.tenant,
-                  stage=self.name, seq=chunk.seq, part=chunk.part, last=chunk.last, format=audio.format,
-                  bytes=len(audio.audio), duration_ms=round((time.perf_counter() - started) * 1000, 2))
+        log_event(
+            self.log,
+            "encoded",
+            request_id=chunk.request_id,
+            tenant=chunk.request.tenant,
+            stage=self.name,
+            seq=chunk.seq,
+            part=chunk.part,
+            last=chunk.last,
+            format=audio.format,
+            bytes=len(audio.audio),
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
 
     async def stop(self) -> None:
         await super().stop()

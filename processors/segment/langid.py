@@ -25,12 +25,31 @@ _CANTONESE_MARKERS = frozenset("嘅咗唔佢冇哋嘢喺啲嚟乜咩嗰噉冚攞
 _CANTONESE_HAI_RE = re.compile(r"(?<![關关聯联干幹])係")
 
 _HINT_ALIASES: dict[str, str] = {
-    "zh": "zh", "zh-cn": "zh", "zh-hans": "zh", "zh-tw": "zh", "zh-hant": "zh", "cmn": "zh",
-    "zh-sg": "zh", "chinese": "zh", "mandarin": "zh",
-    "yue": "yue", "zh-hk": "yue", "zh-yue": "yue", "zh-mo": "yue", "cantonese": "yue",
-    "ja": "ja", "jp": "ja", "ja-jp": "ja", "japanese": "ja",
-    "en": "en", "en-us": "en", "en-gb": "en", "english": "en",
-    "ko": "ko", "ko-kr": "ko", "korean": "ko",
+    "zh": "zh",
+    "zh-cn": "zh",
+    "zh-hans": "zh",
+    "zh-tw": "zh",
+    "zh-hant": "zh",
+    "cmn": "zh",
+    "zh-sg": "zh",
+    "chinese": "zh",
+    "mandarin": "zh",
+    "yue": "yue",
+    "zh-hk": "yue",
+    "zh-yue": "yue",
+    "zh-mo": "yue",
+    "cantonese": "yue",
+    "ja": "ja",
+    "jp": "ja",
+    "ja-jp": "ja",
+    "japanese": "ja",
+    "en": "en",
+    "en-us": "en",
+    "en-gb": "en",
+    "english": "en",
+    "ko": "ko",
+    "ko-kr": "ko",
+    "korean": "ko",
 }
 
 # A number token with its attached sign, currency, unit or percent travels as one piece so that
@@ -76,8 +95,11 @@ def script_of(ch: str) -> str:
         # ー (U+30FC) and ・ (U+30FB) are in this block; ・ is punctuation-like but Japanese.
         return "kana"
     if (
-        0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x3134F
-        or 0xF900 <= cp <= 0xFAFF or cp in (0x3005, 0x3007)
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x3134F
+        or 0xF900 <= cp <= 0xFAFF
+        or cp in (0x3005, 0x3007)
     ):
         return "han"
     if 0xAC00 <= cp <= 0xD7AF or 0x1100 <= cp <= 0x11FF or 0x3130 <= cp <= 0x318F:

@@ -22,65 +22,177 @@ TOKEN_RE = re.compile(
 )
 
 _MONTHS = (
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 )
 _ONES = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
     "nineteen",
 )
 _TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand"))
 _ORDINAL_WORDS = {
-    "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-    "nine": "ninth", "twelve": "twelfth",
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
 }
 
 # unit → (singular, plural) for English; single strings for Chinese and Japanese.
 _EN_UNITS: dict[str, tuple[str, str]] = {
-    "km": ("kilometer", "kilometers"), "m": ("meter", "meters"), "cm": ("centimeter",
-    "centimeters"), "mm": ("millimeter", "millimeters"), "kg": ("kilogram", "kilograms"),
-    "g": ("gram", "grams"), "mg": ("milligram", "milligrams"), "lb": ("pound", "pounds"),
-    "lbs": ("pound", "pounds"), "ft": ("foot", "feet"), "mi": ("mile", "miles"),
-    "h": ("hour", "hours"), "hr": ("hour", "hours"), "min": ("minute", "minutes"),
-    "s": ("second", "seconds"), "ms": ("millisecond", "milliseconds"), "l": ("liter", "liters"),
-    "L": ("liter", "liters"), "ml": ("milliliter", "milliliters"),
-    "mL": ("milliliter", "milliliters"), "GB": ("gigabyte", "gigabytes"),
-    "MB": ("megabyte", "megabytes"), "KB": ("kilobyte", "kilobytes"),
-    "kB": ("kilobyte", "kilobytes"), "TB": ("terabyte", "terabytes"), "Hz": ("hertz", "hertz"),
-    "kHz": ("kilohertz", "kilohertz"), "MHz": ("megahertz", "megahertz"),
-    "GHz": ("gigahertz", "gigahertz"), "W": ("watt", "watts"), "kW": ("kilowatt", "kilowatts"),
-    "V": ("volt", "volts"), "mph": ("mile per hour", "miles per hour"),
+    "km": ("kilometer", "kilometers"),
+    "m": ("meter", "meters"),
+    "cm": ("centimeter", "centimeters"),
+    "mm": ("millimeter", "millimeters"),
+    "kg": ("kilogram", "kilograms"),
+    "g": ("gram", "grams"),
+    "mg": ("milligram", "milligrams"),
+    "lb": ("pound", "pounds"),
+    "lbs": ("pound", "pounds"),
+    "ft": ("foot", "feet"),
+    "mi": ("mile", "miles"),
+    "h": ("hour", "hours"),
+    "hr": ("hour", "hours"),
+    "min": ("minute", "minutes"),
+    "s": ("second", "seconds"),
+    "ms": ("millisecond", "milliseconds"),
+    "l": ("liter", "liters"),
+    "L": ("liter", "liters"),
+    "ml": ("milliliter", "milliliters"),
+    "mL": ("milliliter", "milliliters"),
+    "GB": ("gigabyte", "gigabytes"),
+    "MB": ("megabyte", "megabytes"),
+    "KB": ("kilobyte", "kilobytes"),
+    "kB": ("kilobyte", "kilobytes"),
+    "TB": ("terabyte", "terabytes"),
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"),
+    "MHz": ("megahertz", "megahertz"),
+    "GHz": ("gigahertz", "gigahertz"),
+    "W": ("watt", "watts"),
+    "kW": ("kilowatt", "kilowatts"),
+    "V": ("volt", "volts"),
+    "mph": ("mile per hour", "miles per hour"),
     "km/h": ("kilometer per hour", "kilometers per hour"),
-    "m/s": ("meter per second", "meters per second"), "°C": ("degree Celsius",
-    "degrees Celsius"), "℃": ("degree Celsius", "degrees Celsius"),
-    "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "°": ("degree", "degrees"),
-    "%": ("percent", "percent"), "‰": ("per mille", "per mille"), "k": ("thousand", "thousand"),
+    "m/s": ("meter per second", "meters per second"),
+    "°C": ("degree Celsius", "degrees Celsius"),
+    "℃": ("degree Celsius", "degrees Celsius"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "°": ("degree", "degrees"),
+    "%": ("percent", "percent"),
+    "‰": ("per mille", "per mille"),
+    "k": ("thousand", "thousand"),
     "x": ("times", "times"),
 }
 _EN_CURRENCY = {
-    "$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
-    "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "", ""),
+    "$": ("dollar", "dollars", "cent", "cents"),
+    "€": ("euro", "euros", "cent", "cents"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "¥": ("yen", "yen", "", ""),
     "￥": ("yen", "yen", "", ""),
 }
 _ZH_UNITS = {
-    "km": "公里", "m": "米", "cm": "厘米", "mm": "毫米", "kg": "千克", "g": "克", "mg": "毫克",
-    "lb": "磅", "lbs": "磅", "h": "小时", "hr": "小时", "min": "分钟", "s": "秒", "ms": "毫秒",
-    "l": "升", "L": "升", "ml": "毫升", "mL": "毫升", "km/h": "公里每小时", "m/s": "米每秒",
-    "°C": "摄氏度", "℃": "摄氏度", "°F": "华氏度", "°": "度", "W": "瓦", "kW": "千瓦",
-    "V": "伏", "Hz": "赫兹", "kHz": "千赫", "MHz": "兆赫", "GHz": "吉赫", "k": "千",
+    "km": "公里",
+    "m": "米",
+    "cm": "厘米",
+    "mm": "毫米",
+    "kg": "千克",
+    "g": "克",
+    "mg": "毫克",
+    "lb": "磅",
+    "lbs": "磅",
+    "h": "小时",
+    "hr": "小时",
+    "min": "分钟",
+    "s": "秒",
+    "ms": "毫秒",
+    "l": "升",
+    "L": "升",
+    "ml": "毫升",
+    "mL": "毫升",
+    "km/h": "公里每小时",
+    "m/s": "米每秒",
+    "°C": "摄氏度",
+    "℃": "摄氏度",
+    "°F": "华氏度",
+    "°": "度",
+    "W": "瓦",
+    "kW": "千瓦",
+    "V": "伏",
+    "Hz": "赫兹",
+    "kHz": "千赫",
+    "MHz": "兆赫",
+    "GHz": "吉赫",
+    "k": "千",
 }
 _ZH_CURRENCY = {"$": "美元", "€": "欧元", "£": "英镑", "¥": "元", "￥": "元"}
 _JA_UNITS = {
-    "km": "キロメートル", "m": "メートル", "cm": "センチメートル", "mm": "ミリメートル",
-    "kg": "キログラム", "g": "グラム", "mg": "ミリグラム", "h": "時間", "min": "分", "s": "秒",
-    "ms": "ミリ秒", "l": "リットル", "L": "リットル", "ml": "ミリリットル",
-    "mL": "ミリリットル", "km/h": "キロメートル毎時", "m/s": "メートル毎秒", "°C": "度",
-    "℃": "度", "°F": "華氏度", "°": "度", "%": "パーセント", "‰": "パーミル", "GB": "ギガバイト",
-    "MB": "メガバイト", "KB": "キロバイト", "kB": "キロバイト", "TB": "テラバイト",
-    "Hz": "ヘルツ", "kHz": "キロヘルツ", "MHz": "メガヘルツ", "GHz": "ギガヘルツ",
-    "W": "ワット", "kW": "キロワット", "V": "ボルト",
+    "km": "キロメートル",
+    "m": "メートル",
+    "cm": "センチメートル",
+    "mm": "ミリメートル",
+    "kg": "キログラム",
+    "g": "グラム",
+    "mg": "ミリグラム",
+    "h": "時間",
+    "min": "分",
+    "s": "秒",
+    "ms": "ミリ秒",
+    "l": "リットル",
+    "L": "リットル",
+    "ml": "ミリリットル",
+    "mL": "ミリリットル",
+    "km/h": "キロメートル毎時",
+    "m/s": "メートル毎秒",
+    "°C": "度",
+    "℃": "度",
+    "°F": "華氏度",
+    "°": "度",
+    "%": "パーセント",
+    "‰": "パーミル",
+    "GB": "ギガバイト",
+    "MB": "メガバイト",
+    "KB": "キロバイト",
+    "kB": "キロバイト",
+    "TB": "テラバイト",
+    "Hz": "ヘルツ",
+    "kHz": "キロヘルツ",
+    "MHz": "メガヘルツ",
+    "GHz": "ギガヘルツ",
+    "W": "ワット",
+    "kW": "キロワット",
+    "V": "ボルト",
 }
 _JA_CURRENCY = {"$": "ドル", "€": "ユーロ", "£": "ポンド", "¥": "円", "￥": "円"}
 
@@ -180,7 +292,11 @@ def _en_token(m: re.Match[str]) -> str:
     if suffix and suffix.lower() in ("am", "pm"):
         return f"{_number_en(int_part, frac)} {' '.join(suffix.upper())}"
     if (
-        not frac and not suffix and not sign and "," not in int_part and len(int_part) == 4
+        not frac
+        and not suffix
+        and not sign
+        and "," not in int_part
+        and len(int_part) == 4
         and 1100 <= int(int_part) <= 2099
     ):
         return year_en(int(int_part))
@@ -211,8 +327,7 @@ def _cn(number: str, mode: str = "low") -> str:
 def _zh_token(m: re.Match[str]) -> str:
     if m.group("date"):
         return (
-            f"{_cn(m.group('y'), 'direct')}年{_cn(str(int(m.group('mo'))))}月"
-            f"{_cn(str(int(m.group('d'))))}日"
+            f"{_cn(m.group('y'), 'direct')}年{_cn(str(int(m.group('mo'))))}月{_cn(str(int(m.group('d'))))}日"
         )
     if m.group("time"):
         hh, mm = int(m.group("hh")), int(m.group("mm"))
@@ -260,8 +375,13 @@ def _ko_token(m: re.Match[str]) -> str:
     return text.replace("%", "퍼센트")
 
 
-_VERBALIZERS = {"en": _en_token, "zh": _zh_token, "yue": _zh_token, "ja": _ja_token,
-                "ko": _ko_token}
+_VERBALIZERS = {
+    "en": _en_token,
+    "zh": _zh_token,
+    "yue": _zh_token,
+    "ja": _ja_token,
+    "ko": _ko_token,
+}
 
 
 def verbalize_numbers(text: str, lang: str) -> str:

@@ -76,17 +76,13 @@ def segment_text(
         SegmentationError: empty text, nothing speakable, text too long, or unknown hint.
     """
     if len(text) > max_text_chars:
-        raise SegmentationError(
-            f"text has {len(text)} characters; the limit is {max_text_chars}"
-        )
+        raise SegmentationError(f"text has {len(text)} characters; the limit is {max_text_chars}")
     hint = normalize_lang_hint(lang_hint)
     clean = normalize_text(text, strip_markup=strip_markup)
     if not clean:
         raise SegmentationError("text is empty")
     if not has_speakable(clean):
-        raise SegmentationError(
-            "text has nothing speakable (only punctuation, symbols or emoji)"
-        )
+        raise SegmentationError("text has nothing speakable (only punctuation, symbols or emoji)")
     splitter = ClauseSplitter(max_chars=max_chars, first_max_chars=first_max_chars)
 
     spans: list[Span] = []
@@ -113,9 +109,7 @@ def _drop_symbols(text: str) -> str:
     if text.isascii():
         return text
     kept = "".join(
-        " " if unicodedata.category(c) in ("So", "Sk") else c
-        for c in text
-        if c not in "\ufe0e\ufe0f"
+        " " if unicodedata.category(c) in ("So", "Sk") else c for c in text if c not in "\ufe0e\ufe0f"
     )
     return _SPACES_RE.sub(" ", kept)
 

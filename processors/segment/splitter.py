@@ -20,8 +20,11 @@ _WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
 def _is_cjk(ch: str) -> bool:
     cp = ord(ch)
     return (
-        0x3040 <= cp <= 0x30FF or 0x3400 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF
-        or 0xF900 <= cp <= 0xFAFF or 0x20000 <= cp <= 0x3134F
+        0x3040 <= cp <= 0x30FF
+        or 0x3400 <= cp <= 0x9FFF
+        or 0xAC00 <= cp <= 0xD7AF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x20000 <= cp <= 0x3134F
     )
 
 
@@ -111,9 +114,7 @@ class ClauseSplitter:
                     i += 1  # 1,000 / 3.5 left by an unverbalized run
                     continue
                 j = i + 1
-                while j < n and (
-                    sentence[j] in CLAUSE_END or sentence[j] in CLOSERS or sentence[j] in ".!?"
-                ):
+                while j < n and (sentence[j] in CLAUSE_END or sentence[j] in CLOSERS or sentence[j] in ".!?"):
                     j += 1
                 if sentence[i] == "." and j < n and not sentence[j].isspace():
                     i = j

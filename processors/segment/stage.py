@@ -38,7 +38,9 @@ class SegmentStage(FaustStage):
         self.out = self.topic(self.topics.segments)
         self._known_topics: dict[str, float] = {}
         sources = source_topics or [self.topics.requests]
-        self.app.agent(self.app.topic(*sources, value_type=bytes, key_type=bytes), name="segment")(self._agent)
+        self.app.agent(self.app.topic(*sources, value_type=bytes, key_type=bytes), name="segment")(
+            self._agent
+        )
 
     async def _agent(self, stream: Any) -> None:
         async for event in stream.events():
@@ -59,15 +61,34 @@ class SegmentStage(FaustStage):
                 max_chars=self.pipeline.max_chars,
                 max_text_chars=self.pipeline.max_text_chars,
             )
-        except (ContractError, SegmentationError, SynthesisError, UnknownReplyTopicError, ValueError) as err:
-            await self.dead_letter(event, err, request_id=request.request_id if request else None,
-                                   tenant=request.tenant if request else None)
+        except (
+            ContractError,
+            SegmentationError,
+            SynthesisError,
+            UnknownReplyTopicError,
+            ValueError,
+        ) as err:
+            await self.dead_letter(
+                event,
+                err,
+                request_id=request.request_id if request else None,
+                tenant=request.tenant if request else None,
+            )
             return
         for segment in segments:
             await self.out.send(key=request.request_id.encode(), value=segment.to_bytes())
-        log_event(self.log, "segmented", request_id=request.request_id, tenant=request.tenant,
-                  stage=self.name, voice=request.voice, lang=request.language, segments=len(segments),
-                  text=snippet(request.text), duration_ms=round((time.perf_counter() - started) * 1000, 2))
+        log_event(
+            self.log,
+            "segmented",
+            request_id=request.request_id,
+            tenant=request.tenant,
+            stage=self.name,
+            voice=request.voice,
+            lang=request.language,
+            segments=len(segments),
+            text=snippet(request.text),
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
 
     async def _check_topic(self, name: str) -> None:
         now = time.monotonic()
@@ -76,4 +97,3 @@ class SegmentStage(FaustStage):
         if not await topic_partitions(self.kafka, name):
             raise UnknownReplyTopicError(f"reply topic {name!r} does not exist")
         self._known_topics[name] = now
-

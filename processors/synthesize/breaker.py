@@ -55,7 +55,7 @@ class CircuitBreaker:
                 st.opened_at = self._clock()
 
     def state(self, key: tuple[str, str]) -> str:
-        """"closed", "open" or "half_open" (for metrics and logs)."""
+        """ "closed", "open" or "half_open" (for metrics and logs)."""
         with self._lock:
             st = self._states.get(key)
             if st is None or st.opened_at is None:

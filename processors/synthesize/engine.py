@@ -77,9 +77,7 @@ class SpeechEngine(Protocol):
         """Phonemes the engine would speak for `text` (exposed to measure G2P separately)."""
         ...
 
-    def synthesize(
-        self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0
-    ) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         """Yield raw audio chunks (engine rate, not post-processed) for one span of text."""
         ...
 

@@ -148,9 +148,7 @@ class KokoroEngine:
         phonemes = self.g2p.phonemize(text, lang)
         return "".join(c for c in phonemes if c in self.vocab)
 
-    def synthesize(
-        self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0
-    ) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         """Yield one chunk per model call (phoneme strings over 510 are split, never cut)."""
         yield from self.synthesize_phonemes(self.phonemize(text, lang), voice, speed)
 

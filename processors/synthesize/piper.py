@@ -128,9 +128,7 @@ class PiperEngine:
         ids.extend(id_map[_EOS])
         return ids
 
-    def synthesize(
-        self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0
-    ) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         """Yield one chunk for the span (VITS has no hard input limit)."""
         phonemes = self.phonemize(text, lang)
         if not phonemes.strip():

@@ -100,22 +100,21 @@ class VoiceRegistry:
         if pack.ndim == 2:
             pack = pack[:, None, :]
         if pack.ndim != 3 or pack.shape[1:] != (1, 256) or pack.shape[0] < 2:
-            raise InvalidVoiceError(
-                f"voice pack {voice_id!r} has shape {pack.shape}; expected (510, 1, 256)"
-            )
-        self._voices[voice_id] = VoiceSpec(
-            voice_id, KOKORO, KOKORO_LANGS, 24_000, 1.0, pack, note
-        )
+            raise InvalidVoiceError(f"voice pack {voice_id!r} has shape {pack.shape}; expected (510, 1, 256)")
+        self._voices[voice_id] = VoiceSpec(voice_id, KOKORO, KOKORO_LANGS, 24_000, 1.0, pack, note)
 
     def _add_piper(
-        self, voice_id: str, model: Path | None, config: Path | None, rate: int, family: str,
+        self,
+        voice_id: str,
+        model: Path | None,
+        config: Path | None,
+        rate: int,
+        family: str,
         note: str,
     ) -> None:
         engine_key = f"piper:{voice_id}"
         self._piper_sources[engine_key] = (model, config)
-        self._voices[voice_id] = VoiceSpec(
-            voice_id, engine_key, frozenset({family}), rate, 1.0, None, note
-        )
+        self._voices[voice_id] = VoiceSpec(voice_id, engine_key, frozenset({family}), rate, 1.0, None, note)
 
     def _load_user_voices(self, directory: Path) -> None:
         if not directory.is_dir():
@@ -172,9 +171,7 @@ class VoiceRegistry:
             try:
                 weight = float(weight_text) if weight_text else 1.0
             except ValueError as err:
-                raise InvalidVoiceError(
-                    f"bad weight {weight_text!r} in blend {expression!r}"
-                ) from err
+                raise InvalidVoiceError(f"bad weight {weight_text!r} in blend {expression!r}") from err
             if not weight > 0 or not np.isfinite(weight):
                 raise InvalidVoiceError(f"blend weights must be positive, got {weight_text!r}")
             spec = self.spec(name.strip())  # UnknownVoiceError names the bad part
@@ -187,8 +184,15 @@ class VoiceRegistry:
         for pack, weight in packs:
             style += pack * np.float32(weight / total)
         canonical = "+".join(f"{s.voice_id}:{w / total:.3g}" for s, w in parts)
-        blended = VoiceSpec(canonical, KOKORO, KOKORO_LANGS, 24_000, 1.0,
-                            np.asarray(style, np.float32), f"blend of {canonical}")
+        blended = VoiceSpec(
+            canonical,
+            KOKORO,
+            KOKORO_LANGS,
+            24_000,
+            1.0,
+            np.asarray(style, np.float32),
+            f"blend of {canonical}",
+        )
         with self._lock:
             if len(self._blends) >= _BLEND_CACHE_MAX:
                 self._blends.pop(next(iter(self._blends)))
@@ -241,17 +245,20 @@ class VoiceRegistry:
         from processors.synthesize.piper import PiperEngine
 
         model, config = self._piper_sources[key]
-        return PiperEngine.load(model, config, threads=self.threads, providers=self.providers,
-                                name=key.removeprefix("piper:"))
+        return PiperEngine.load(
+            model,
+            config,
+            threads=self.threads,
+            providers=self.providers,
+            name=key.removeprefix("piper:"),
+        )
 
     def loaded_engines(self) -> dict[str, SpeechEngine]:
         """Engines loaded so far (for metrics and health)."""
         with self._lock:
             return dict(self._engines)
 
-    def warm_up(
-        self, voice_ids: Iterable[str] = ("jm_kumo",), langs: Iterable[str] = ("zh", "en")
-    ) -> None:
+    def warm_up(self, voice_ids: Iterable[str] = ("jm_kumo",), langs: Iterable[str] = ("zh", "en")) -> None:
         """Load the engines of `voice_ids`, the phonemizers of `langs`, and run one inference
         per voice so that the first request pays no lazy initialization."""
         langs = tuple(langs)
@@ -262,15 +269,21 @@ class VoiceRegistry:
             if lang is None:
                 lang = next(iter(sorted(spec.languages)))
             engine = self.engine(spec)
-            for _ in engine.synthesize("Hi." if lang == "en" else _WARM_TEXT.get(lang, "Hi."),
-                                       lang, spec, 1.0):
+            for _ in engine.synthesize(
+                "Hi." if lang == "en" else _WARM_TEXT.get(lang, "Hi."), lang, spec, 1.0
+            ):
                 pass
 
     def describe(self) -> list[dict[str, Any]]:
         """Voice table for CLIs and health endpoints."""
         return [
-            {"voice_id": v.voice_id, "engine": v.engine, "languages": sorted(v.languages),
-             "sample_rate": v.sample_rate, "description": v.description}
+            {
+                "voice_id": v.voice_id,
+                "engine": v.engine,
+                "languages": sorted(v.languages),
+                "sample_rate": v.sample_rate,
+                "description": v.description,
+            }
             for v in (self._voices[k] for k in self.voice_ids())
         ]
 

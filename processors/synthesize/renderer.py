@@ -60,7 +60,9 @@ class SegmentRenderer:
         self._on_degraded = on_degraded
 
     # -- start-up ---------------------------------------------------------------------------
-    def prerender_please_wait(self, langs: tuple[str, ...] = ("en", "zh", "ja"), rates: tuple[int, ...] = (24000,)) -> None:
+    def prerender_please_wait(
+        self, langs: tuple[str, ...] = ("en", "zh", "ja"), rates: tuple[int, ...] = (24000,)
+    ) -> None:
         """Render the fallback clips with the model itself, once, at start-up."""
         for lang in langs:
             for rate in rates:
@@ -94,13 +96,22 @@ class SegmentRenderer:
                 samples, used = self._speak(segment, requested, lang)
                 self.breaker.record_success(cls)
                 if substituted:  # e.g. an English-only voice on a Chinese span of mixed text
-                    return self._degraded(segment, samples, used, "fallback_voice",
-                                          "voice_lacks_language", started)
+                    return self._degraded(
+                        segment, samples, used, "fallback_voice", "voice_lacks_language", started
+                    )
                 return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
             except (SynthesisError, ValueError, RuntimeError) as err:
                 reason = _reason(err)
-                log_event(log, "synthesis_failed", logging.WARNING, request_id=ctx.request_id,
-                          seq=segment.seq, voice=ctx.voice, lang=lang, error=str(err)[:200])
+                log_event(
+                    log,
+                    "synthesis_failed",
+                    logging.WARNING,
+                    request_id=ctx.request_id,
+                    seq=segment.seq,
+                    voice=ctx.voice,
+                    lang=lang,
+                    error=str(err)[:200],
+                )
         else:
             reason = "breaker_open"
         # Step 2: the base voice of the main language (or of the span's own language).
@@ -108,13 +119,23 @@ class SegmentRenderer:
         for fallback_lang in _unique((main_lang, lang if lang not in ("other",) else "en", "en")):
             try:
                 spec = self.synth.registry.base_voice(fallback_lang if fallback_lang != "yue" else "zh")
-                samples, used = self._speak(segment, spec.voice_id, lang if lang not in ("other", "yue") else
-                                            ("zh" if lang == "yue" else fallback_lang))
+                samples, used = self._speak(
+                    segment,
+                    spec.voice_id,
+                    lang if lang not in ("other", "yue") else ("zh" if lang == "yue" else fallback_lang),
+                )
                 step = "breaker_open" if reason == "breaker_open" else "fallback_voice"
                 return self._degraded(segment, samples, used, step, reason, started)
             except (SynthesisError, ValueError, RuntimeError) as err:
-                log_event(log, "fallback_failed", logging.WARNING, request_id=ctx.request_id,
-                          seq=segment.seq, lang=fallback_lang, error=str(err)[:200])
+                log_event(
+                    log,
+                    "fallback_failed",
+                    logging.WARNING,
+                    request_id=ctx.request_id,
+                    seq=segment.seq,
+                    lang=fallback_lang,
+                    error=str(err)[:200],
+                )
         # Step 3: the pre-rendered clip; never fails once start-up succeeded.
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
         return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
@@ -122,8 +143,14 @@ class SegmentRenderer:
     def _speak(self, segment: Segment, voice_id: str | None, lang: str) -> tuple[np.ndarray, str]:
         ctx = segment.request
         chunks = list(
-            self.synth.synthesize_span(segment.text, lang, voice_id, ctx.speed, ctx.sample_rate,
-                                       pause_after_ms=segment.pause_after_ms)
+            self.synth.synthesize_span(
+                segment.text,
+                lang,
+                voice_id,
+                ctx.speed,
+                ctx.sample_rate,
+                pause_after_ms=segment.pause_after_ms,
+            )
         )
         if not chunks:
             raise SynthesisError("engine produced no audio")
@@ -131,14 +158,37 @@ class SegmentRenderer:
         return np.concatenate([c.samples for c in chunks]).astype(np.float32), used
 
     def _degraded(
-        self, segment: Segment, samples: np.ndarray, used: str, step: str, reason: str, started: float
+        self,
+        segment: Segment,
+        samples: np.ndarray,
+        used: str,
+        step: str,
+        reason: str,
+        started: float,
     ) -> RenderedSegment:
         ctx = segment.request
-        deg = Degradation(seq=segment.seq, step=step, reason=reason, lang=segment.lang,  # type: ignore[arg-type]
-                          voice_requested=ctx.voice, voice_used=used)
-        log_event(log, "degraded", logging.WARNING, request_id=ctx.request_id, tenant=ctx.tenant,
-                  stage="synthesize", seq=segment.seq, step=step, reason=reason, lang=segment.lang,
-                  voice=ctx.voice, voice_used=used)
+        deg = Degradation(
+            seq=segment.seq,
+            step=step,
+            reason=reason,
+            lang=segment.lang,  # type: ignore[arg-type]
+            voice_requested=ctx.voice,
+            voice_used=used,
+        )
+        log_event(
+            log,
+            "degraded",
+            logging.WARNING,
+            request_id=ctx.request_id,
+            tenant=ctx.tenant,
+            stage="synthesize",
+            seq=segment.seq,
+            step=step,
+            reason=reason,
+            lang=segment.lang,
+            voice=ctx.voice,
+            voice_used=used,
+        )
         if self._on_degraded:
             self._on_degraded(deg)
         return RenderedSegment(samples, ctx.sample_rate, used, deg, _ms(started))

@@ -24,6 +24,10 @@ def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
     registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja"))
     renderer = SegmentRenderer(Synthesizer(registry))
     renderer.prerender_please_wait()
-    log_event(log, "model_ready", duration_ms=round((time.perf_counter() - started) * 1000, 1),
-              engines=sorted(registry.loaded_engines()))
+    log_event(
+        log,
+        "model_ready",
+        duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        engines=sorted(registry.loaded_engines()),
+    )
     return renderer

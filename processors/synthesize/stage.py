@@ -62,12 +62,22 @@ class SynthesizeStage(FaustStage):
         for chunk in chunks:
             await self.out.send(key=key, value=chunk.to_bytes())
         audio_s = len(rendered.samples) / rendered.sample_rate
-        log_event(self.log, "synthesized", request_id=segment.request_id, tenant=segment.request.tenant,
-                  stage=self.name, seq=segment.seq, total=segment.total, voice=rendered.voice_used,
-                  lang=segment.lang, audio_s=round(audio_s, 3), parts=len(chunks),
-                  rtf=round(rendered.synth_ms / 1000 / audio_s, 3) if audio_s else None,
-                  degraded=rendered.degradation.reason if rendered.degradation else None,
-                  duration_ms=round((time.perf_counter() - started) * 1000, 1))
+        log_event(
+            self.log,
+            "synthesized",
+            request_id=segment.request_id,
+            tenant=segment.request.tenant,
+            stage=self.name,
+            seq=segment.seq,
+            total=segment.total,
+            voice=rendered.voice_used,
+            lang=segment.lang,
+            audio_s=round(audio_s, 3),
+            parts=len(chunks),
+            rtf=round(rendered.synth_ms / 1000 / audio_s, 3) if audio_s else None,
+            degraded=rendered.degradation.reason if rendered.degradation else None,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
 
     async def stop(self) -> None:
         await super().stop()

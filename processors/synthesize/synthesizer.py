@@ -93,8 +93,7 @@ class Synthesizer:
                 yield self._finish(pending, engine.sample_rate, out_rate, 0.0, spec.voice_id)
             pending = raw
         if pending is not None:
-            yield self._finish(pending, engine.sample_rate, out_rate, pause_after_ms,
-                               spec.voice_id)
+            yield self._finish(pending, engine.sample_rate, out_rate, pause_after_ms, spec.voice_id)
 
     def synthesize_text(
         self,
@@ -126,8 +125,11 @@ class Synthesizer:
             self.registry.spec(voice_id)  # unknown voice fails before any work
         s = self.settings
         spans = segment_text(
-            text, lang_hint=lang_hint, first_max_chars=s.first_max_chars,
-            max_chars=s.max_chars, max_text_chars=s.max_text_chars,
+            text,
+            lang_hint=lang_hint,
+            first_max_chars=s.first_max_chars,
+            max_chars=s.max_chars,
+            max_text_chars=s.max_text_chars,
         )
         spoken = 0
         for span in spans:
@@ -137,7 +139,11 @@ class Synthesizer:
             if sample_rate is None:
                 sample_rate = self.registry.voice_for(voice_id, span.lang)[0].sample_rate
             for chunk in self.synthesize_span(
-                span.text, span.lang, voice_id, speed, sample_rate,
+                span.text,
+                span.lang,
+                voice_id,
+                speed,
+                sample_rate,
                 pause_after_ms=span.pause_after_ms,
             ):
                 spoken += 1
@@ -168,9 +174,7 @@ class Synthesizer:
 
 def _check_speed(speed: float) -> float:
     if not MIN_SPEED <= speed <= MAX_SPEED:
-        raise InvalidParameterError(
-            f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}"
-        )
+        raise InvalidParameterError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
     return float(speed)
 
 

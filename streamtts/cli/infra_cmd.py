@@ -13,9 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")
     up.set_defaults(func=_up)
     actions.add_parser("down", help="stop the processes `up` started").set_defaults(func=_down)
-    actions.add_parser("status", help="show endpoints, pids, readiness, RSS").set_defaults(
-        func=_status
-    )
+    actions.add_parser("status", help="show endpoints, pids, readiness, RSS").set_defaults(func=_status)
 
 
 def _stack():  # type: ignore[no-untyped-def]

@@ -8,8 +8,13 @@ import sys
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("listen", help="receive streamed audio chunks and write complete files")
-    p.add_argument("--request-id", action="append", dest="request_ids", metavar="ID",
-                   help="only these requests (repeatable); stops when all are complete")
+    p.add_argument(
+        "--request-id",
+        action="append",
+        dest="request_ids",
+        metavar="ID",
+        help="only these requests (repeatable); stops when all are complete",
+    )
     p.add_argument("--topic", help="audio topic (default: the pipeline's tts.audio)")
     p.add_argument("--out-dir", default=".", help="folder for the files (default: .)")
     p.add_argument("--from-beginning", action="store_true", help="read the topic from its start")
@@ -24,6 +29,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _listen(args: argparse.Namespace) -> int:
+    import asyncio
     import time
     from pathlib import Path
 
@@ -38,7 +44,7 @@ async def _listen(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     out = Path(args.out_dir)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError(f"cannot create {out}: {err.strerror or err}") from None
     topic = args.topic or TopicNames(settings.kafka.topic_prefix).audio
@@ -47,20 +53,28 @@ async def _listen(args: argparse.Namespace) -> int:
     try:
         await sub.start()
     except KafkaError as err:
-        raise InfraError(f"cannot reach Kafka at {settings.kafka.bootstrap_servers} ({type(err).__name__})") from None
+        raise InfraError(
+            f"cannot reach Kafka at {settings.kafka.bootstrap_servers} ({type(err).__name__})"
+        ) from None
     count = 0
     began = time.monotonic()
     try:
         async for audio in sub.completed(timeout_s=args.timeout):
             path = out / f"{audio.request_id}{EXTENSIONS[audio.format]}"
-            path.write_bytes(audio.data)
+            await asyncio.to_thread(path.write_bytes, audio.data)
             count += 1
             degraded = f" degraded={len(audio.degraded)}" if audio.degraded else ""
-            print(f"{path}  {audio.duration_ms / 1000:.2f}s  {len(audio.chunks)} chunks{degraded}", flush=True)
+            print(
+                f"{path}  {audio.duration_ms / 1000:.2f}s  {len(audio.chunks)} chunks{degraded}",
+                flush=True,
+            )
     finally:
         await sub.stop()
     if args.request_ids and count < len(set(args.request_ids)):
-        print(f"streamtts: error: {len(set(args.request_ids)) - count} request(s) not complete after "
-              f"{time.monotonic() - began:.0f} s", file=sys.stderr)
+        print(
+            f"streamtts: error: {len(set(args.request_ids)) - count} request(s) not complete after "
+            f"{time.monotonic() - began:.0f} s",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -7,8 +7,12 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run pipeline stages (all in one process by default)")
-    p.add_argument("--stage", action="append", choices=("segment", "synthesize", "encode", "sink"),
-                   help="stage to run; repeat for several (default: all)")
+    p.add_argument(
+        "--stage",
+        action="append",
+        choices=("segment", "synthesize", "encode", "sink"),
+        help="stage to run; repeat for several (default: all)",
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=_run)
 

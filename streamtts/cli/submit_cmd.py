@@ -36,7 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _defaults(args: argparse.Namespace) -> dict[str, Any]:
-    delivery = {"chunks": not args.no_chunks, "storage": not args.no_storage, "presign": args.presign}
+    delivery = {
+        "chunks": not args.no_chunks,
+        "storage": not args.no_storage,
+        "presign": args.presign,
+    }
     if args.reply_topic:
         delivery["reply_topic"] = args.reply_topic
     return {
@@ -158,14 +162,20 @@ async def _write_out(settings, request, result, path: str) -> None:  # type: ign
         data = await asyncio.to_thread(store.get, result.storage.bucket, result.storage.key)
     else:
         topic = request.delivery.reply_topic or TopicNames(settings.kafka.topic_prefix).audio
-        async with AudioSubscriber(settings.kafka, topic, request_ids=[request.request_id], start="beginning") as sub:
+        async with AudioSubscriber(
+            settings.kafka, topic, request_ids=[request.request_id], start="beginning"
+        ) as sub:
             got = [a async for a in sub.completed(timeout_s=30)]
         if not got:
             raise StreamTTSError(f"no stored file and no complete chunk stream for {request.request_id}")
         data = got[0].data
     try:
-        with open(path, "wb") as fh:
-            fh.write(data)
+        await asyncio.to_thread(_write_bytes, path, data)
     except OSError as err:
         raise StreamTTSError(f"cannot write {path}: {err.strerror or err}") from None
     print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)

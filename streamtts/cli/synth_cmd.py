@@ -23,21 +23,36 @@ def register(subparsers: Any) -> None:
         help="synthesize text to an audio file (local, no Kafka)",
         description="Synthesize text with the local speech core and write one audio file.",
     )
-    parser.add_argument("--text", default=None,
-                        help="text to speak; '-' or omitted reads stdin")
-    parser.add_argument("--voice", default=None,
-                        help="voice id or blend (e.g. jm_kumo, en_joe, 'jm_kumo:0.7+jf_alpha:0.3');"
-                             " default: the base voice of each span's language")
-    parser.add_argument("--lang", default=None,
-                        help="language hint: zh, en, ja, ko, yue (decides Han characters)")
-    parser.add_argument("--format", default=None, choices=FORMATS,
-                        help="output format (default: from --out's extension, else wav)")
-    parser.add_argument("--sample-rate", type=int, default=None,
-                        help="output sample rate in Hz (default: the voice's native rate)")
+    parser.add_argument("--text", default=None, help="text to speak; '-' or omitted reads stdin")
+    parser.add_argument(
+        "--voice",
+        default=None,
+        help="voice id or blend (e.g. jm_kumo, en_joe, 'jm_kumo:0.7+jf_alpha:0.3');"
+        " default: the base voice of each span's language",
+    )
+    parser.add_argument(
+        "--lang", default=None, help="language hint: zh, en, ja, ko, yue (decides Han characters)"
+    )
+    parser.add_argument(
+        "--format",
+        default=None,
+        choices=FORMATS,
+        help="output format (default: from --out's extension, else wav)",
+    )
+    parser.add_argument(
+        "--sample-rate",
+        type=int,
+        default=None,
+        help="output sample rate in Hz (default: the voice's native rate)",
+    )
     parser.add_argument("--speed", type=float, default=None, help="speaking rate, 0.5-2.0")
     parser.add_argument("--threads", type=int, default=2, help="inference threads (default 2)")
-    parser.add_argument("--voices-dir", type=Path, default=None,
-                        help="directory with extra voices (.onnx+.onnx.json, .npy, .npz)")
+    parser.add_argument(
+        "--voices-dir",
+        type=Path,
+        default=None,
+        help="directory with extra voices (.onnx+.onnx.json, .npy, .npz)",
+    )
     parser.add_argument("--out", required=True, type=Path, help="output file")
     parser.set_defaults(func=run)
 
@@ -85,13 +100,15 @@ def run(args: argparse.Namespace) -> int:
         rate = 0
         substitutions: set[str] = set()
         for _span, chunk in synthesizer.synthesize_text(
-            text, lang_hint=args.lang, voice_id=args.voice, speed=args.speed,
+            text,
+            lang_hint=args.lang,
+            voice_id=args.voice,
+            speed=args.speed,
             sample_rate=args.sample_rate,
         ):
             if first_chunk_s is None:
                 first_chunk_s = time.perf_counter() - started
-            payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, fmt,
-                                         serial=len(payloads) + 1))
+            payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, fmt, serial=len(payloads) + 1))
             audio_s += chunk.duration_s
             rate = chunk.sample_rate
             if args.voice and chunk.voice_id != registry.spec(args.voice).voice_id:

@@ -10,7 +10,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("topics", help="create/reconcile Kafka topics from infra/topics.yaml")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
-    for name, helptext in (("apply", "create missing topics, fix drift"), ("plan", "show drift only")):
+    for name, helptext in (
+        ("apply", "create missing topics, fix drift"),
+        ("plan", "show drift only"),
+    ):
         a = actions.add_parser(name, help=helptext)
         a.add_argument("--spec", help="topic spec file (default: infra/topics.yaml)")
         a.add_argument("--prefix", help="topic name prefix (default: $STREAMTTS_TOPIC_PREFIX)")
@@ -57,6 +60,8 @@ async def _apply(settings, specs, dry_run: bool) -> int:  # type: ignore[no-unty
         print(f"{verb}alter    {line}")
     for line in report.drift:
         print(f"DRIFT    {line}")
-    print(f"{len(specs)} topics: {len(report.created)} created, {len(report.partitions_grown)} grown, "
-          f"{len(report.configs_altered)} altered, {len(report.unchanged)} unchanged, {len(report.drift)} drift")
+    print(
+        f"{len(specs)} topics: {len(report.created)} created, {len(report.partitions_grown)} grown, "
+        f"{len(report.configs_altered)} altered, {len(report.unchanged)} unchanged, {len(report.drift)} drift"
+    )
     return 4 if report.drift else 0

@@ -144,4 +144,8 @@ async def test_committed_transaction_visible_aborted_one_invisible(
     assert committed == ["committed-0", "committed-1", "committed-2", "after-abort"]
     # The aborted records really reached the log: only the isolation level hides them.
     uncommitted = await read("read_uncommitted", 7)
-    assert [v for v in uncommitted if v.startswith("aborted")] == ["aborted-0", "aborted-1", "aborted-2"]
+    assert [v for v in uncommitted if v.startswith("aborted")] == [
+        "aborted-0",
+        "aborted-1",
+        "aborted-2",
+    ]

@@ -28,14 +28,23 @@ def _free_port_pair() -> int:
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "streamtts.cli.main", *args], capture_output=True,
-                          text=True, timeout=240, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "streamtts.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
 
 
 def test_up_is_idempotent_and_down_leaves_no_process(tmp_path: Path) -> None:
     kport, mport = _free_port_pair(), _free_port_pair()
-    env = dict(os.environ, STREAMTTS_STATE_DIR=str(tmp_path / "state"),
-               STREAMTTS_KAFKA_BOOTSTRAP=f"127.0.0.1:{kport}", STREAMTTS_S3_ENDPOINT=f"127.0.0.1:{mport}")
+    env = dict(
+        os.environ,
+        STREAMTTS_STATE_DIR=str(tmp_path / "state"),
+        STREAMTTS_KAFKA_BOOTSTRAP=f"127.0.0.1:{kport}",
+        STREAMTTS_S3_ENDPOINT=f"127.0.0.1:{mport}",
+    )
     started = time.monotonic()
     up = _cli(env, "infra", "up")
     assert up.returncode == 0, up.stderr

@@ -20,8 +20,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def s3(s3_settings: S3Settings) -> Minio:
-    return Minio(s3_settings.endpoint, access_key=s3_settings.access_key,
-                 secret_key=s3_settings.secret_key, secure=s3_settings.secure)
+    return Minio(
+        s3_settings.endpoint,
+        access_key=s3_settings.access_key,
+        secret_key=s3_settings.secret_key,
+        secure=s3_settings.secure,
+    )
 
 
 @pytest.fixture
@@ -33,8 +37,14 @@ def bucket(s3: Minio) -> str:
 
 def test_put_get_byte_identical(s3: Minio, bucket: str) -> None:
     data = os.urandom(300_000)
-    s3.put_object(bucket, "a/b.bin", io.BytesIO(data), len(data), content_type="audio/mpeg",
-                  metadata={"request-id": "r1"})
+    s3.put_object(
+        bucket,
+        "a/b.bin",
+        io.BytesIO(data),
+        len(data),
+        content_type="audio/mpeg",
+        metadata={"request-id": "r1"},
+    )
     resp = s3.get_object(bucket, "a/b.bin")
     try:
         assert resp.read() == data

@@ -42,7 +42,10 @@ async def test_requests_in_four_languages_and_formats_stream_and_store(
         for i, (lang, text, fmt, voice) in enumerate(CASES)
     ]
     ids = [r.request_id for r in requests]
-    async with ResultWaiter(kafka_settings) as waiter, AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub:
+    async with (
+        ResultWaiter(kafka_settings) as waiter,
+        AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub,
+    ):
         async with RequestProducer(kafka_settings) as producer:
             await producer.submit_many(requests)
         received = {a.request_id: a async for a in sub.completed(timeout_s=240)}
@@ -67,7 +70,10 @@ async def test_requests_in_four_languages_and_formats_stream_and_store(
         assert result.status == "completed" and result.tenant == "acme" and result.metadata == req.metadata
         assert result.chunks == len(audio.chunks)
         assert result.storage is not None
-        assert result.storage.key == f"acme/{req.created_at:%Y/%m/%d}/{req.request_id}.{'opus' if req.format == 'opus' else req.format}"
+        assert (
+            result.storage.key
+            == f"acme/{req.created_at:%Y/%m/%d}/{req.request_id}.{'opus' if req.format == 'opus' else req.format}"
+        )
         stat = s3.stat_object(result.storage.bucket, result.storage.key)
         assert stat.size == result.storage.size and stat.etag == result.storage.etag
         # ... and the stored object decodes to the same audio.
@@ -86,8 +92,10 @@ async def test_requests_in_four_languages_and_formats_stream_and_store(
 async def test_first_chunk_leaves_before_the_last_segment_is_synthesized(
     running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
 ) -> None:
-    text = ("Thank you for calling. Your account balance is one hundred dollars. "
-            "Your next payment is due on the fifth of December. Is there anything else I can help with today?")
+    text = (
+        "Thank you for calling. Your account balance is one hundred dollars. "
+        "Your next payment is due on the fifth of December. Is there anything else I can help with today?"
+    )
     req = TTSRequest.new(text, language="en", voice="jm_kumo", format="mp3")
     pcm_reader = make_consumer(kafka_settings, topics.pcm, group_id=None, auto_offset_reset="earliest")
     await pcm_reader.start()
@@ -123,7 +131,11 @@ async def test_poison_requests_do_not_stop_the_stages(
     await producer.start()
     try:
         await producer.send_and_wait(topics.requests, key=b"junk", value=b"\x00not json at all")
-        oversize = b'{"schema_version":1,"request_id":"mega","text":"' + b"a" * 1_100_000 + b'","created_at":"2026-01-01T00:00:00Z"}'
+        oversize = (
+            b'{"schema_version":1,"request_id":"mega","text":"'
+            + b"a" * 1_100_000
+            + b'","created_at":"2026-01-01T00:00:00Z"}'
+        )
         await producer.send_and_wait(topics.requests, key=b"mega", value=oversize)
         for r in (huge, bad_voice):
             await producer.send_and_wait(topics.requests, key=r.request_id.encode(), value=r.to_bytes())
@@ -145,21 +157,34 @@ async def test_poison_requests_do_not_stop_the_stages(
     finally:
         await dlq.stop()
     reasons = {(d.key, d.reason) for d in letters}
-    assert reasons == {("junk", "invalid_json"), ("mega", "string_too_long"),
-                       (huge.request_id, "string_too_long") if len(huge.text) > 200_000 else (huge.request_id, "text_too_long"),
-                       (bad_voice.request_id, "unknown_voice")}
+    assert reasons == {
+        ("junk", "invalid_json"),
+        ("mega", "string_too_long"),
+        (huge.request_id, "string_too_long")
+        if len(huge.text) > 200_000
+        else (huge.request_id, "text_too_long"),
+        (bad_voice.request_id, "unknown_voice"),
+    }
     assert all(d.topic == topics.requests and d.stage == "segment" for d in letters)
 
 
 async def test_result_without_storage_reports_duration_only(
     running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
 ) -> None:
-    req = TTSRequest.new("Chunks only, please.", language="en", voice="en_joe", format="pcm",
-                         delivery={"chunks": True, "storage": False})
-    async with ResultWaiter(kafka_settings) as waiter, AudioSubscriber(kafka_settings, topics.audio, request_ids=[req.request_id]) as sub:
+    req = TTSRequest.new(
+        "Chunks only, please.",
+        language="en",
+        voice="en_joe",
+        format="pcm",
+        delivery={"chunks": True, "storage": False},
+    )
+    async with (
+        ResultWaiter(kafka_settings) as waiter,
+        AudioSubscriber(kafka_settings, topics.audio, request_ids=[req.request_id]) as sub,
+    ):
         async with RequestProducer(kafka_settings) as p:
             await p.submit(req)
-        audio = [a async for a in sub.completed(timeout_s=120)][0]
+        audio = await anext(a async for a in sub.completed(timeout_s=120))
         result: CompletionResult = (await waiter.wait([req.request_id], 60))[req.request_id]
     assert result.storage is None and result.status == "completed"
     samples, _ = decode_audio(audio.data, "pcm", sample_rate=req.sample_rate)
@@ -174,22 +199,52 @@ async def test_submit_wait_out_and_listen_write_playable_files(
     import subprocess
     import sys
 
-    env = dict(os.environ, STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
-               STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix, STREAMTTS_S3_ENDPOINT=services.s3.endpoint,
-               STREAMTTS_S3_ACCESS_KEY=services.s3.access_key, STREAMTTS_S3_SECRET_KEY=services.s3.secret_key)
+    env = dict(
+        os.environ,
+        STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
+        STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix,
+        STREAMTTS_S3_ENDPOINT=services.s3.endpoint,
+        STREAMTTS_S3_ACCESS_KEY=services.s3.access_key,
+        STREAMTTS_S3_SECRET_KEY=services.s3.secret_key,
+    )
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "streamtts.cli.main", *args], capture_output=True,
-                              text=True, timeout=180, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "streamtts.cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
 
     out = tmp_path / "hello.opus"
-    proc = await asyncio.to_thread(cli, "submit", "--wait", "--out", str(out), "--format", "opus",
-                                   "--voice", "en_joe", "--request-id", "cli-req-1", "Hello from the command line.")
+    proc = await asyncio.to_thread(
+        cli,
+        "submit",
+        "--wait",
+        "--out",
+        str(out),
+        "--format",
+        "opus",
+        "--voice",
+        "en_joe",
+        "--request-id",
+        "cli-req-1",
+        "Hello from the command line.",
+    )
     assert proc.returncode == 0, proc.stderr
     samples, rate = decode_audio(out.read_bytes(), "opus")
     assert rate == 48000 and 1.0 < len(samples) / rate < 6.0
-    listened = await asyncio.to_thread(cli, "listen", "--request-id", "cli-req-1", "--out-dir", str(tmp_path / "l"),
-                                       "--timeout", "30")
+    listened = await asyncio.to_thread(
+        cli,
+        "listen",
+        "--request-id",
+        "cli-req-1",
+        "--out-dir",
+        str(tmp_path / "l"),
+        "--timeout",
+        "30",
+    )
     assert listened.returncode == 0, listened.stderr
     heard, hrate = decode_audio((tmp_path / "l" / "cli-req-1.opus").read_bytes(), "opus")
     assert abs(len(heard) / hrate - len(samples) / rate) < 0.2

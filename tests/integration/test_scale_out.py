@@ -35,8 +35,16 @@ class SynthProcess:
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "streamtts.cli.main", "run", "--stage", "synthesize",
-            env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "streamtts.cli.main",
+            "run",
+            "--stage",
+            "synthesize",
+            env=self.env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -83,21 +91,35 @@ class SynthProcess:
 async def test_two_synthesize_workers_split_load_and_survive_a_kill(
     kafka_settings: KafkaSettings, services: Services, topics: TopicNames, pipeline_settings
 ) -> None:
-    env = dict(os.environ, STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
-               STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix, STREAMTTS_SYNTH_THREADS="1",
-               STREAMTTS_WARM_VOICES="jm_kumo", STREAMTTS_SESSION_TIMEOUT_S="6")
+    env = dict(
+        os.environ,
+        STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
+        STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix,
+        STREAMTTS_SYNTH_THREADS="1",
+        STREAMTTS_WARM_VOICES="jm_kumo",
+        STREAMTTS_SESSION_TIMEOUT_S="6",
+    )
     workers = [SynthProcess("a", env), SynthProcess("b", env)]
-    rest = Worker(["segment", "encode", "sink"], Settings(kafka=kafka_settings, s3=services.s3), pipeline_settings)
+    rest = Worker(
+        ["segment", "encode", "sink"],
+        Settings(kafka=kafka_settings, s3=services.s3),
+        pipeline_settings,
+    )
     try:
         for w in workers:
             await w.start()
         await rest.start()
         for w in workers:
             await w.wait_for("worker_started", timeout=120)
-        texts = [f"Request number {i}. It has a second sentence. And a third one to finish." for i in range(12)]
+        texts = [
+            f"Request number {i}. It has a second sentence. And a third one to finish." for i in range(12)
+        ]
         requests = [TTSRequest.new(t, language="en", voice="jm_kumo", format="mp3") for t in texts]
         ids = [r.request_id for r in requests]
-        async with ResultWaiter(kafka_settings) as waiter, AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub:
+        async with (
+            ResultWaiter(kafka_settings) as waiter,
+            AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub,
+        ):
             async with RequestProducer(kafka_settings) as producer:
                 await producer.submit_many(requests)
             # Both workers must be doing real work before one of them dies mid-run.

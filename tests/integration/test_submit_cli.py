@@ -19,10 +19,18 @@ pytestmark = pytest.mark.integration
 
 
 def _cli(kafka: KafkaSettings, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ, STREAMTTS_KAFKA_BOOTSTRAP=kafka.bootstrap_servers,
-               STREAMTTS_TOPIC_PREFIX=kafka.topic_prefix)
-    return subprocess.run([sys.executable, "-m", "streamtts.cli.main", *args], input=stdin,
-                          capture_output=True, timeout=60, env=env)
+    env = dict(
+        os.environ,
+        STREAMTTS_KAFKA_BOOTSTRAP=kafka.bootstrap_servers,
+        STREAMTTS_TOPIC_PREFIX=kafka.topic_prefix,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "streamtts.cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        env=env,
+    )
 
 
 async def _requests_on_topic(kafka: KafkaSettings, topics: TopicNames, n: int) -> list[TTSRequest]:
@@ -42,15 +50,32 @@ async def _requests_on_topic(kafka: KafkaSettings, topics: TopicNames, n: int) -
     return out
 
 
-async def test_submit_args_stdin_and_jsonl(kafka_settings: KafkaSettings, topics: TopicNames, tmp_path: Path) -> None:
-    proc = await asyncio.to_thread(_cli, kafka_settings, "submit", "--voice", "jm_kumo", "--format", "opus",
-                                   "Hello there.", "你好。")
+async def test_submit_args_stdin_and_jsonl(
+    kafka_settings: KafkaSettings, topics: TopicNames, tmp_path: Path
+) -> None:
+    proc = await asyncio.to_thread(
+        _cli,
+        kafka_settings,
+        "submit",
+        "--voice",
+        "jm_kumo",
+        "--format",
+        "opus",
+        "Hello there.",
+        "你好。",
+    )
     assert proc.returncode == 0, proc.stderr
     ids = proc.stdout.decode().split()
     assert len(ids) == 2
 
-    proc = await asyncio.to_thread(_cli, kafka_settings, "submit", "--request-id", "from-stdin",
-                                   stdin="こんにちは、世界。".encode())
+    proc = await asyncio.to_thread(
+        _cli,
+        kafka_settings,
+        "submit",
+        "--request-id",
+        "from-stdin",
+        stdin="こんにちは、世界。".encode(),
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().split() == ["from-stdin"]
 
@@ -64,7 +89,9 @@ async def test_submit_args_stdin_and_jsonl(kafka_settings: KafkaSettings, topics
 
     got = {r.request_id: r for r in await _requests_on_topic(kafka_settings, topics, 5)}
     assert set(got) == {*ids, "from-stdin", *batch_ids}
-    assert got[ids[0]].voice == "jm_kumo" and got[ids[0]].format == "opus" and got[ids[0]].text == "Hello there."
+    assert (
+        got[ids[0]].voice == "jm_kumo" and got[ids[0]].format == "opus" and got[ids[0]].text == "Hello there."
+    )
     assert got[ids[1]].text == "你好。"
     assert got["from-stdin"].text == "こんにちは、世界。"
     assert got[batch_ids[0]].tenant == "acme" and got[batch_ids[1]].speed == 1.5

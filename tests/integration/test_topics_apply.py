@@ -14,7 +14,9 @@ from tests.services import Services
 pytestmark = pytest.mark.integration
 
 
-async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(services: Services) -> None:
+async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(
+    services: Services,
+) -> None:
     prefix = f"d{uuid.uuid4().hex[:8]}."
     specs = load_spec(prefix=prefix)
     admin = make_admin(services.kafka)
@@ -29,26 +31,39 @@ async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(s
         # Drift: a config changed by hand is put back; too many partitions is reported.
         from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, f"{prefix}tts.results",
-                                                  configs={"retention.ms": "1000"})])
+        await admin.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    f"{prefix}tts.results",
+                    configs={"retention.ms": "1000"},
+                )
+            ]
+        )
         resp = await admin.create_topics([NewTopic(f"{prefix}tts.extra", 4, 1)])
         assert resp.topic_errors[0][1] == 0
         spec_names = {s.name for s in specs}
         third = await apply_spec(admin, specs)
-        assert any(line.startswith(f"{prefix}tts.results (") and "retention.ms=604800000" in line
-                   for line in third.configs_altered)
+        assert any(
+            line.startswith(f"{prefix}tts.results (") and "retention.ms=604800000" in line
+            for line in third.configs_altered
+        )
         fourth = await apply_spec(admin, specs)
         assert fourth.configs_altered == []
         assert f"{prefix}tts.extra" not in spec_names  # topics outside the spec are left alone
 
         # A spec asking for fewer partitions than exist cannot be applied: reported as drift.
-        shrunk = [s if s.name != f"{prefix}tts.requests" else type(s)(s.name, 2, s.replication_factor, s.configs)
-                  for s in specs]
+        shrunk = [
+            s if s.name != f"{prefix}tts.requests" else type(s)(s.name, 2, s.replication_factor, s.configs)
+            for s in specs
+        ]
         fifth = await apply_spec(admin, shrunk)
         assert fifth.drift == [f"{prefix}tts.requests: has 6 partitions, spec says 2 (cannot shrink)"]
         # ... and growing is applied.
-        grown = [s if s.name != f"{prefix}tts.results" else type(s)(s.name, 5, s.replication_factor, s.configs)
-                 for s in specs]
+        grown = [
+            s if s.name != f"{prefix}tts.results" else type(s)(s.name, 5, s.replication_factor, s.configs)
+            for s in specs
+        ]
         sixth = await apply_spec(admin, grown)
         assert sixth.partitions_grown == [f"{prefix}tts.results"]
         described = await admin.describe_topics([f"{prefix}tts.results"])
@@ -62,7 +77,7 @@ def test_spec_errors_name_the_topic(tmp_path) -> None:  # type: ignore[no-untype
 
     bad = tmp_path / "t.yaml"
     bad.write_text("topics:\n  tts.a: {partitions: 0}\n")
-    with pytest.raises(ConfigError, match="'tts.a' needs 'partitions'"):
+    with pytest.raises(ConfigError, match=r"'tts\.a' needs 'partitions'"):
         load_spec(bad)
     bad.write_text("topics:\n  tts.a: {partitions: 1, retention: 5}\n")
     with pytest.raises(ConfigError, match="unknown key 'retention'"):

@@ -13,8 +13,21 @@ from streamtts.cli.main import main
 @pytest.mark.model
 def test_synth_writes_a_decodable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "hello.opus"
-    rc = main(["synth", "--text", "Hello there.", "--voice", "en_joe", "--threads", "1",
-               "--sample-rate", "24000", "--out", str(out)])
+    rc = main(
+        [
+            "synth",
+            "--text",
+            "Hello there.",
+            "--voice",
+            "en_joe",
+            "--threads",
+            "1",
+            "--sample-rate",
+            "24000",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     audio, rate = decode_audio(out.read_bytes(), "opus")
     assert rate == 48_000 and len(audio) / rate > 0.3

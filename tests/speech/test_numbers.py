@@ -10,8 +10,13 @@ from processors.segment.segmenter import segment_text
 
 @pytest.mark.parametrize(
     ("n", "words"),
-    [(0, "zero"), (13, "thirteen"), (21, "twenty-one"), (105, "one hundred five"),
-     (1_234_567, "one million two hundred thirty-four thousand five hundred sixty-seven")],
+    [
+        (0, "zero"),
+        (13, "thirteen"),
+        (21, "twenty-one"),
+        (105, "one hundred five"),
+        (1_234_567, "one million two hundred thirty-four thousand five hundred sixty-seven"),
+    ],
 )
 def test_english_cardinals(n: int, words: str) -> None:
     assert int_to_words_en(n) == words
@@ -19,20 +24,34 @@ def test_english_cardinals(n: int, words: str) -> None:
 
 def test_english_ordinals_and_years() -> None:
     assert [ordinal_en(n) for n in (1, 2, 3, 12, 21, 40)] == [
-        "first", "second", "third", "twelfth", "twenty-first", "fortieth"]
+        "first",
+        "second",
+        "third",
+        "twelfth",
+        "twenty-first",
+        "fortieth",
+    ]
     assert [year_en(y) for y in (1984, 2005, 2024, 1900)] == [
-        "nineteen eighty-four", "two thousand five", "twenty twenty-four", "nineteen hundred"]
+        "nineteen eighty-four",
+        "two thousand five",
+        "twenty twenty-four",
+        "nineteen hundred",
+    ]
 
 
 @pytest.mark.parametrize(
     ("text", "spoken"),
     [
         ("It costs $3.50.", "It costs three dollars and fifty cents."),
-        ("Up 30% to 1,234 users",
-         "Up thirty percent to one thousand two hundred thirty-four users"),
+        (
+            "Up 30% to 1,234 users",
+            "Up thirty percent to one thousand two hundred thirty-four users",
+        ),
         ("On 2024-03-15 at 10:30", "On March fifteenth, twenty twenty-four at ten thirty"),
-        ("It was -5°C and 12.5 km away", "It was minus five degrees Celsius and twelve point five "
-         "kilometers away"),
+        (
+            "It was -5°C and 12.5 km away",
+            "It was minus five degrees Celsius and twelve point five kilometers away",
+        ),
         ("the 21st time, 1 kg", "the twenty-first time, one kilogram"),
         ("call 007", "call zero zero seven"),
     ],
@@ -59,10 +78,13 @@ def test_chinese_verbalization(text: str, spoken: str) -> None:
 
 def test_japanese_keeps_digits_for_openjtalk_but_rewrites_symbols() -> None:
     assert verbalize_numbers("2024-03-15に$5と30%、5kgです。10:30", "ja") == (
-        "2024年3月15日に5ドルと30パーセント、5キログラムです。10時30分")
+        "2024年3月15日に5ドルと30パーセント、5キログラムです。10時30分"
+    )
 
 
 def test_numbers_follow_the_language_of_their_run() -> None:
     spans = segment_text("I paid $5. 我付了5元。")
-    assert [(s.text, s.lang) for s in spans] == [("I paid five dollars.", "en"),
-                                                 ("我付了五元。", "zh")]
+    assert [(s.text, s.lang) for s in spans] == [
+        ("I paid five dollars.", "en"),
+        ("我付了五元。", "zh"),
+    ]

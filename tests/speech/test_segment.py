@@ -29,7 +29,10 @@ def speakable(text: str) -> str:
 
 def test_latin_words_in_chinese_are_english_spans() -> None:
     assert runs("我今天用 Python 写了一个 demo。") == [
-        ("我今天用", "zh"), ("Python", "en"), ("写了一个", "zh"), ("demo。", "en"),
+        ("我今天用", "zh"),
+        ("Python", "en"),
+        ("写了一个", "zh"),
+        ("demo。", "en"),
     ]
 
 
@@ -60,7 +63,9 @@ def test_han_disambiguation(text: str, hint: str | None, lang: str) -> None:
 
 def test_digits_stay_with_their_language() -> None:
     assert runs("我有3个苹果，iPhone15很好，2024年买的。") == [
-        ("我有3个苹果，", "zh"), ("iPhone15", "en"), ("很好，2024年买的。", "zh"),
+        ("我有3个苹果，", "zh"),
+        ("iPhone15", "en"),
+        ("很好，2024年买的。", "zh"),
     ]
 
 
@@ -89,7 +94,10 @@ def test_sentences_keep_abbreviations_and_decimals() -> None:
     splitter = ClauseSplitter()
     text = "Dr. Smith paid 3.5 dollars. J. K. Rowling wrote it! 你好。再见？"
     assert [s for s, _ in splitter.sentences(text)] == [
-        "Dr. Smith paid 3.5 dollars.", "J. K. Rowling wrote it!", "你好。", "再见？",
+        "Dr. Smith paid 3.5 dollars.",
+        "J. K. Rowling wrote it!",
+        "你好。",
+        "再见？",
     ]
 
 
@@ -142,31 +150,38 @@ def test_20000_chars_segment_quickly_and_limit_is_configurable() -> None:
 
 def test_other_scripts_are_kept_and_tagged() -> None:
     spans = segment_text("Привет, мир. Hello.")
-    assert [(s.text, s.lang) for s in spans] == [("Привет,", "other"), ("мир.", "other"),
-                                                 ("Hello.", "en")]
+    assert [(s.text, s.lang) for s in spans] == [
+        ("Привет,", "other"),
+        ("мир.", "other"),
+        ("Hello.", "en"),
+    ]
 
 
 # -- properties -------------------------------------------------------------------------------
 
-_MIXED = st.sampled_from(
-    list("。，！？、；.,!?… \n\"'「」漢字東京かなカナ한국어abcXYZ0123456789$%-:")
-)
+_MIXED = st.sampled_from(list("。，！？、；.,!?… \n\"'「」漢字東京かなカナ한국어abcXYZ0123456789$%-:"))
 _ANY = st.one_of(
     st.characters(),
     st.integers(0xD800, 0xDFFF).map(chr),  # lone surrogates
-    _MIXED, _MIXED, _MIXED,
+    _MIXED,
+    _MIXED,
+    _MIXED,
 )
 _TEXTS = st.lists(_ANY, max_size=300).map("".join)
 
 
-@settings(max_examples=300, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(text=_TEXTS, first=st.integers(4, 60), extra=st.integers(0, 200),
-       hint=st.sampled_from([None, "zh", "ja", "en", "yue", "ko"]))
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=_TEXTS,
+    first=st.integers(4, 60),
+    extra=st.integers(0, 200),
+    hint=st.sampled_from([None, "zh", "ja", "en", "yue", "ko"]),
+)
 def test_segmentation_properties(text: str, first: int, extra: int, hint: str | None) -> None:
     try:
-        spans = segment_text(text, lang_hint=hint, first_max_chars=first,
-                             max_chars=first + extra, verbalize=False)
+        spans = segment_text(
+            text, lang_hint=hint, first_max_chars=first, max_chars=first + extra, verbalize=False
+        )
     except SegmentationError:
         assert not speakable(normalize_text(text))
         return

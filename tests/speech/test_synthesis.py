@@ -94,15 +94,15 @@ def test_chunk_boundaries_do_not_click(synthesizer: Synthesizer) -> None:
 
 
 def test_resampled_output_and_encoded_round_trip(synthesizer: Synthesizer) -> None:
-    pairs, audio, rate = run(synthesizer, "Hello. This is a test.", voice_id="en_joe",
-                             sample_rate=16_000)
+    pairs, audio, rate = run(synthesizer, "Hello. This is a test.", voice_id="en_joe", sample_rate=16_000)
     assert rate == 16_000
     assert_clean_speech(audio)
     duration = len(audio) / rate
     mp3_slack = len(pairs) * (1105 + 576) / rate + 0.005  # LAME delay + padding per chunk
     for fmt, slack in (("mp3", mp3_slack), ("opus", 0.005), ("flac", 0.001)):
-        payloads = [encode_chunk(c.samples, c.sample_rate, fmt, serial=i + 1)
-                    for i, (_, c) in enumerate(pairs)]
+        payloads = [
+            encode_chunk(c.samples, c.sample_rate, fmt, serial=i + 1) for i, (_, c) in enumerate(pairs)
+        ]
         decoded, out_rate = decode_audio(assemble(payloads, fmt), fmt)
         assert 0 <= len(decoded) / out_rate - duration <= slack, fmt
 

@@ -12,7 +12,9 @@ import pytest
 def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "streamtts.cli.main", *args],
-        input=stdin, capture_output=True, timeout=60,
+        input=stdin,
+        capture_output=True,
+        timeout=60,
         env={"PATH": "/usr/bin:/bin", "STREAMTTS_KAFKA_BOOTSTRAP": "127.0.0.1:1"},
     )
 
@@ -22,7 +24,11 @@ def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     [
         (("frobnicate",), b"", "invalid choice: 'frobnicate'"),
         (("submit",), b"", "no text given"),
-        (("submit", "--file", "/definitely/not/here.jsonl"), b"", "cannot read /definitely/not/here.jsonl"),
+        (
+            ("submit", "--file", "/definitely/not/here.jsonl"),
+            b"",
+            "cannot read /definitely/not/here.jsonl",
+        ),
         (("submit", "--speed", "9", "hi"), b"", "field 'speed'"),
         (("submit", "--format", "ogg", "hi"), b"", "invalid choice: 'ogg'"),
         (("submit", "hello"), b"", "cannot reach Kafka at 127.0.0.1:1"),

@@ -33,8 +33,14 @@ def _request(**kw: object) -> TTSRequest:
 def _segment(seq: int = 0, total: int = 2) -> Segment:
     r = _request()
     return Segment(
-        request_id=r.request_id, seq=seq, total=total, last=seq == total - 1, text="Hello",
-        lang="en", request=RequestContext.of(r), segmented_at=NOW,
+        request_id=r.request_id,
+        seq=seq,
+        total=total,
+        last=seq == total - 1,
+        text="Hello",
+        lang="en",
+        request=RequestContext.of(r),
+        segmented_at=NOW,
     )
 
 
@@ -45,13 +51,17 @@ def test_request_round_trip_is_lossless() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    text=st.text(min_size=1, max_size=300).filter(lambda s: s.encode("utf-8", "surrogatepass") and not any(0xD800 <= ord(c) <= 0xDFFF for c in s)),
+    text=st.text(min_size=1, max_size=300).filter(
+        lambda s: s.encode("utf-8", "surrogatepass") and not any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+    ),
     speed=st.floats(min_value=0.5, max_value=2.0, allow_nan=False),
     rate=st.integers(min_value=8000, max_value=48000),
     fmt=st.sampled_from(["wav", "pcm", "mp3", "opus", "flac"]),
     meta=st.dictionaries(st.text(max_size=10), st.text(max_size=20), max_size=5),
 )
-def test_any_valid_request_round_trips(text: str, speed: float, rate: int, fmt: str, meta: dict[str, str]) -> None:
+def test_any_valid_request_round_trips(
+    text: str, speed: float, rate: int, fmt: str, meta: dict[str, str]
+) -> None:
     r = TTSRequest.new(text, speed=speed, sample_rate=rate, format=fmt, metadata=meta, created_at=NOW)
     again = TTSRequest.from_bytes(r.to_bytes())
     assert again == r
@@ -64,15 +74,47 @@ def test_any_valid_request_round_trips(text: str, speed: float, rate: int, fmt: 
         (b"not json", "", "invalid_json"),
         (b"\xff\xfe{}", "", "invalid_utf8"),
         (b"[1, 2]", "", "not_an_object"),
-        (b'{"schema_version": 2, "request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z"}', "schema_version", "unsupported_version"),
+        (
+            b'{"schema_version": 2, "request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z"}',
+            "schema_version",
+            "unsupported_version",
+        ),
         (b'{"request_id": "a", "created_at": "2026-01-01T00:00:00Z"}', "text", "missing"),
-        (b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "colour": 1}', "colour", "extra_forbidden"),
-        (b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "format": "ogg"}', "format", "literal_error"),
-        (b'{"request_id": "a b", "text": "x", "created_at": "2026-01-01T00:00:00Z"}', "request_id", "string_pattern_mismatch"),
-        (b'{"request_id": "a", "text": "", "created_at": "2026-01-01T00:00:00Z"}', "text", "string_too_short"),
-        (b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00"}', "created_at", "timezone_aware"),
-        (b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "speed": 3}', "speed", "less_than_equal"),
-        (b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "delivery": {"chunks": false, "storage": false}}', "delivery", "value_error"),
+        (
+            b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "colour": 1}',
+            "colour",
+            "extra_forbidden",
+        ),
+        (
+            b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "format": "ogg"}',
+            "format",
+            "literal_error",
+        ),
+        (
+            b'{"request_id": "a b", "text": "x", "created_at": "2026-01-01T00:00:00Z"}',
+            "request_id",
+            "string_pattern_mismatch",
+        ),
+        (
+            b'{"request_id": "a", "text": "", "created_at": "2026-01-01T00:00:00Z"}',
+            "text",
+            "string_too_short",
+        ),
+        (
+            b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00"}',
+            "created_at",
+            "timezone_aware",
+        ),
+        (
+            b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "speed": 3}',
+            "speed",
+            "less_than_equal",
+        ),
+        (
+            b'{"request_id": "a", "text": "x", "created_at": "2026-01-01T00:00:00Z", "delivery": {"chunks": false, "storage": false}}',
+            "delivery",
+            "value_error",
+        ),
         (b"null", "", "not_an_object"),
     ],
 )
@@ -105,8 +147,16 @@ def test_pcm_chunk_carries_binary_audio_as_base64() -> None:
     seg = _segment(1, 2)
     pcm = bytes(range(256)) * 4
     chunk = PcmChunk(
-        request_id="req-1", seq=1, total=2, last=True, lang="en", voice_used="jm_kumo",
-        sample_rate=24000, pcm=pcm, request=seg.request, synthesized_at=NOW,
+        request_id="req-1",
+        seq=1,
+        total=2,
+        last=True,
+        lang="en",
+        voice_used="jm_kumo",
+        sample_rate=24000,
+        pcm=pcm,
+        request=seg.request,
+        synthesized_at=NOW,
     )
     wire = orjson.loads(chunk.to_bytes())
     assert isinstance(wire["pcm"], str)
@@ -123,8 +173,16 @@ def test_odd_pcm_length_rejected() -> None:
     seg = _segment(1, 2)
     with pytest.raises(ValueError, match="whole 16-bit samples"):
         PcmChunk(
-            request_id="req-1", seq=1, total=2, last=True, lang="en", voice_used="v",
-            sample_rate=24000, pcm=b"abc", request=seg.request, synthesized_at=NOW,
+            request_id="req-1",
+            seq=1,
+            total=2,
+            last=True,
+            lang="en",
+            voice_used="v",
+            sample_rate=24000,
+            pcm=b"abc",
+            request=seg.request,
+            synthesized_at=NOW,
         )
 
 
@@ -134,21 +192,54 @@ def _examples() -> dict[str, bytes]:
         "request": _request().to_bytes(),
         "segment": seg.to_bytes(),
         "pcm_chunk": PcmChunk(
-            request_id="req-1", seq=1, total=2, last=True, lang="en", voice_used="v",
-            sample_rate=24000, pcm=b"\x00\x01", request=seg.request, synthesized_at=NOW,
+            request_id="req-1",
+            seq=1,
+            total=2,
+            last=True,
+            lang="en",
+            voice_used="v",
+            sample_rate=24000,
+            pcm=b"\x00\x01",
+            request=seg.request,
+            synthesized_at=NOW,
         ).to_bytes(),
         "audio_chunk": AudioChunk(
-            request_id="req-1", tenant="default", seq=0, total=1, last=True, format="mp3",
-            sample_rate=24000, audio=b"\xff\xfb", duration_ms=26.1, created_at=NOW, encoded_at=NOW,
+            request_id="req-1",
+            tenant="default",
+            seq=0,
+            total=1,
+            last=True,
+            format="mp3",
+            sample_rate=24000,
+            audio=b"\xff\xfb",
+            duration_ms=26.1,
+            created_at=NOW,
+            encoded_at=NOW,
         ).to_bytes(),
         "result": CompletionResult(
-            request_id="req-1", tenant="default", status="completed", format="mp3",
-            sample_rate=24000, duration_ms=1000, chunks=2, created_at=NOW, completed_at=NOW,
+            request_id="req-1",
+            tenant="default",
+            status="completed",
+            format="mp3",
+            sample_rate=24000,
+            duration_ms=1000,
+            chunks=2,
+            created_at=NOW,
+            completed_at=NOW,
         ).to_bytes(),
         "dead_letter": DeadLetter(
-            stage="segment", topic="tts.requests", partition=0, offset=7, reason="invalid_json",
-            error_class="ContractError", error_message="bad", attempts=1, first_failure_at=NOW,
-            failed_at=NOW, worker_id="w1", payload=b"\xff not json",
+            stage="segment",
+            topic="tts.requests",
+            partition=0,
+            offset=7,
+            reason="invalid_json",
+            error_class="ContractError",
+            error_message="bad",
+            attempts=1,
+            first_failure_at=NOW,
+            failed_at=NOW,
+            worker_id="w1",
+            payload=b"\xff not json",
         ).to_bytes(),
     }
 
