@@ -24,7 +24,7 @@ def worker_id() -> str:
 def failure_reason(exc: BaseException) -> str:
     """Short, filterable cause of a failure (used by replay filters and metrics labels)."""
     from processors.encode.exceptions import UnknownFormatError
-    from processors.segment.exceptions import SegmentationError
+    from processors.segment.exceptions import InputRejected, SegmentationError
     from processors.synthesize.exceptions import (
         InvalidParameterError,
         InvalidVoiceError,
@@ -32,7 +32,7 @@ def failure_reason(exc: BaseException) -> str:
         UnsupportedLanguageError,
     )
 
-    if isinstance(exc, ContractError):
+    if isinstance(exc, ContractError | InputRejected):
         return exc.reason
     if isinstance(exc, SegmentationError):
         msg = str(exc)

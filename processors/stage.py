@@ -65,7 +65,9 @@ class FaustStage:
             partition=source.partition,
             offset=source.offset,
         )
-        await self.dlq.send(key=source.key, value=value, headers=headers)
+        # Wait for the broker's ack of the dead letter itself before moving on.
+        pending = await self.dlq.send(key=source.key, value=value, headers=headers)
+        await pending
 
     async def start(self) -> None:
         await self.app.start()

@@ -128,12 +128,22 @@ class PipelineSettings:
     synth_workers: int = 1
     """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
     warm_voices: tuple[str, ...] = ("jm_kumo",)
+    markup: str = "reject"
+    """Request text with markup tags: "reject" (dead-letter: markup_not_allowed) or "strip"."""
     processing_guarantee: str = "at_least_once"
     """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
     session_timeout_s: float = 10.0
     presign_expiry_s: int = 3600
-    storage_retries: int = 5
-    """In-place attempts (capped exponential backoff) before a storage failure is dead-lettered."""
+    storage_retries: int = 8
+    """In-place attempts (capped exponential backoff, 0.25 s doubling to 8 s) before a
+    storage failure is dead-lettered: ~32 s, covering a storage restart."""
+    g2p_budget_ms: int = 200
+    """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
+    inference_budget_s: float = 4.0
+    """Inference budget of a span: this plus 0.15 s per character."""
+    breaker_threshold: int = 3
+    """Consecutive failures of a (voice, language) class that open its circuit breaker."""
+    breaker_open_s: float = 5.0
 
     @classmethod
     def from_env(cls) -> PipelineSettings:
@@ -142,6 +152,9 @@ class PipelineSettings:
             raise ConfigError(
                 f"{ENV_PREFIX}PROCESSING_GUARANTEE must be at_least_once or exactly_once, got {guarantee!r}"
             )
+        markup = _env("MARKUP", cls.markup)
+        if markup not in ("reject", "strip"):
+            raise ConfigError(f"{ENV_PREFIX}MARKUP must be reject or strip, got {markup!r}")
         warm = tuple(v for v in _env("WARM_VOICES", ",".join(cls.warm_voices)).split(",") if v)
         return cls(
             first_max_chars=_env_int("FIRST_MAX_CHARS", cls.first_max_chars),
@@ -151,8 +164,13 @@ class PipelineSettings:
             synth_threads=_env_int("SYNTH_THREADS", cls.synth_threads),
             synth_workers=_env_int("SYNTH_WORKERS", cls.synth_workers),
             warm_voices=warm,
+            markup=markup,
             processing_guarantee=guarantee,
             session_timeout_s=_env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
             presign_expiry_s=_env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
             storage_retries=_env_int("STORAGE_RETRIES", cls.storage_retries),
+            g2p_budget_ms=_env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
+            inference_budget_s=_env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
+            breaker_threshold=_env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
+            breaker_open_s=_env_float("BREAKER_OPEN_S", cls.breaker_open_s),
         )

@@ -56,12 +56,23 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def speech_renderer():  # type: ignore[no-untyped-def]
-    """The real model, loaded and warmed once per test session (as a synthesize worker does)."""
-    from processors.synthesize.speech_stack import build_renderer
-    from streamtts.settings import PipelineSettings
+def registry():  # type: ignore[no-untyped-def]
+    """One registry (one Kokoro and one Piper session) for every model test of the session."""
+    from processors.synthesize.registry import VoiceRegistry
 
-    return build_renderer(PipelineSettings(synth_threads=2, warm_voices=("jm_kumo", "en_joe")))
+    return VoiceRegistry(threads=2)
+
+
+@pytest.fixture(scope="session")
+def speech_renderer(registry):  # type: ignore[no-untyped-def]
+    """The real model, warmed as a synthesize worker warms it, shared by pipeline tests."""
+    from processors.synthesize.renderer import SegmentRenderer
+    from processors.synthesize.synthesizer import Synthesizer
+
+    registry.warm_up(("jm_kumo", "en_joe"), langs=("zh", "en", "ja", "ko"))
+    renderer = SegmentRenderer(Synthesizer(registry))
+    renderer.prerender_please_wait()
+    return renderer
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from processors.segment.input_policy import check_text
 from processors.segment.segmenter import segment_text
 from schemas import RequestContext, Segment, TTSRequest
 
@@ -17,13 +18,16 @@ def plan_segments(
     first_max_chars: int,
     max_chars: int,
     max_text_chars: int,
+    markup: str = "reject",
     now: datetime | None = None,
 ) -> list[Segment]:
     """Split a request into segments numbered 0..total-1 with `last` on the final one.
 
     Raises:
+        InputRejected: markup or control characters (see `input_policy`).
         SegmentationError: empty/unspeakable/too long text (a permanent failure: DLQ).
     """
+    check_text(request.text, markup=markup)
     hint = None if request.language == "auto" else request.language
     spans = segment_text(
         request.text,

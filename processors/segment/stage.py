@@ -60,6 +60,7 @@ class SegmentStage(FaustStage):
                 first_max_chars=self.pipeline.first_max_chars,
                 max_chars=self.pipeline.max_chars,
                 max_text_chars=self.pipeline.max_text_chars,
+                markup=self.pipeline.markup,
             )
         except (
             ContractError,

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +38,25 @@ PLEASE_WAIT_TEXT = {
 
 
 @dataclass(frozen=True)
+class Budgets:
+    """Time a span may take before it is treated as failed (field practice: a slow phoneme
+    parser once blocked whole requests for seconds)."""
+
+    g2p_s: float = 0.2
+    inference_base_s: float = 4.0
+    inference_per_char_s: float = 0.15
+
+    def inference_s(self, text: str) -> float:
+        return self.inference_base_s + self.inference_per_char_s * len(text)
+
+
+class BudgetExceeded(TimeoutError):
+    def __init__(self, what: str, budget_s: float) -> None:
+        self.what = what
+        super().__init__(f"{what} exceeded its {budget_s * 1000:.0f} ms budget")
+
+
+@dataclass(frozen=True)
 class RenderedSegment:
     samples: np.ndarray
     """float32 mono PCM in [-1, 1] at `sample_rate`."""
@@ -53,11 +74,16 @@ class SegmentRenderer:
         synthesizer: Synthesizer,
         breaker: CircuitBreaker | None = None,
         on_degraded: Callable[[Degradation], None] | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.synth = synthesizer
         self.breaker = breaker or CircuitBreaker()
+        self.budgets = budgets or Budgets()
         self._clips: dict[tuple[str, int], np.ndarray] = {}
         self._on_degraded = on_degraded
+        # Budgeted calls run here so the caller can stop waiting. A stalled call keeps its
+        # thread; the breaker stops feeding that class, so stalls cannot pile up unbounded.
+        self._guard = ThreadPoolExecutor(max_workers=4, thread_name_prefix="synth-guard")
 
     # -- start-up ---------------------------------------------------------------------------
     def prerender_please_wait(
@@ -79,29 +105,27 @@ class SegmentRenderer:
 
     # -- per segment ------------------------------------------------------------------------
     def render(self, segment: Segment) -> RenderedSegment:
+        """Audio for one segment. Never raises for a speech failure: it degrades instead."""
         ctx = segment.request
         requested = None if ctx.voice == "auto" else ctx.voice
         lang = segment.lang
         main_lang = ctx.language if ctx.language != "auto" else lang
         cls = (ctx.voice, lang)
         started = time.perf_counter()
-        reason: str | None = None
+        # By-design substitutions (no native voice) are reported but are not failures.
         if lang == "other":
             reason = "unsupported_language"
         elif lang == "yue":
-            reason = "cantonese_as_mandarin"  # no native Cantonese voice: audible, so reported
-        elif self.breaker.allow(cls):
+            reason = "cantonese_as_mandarin"
+        elif not self.breaker.allow(cls):
+            reason = "breaker_open"
+        else:
             try:
                 substituted = requested is not None and self.synth.registry.voice_for(requested, lang)[1]
                 samples, used = self._speak(segment, requested, lang)
-                self.breaker.record_success(cls)
-                if substituted:  # e.g. an English-only voice on a Chinese span of mixed text
-                    return self._degraded(
-                        segment, samples, used, "fallback_voice", "voice_lacks_language", started
-                    )
-                return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
-            except (SynthesisError, ValueError, RuntimeError) as err:
+            except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
+                self.breaker.record_degradation(cls)
                 log_event(
                     log,
                     "synthesis_failed",
@@ -110,23 +134,27 @@ class SegmentRenderer:
                     seq=segment.seq,
                     voice=ctx.voice,
                     lang=lang,
+                    reason=reason,
                     error=str(err)[:200],
                 )
-        else:
-            reason = "breaker_open"
-        # Step 2: the base voice of the main language (or of the span's own language).
-        self.breaker.record_degradation(cls)
-        for fallback_lang in _unique((main_lang, lang if lang not in ("other",) else "en", "en")):
+            else:
+                self.breaker.record_success(cls)
+                if substituted:  # e.g. an English-only voice on a Chinese span of mixed text
+                    return self._degraded(
+                        segment, samples, used, "fallback_voice", "voice_lacks_language", started
+                    )
+                return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
+        step = "breaker_open" if reason == "breaker_open" else "fallback_voice"
+        # Step 2: the base voice of the request's main language, then of the span's language.
+        speak_lang = {"yue": "zh", "other": "en"}.get(lang, lang)
+        for fallback_lang in _unique((main_lang, speak_lang)):
             try:
-                spec = self.synth.registry.base_voice(fallback_lang if fallback_lang != "yue" else "zh")
-                samples, used = self._speak(
-                    segment,
-                    spec.voice_id,
-                    lang if lang not in ("other", "yue") else ("zh" if lang == "yue" else fallback_lang),
+                base = self.synth.registry.base_voice(
+                    {"yue": "zh", "other": "en"}.get(fallback_lang, fallback_lang)
                 )
-                step = "breaker_open" if reason == "breaker_open" else "fallback_voice"
+                samples, used = self._speak(segment, base.voice_id, speak_lang)
                 return self._degraded(segment, samples, used, step, reason, started)
-            except (SynthesisError, ValueError, RuntimeError) as err:
+            except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
                     log,
                     "fallback_failed",
@@ -136,26 +164,45 @@ class SegmentRenderer:
                     lang=fallback_lang,
                     error=str(err)[:200],
                 )
-        # Step 3: the pre-rendered clip; never fails once start-up succeeded.
+        # Step 3: the clip pre-rendered at start-up: cannot fail.
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
         return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
 
     def _speak(self, segment: Segment, voice_id: str | None, lang: str) -> tuple[np.ndarray, str]:
+        """Synthesize one span within its G2P and inference budgets."""
         ctx = segment.request
-        chunks = list(
-            self.synth.synthesize_span(
-                segment.text,
-                lang,
-                voice_id,
-                ctx.speed,
-                ctx.sample_rate,
-                pause_after_ms=segment.pause_after_ms,
-            )
+        spec = self.synth.registry.voice_for(voice_id, lang)[0]
+        engine = self.synth.registry.engine(spec)
+        self._within(self.budgets.g2p_s, "g2p", engine.phonemize, segment.text, lang)
+        chunks: list = self._within(  # type: ignore[assignment]
+            self.budgets.inference_s(segment.text),
+            "inference",
+            lambda: list(
+                self.synth.synthesize_span(
+                    segment.text,
+                    lang,
+                    voice_id,
+                    ctx.speed,
+                    ctx.sample_rate,
+                    pause_after_ms=segment.pause_after_ms,
+                )
+            ),
         )
         if not chunks:
             raise SynthesisError("engine produced no audio")
         used = chunks[0].voice_id or (voice_id or "auto")
         return np.concatenate([c.samples for c in chunks]).astype(np.float32), used
+
+    def _within(self, budget_s: float, what: str, fn: Callable[..., object], *args: object) -> object:
+        future = self._guard.submit(fn, *args)
+        try:
+            return future.result(timeout=budget_s)
+        except FutureTimeout:
+            future.cancel()
+            raise BudgetExceeded(what, budget_s) from None
+
+    def close(self) -> None:
+        self._guard.shutdown(wait=False, cancel_futures=True)
 
     def _degraded(
         self,
@@ -196,6 +243,9 @@ class SegmentRenderer:
 
 def _reason(err: BaseException) -> str:
     from processors.dead_letters import failure_reason
+
+    if isinstance(err, BudgetExceeded):
+        return f"{err.what}_timeout"
 
     reason = failure_reason(err)
     return "inference_error" if reason == "processing_error" else reason

@@ -6,8 +6,9 @@ import logging
 import os
 import time
 
+from processors.synthesize.breaker import CircuitBreaker
 from processors.synthesize.registry import VoiceRegistry
-from processors.synthesize.renderer import SegmentRenderer
+from processors.synthesize.renderer import Budgets, SegmentRenderer
 from processors.synthesize.synthesizer import Synthesizer
 from streamtts.jsonlog import log_event
 from streamtts.settings import PipelineSettings
@@ -21,8 +22,13 @@ def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
     threads = pipeline.synth_threads or (os.cpu_count() or 2)
     registry = VoiceRegistry(threads=threads)
     log_event(log, "model_loading", voices=list(pipeline.warm_voices), threads=threads)
-    registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja"))
-    renderer = SegmentRenderer(Synthesizer(registry))
+    # Every phonemizer is warmed: a cold one (jieba, OpenJTalk) would blow the G2P budget.
+    registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja", "ko"))
+    renderer = SegmentRenderer(
+        Synthesizer(registry),
+        breaker=CircuitBreaker(pipeline.breaker_threshold, pipeline.breaker_open_s),
+        budgets=Budgets(g2p_s=pipeline.g2p_budget_ms / 1000, inference_base_s=pipeline.inference_budget_s),
+    )
     renderer.prerender_please_wait()
     log_event(
         log,

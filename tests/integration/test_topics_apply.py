@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -40,6 +41,8 @@ async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(
                 )
             ]
         )
+        # Config changes reach the broker's cache asynchronously: await the visible change.
+        await _await_config(admin, f"{prefix}tts.results", "retention.ms", "1000")
         resp = await admin.create_topics([NewTopic(f"{prefix}tts.extra", 4, 1)])
         assert resp.topic_errors[0][1] == 0
         spec_names = {s.name for s in specs}
@@ -48,6 +51,7 @@ async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(
             line.startswith(f"{prefix}tts.results (") and "retention.ms=604800000" in line
             for line in third.configs_altered
         )
+        await _await_config(admin, f"{prefix}tts.results", "retention.ms", "604800000")
         fourth = await apply_spec(admin, specs)
         assert fourth.configs_altered == []
         assert f"{prefix}tts.extra" not in spec_names  # topics outside the spec are left alone
@@ -70,6 +74,14 @@ async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(
         assert len(described[0]["partitions"]) == 5
     finally:
         await admin.close()
+
+
+async def _await_config(admin, topic: str, key: str, value: str, timeout_s: float = 15) -> None:  # type: ignore[no-untyped-def]
+    from infra.topics import _topic_configs
+
+    async with asyncio.timeout(timeout_s):
+        while (await _topic_configs(admin, [topic]))[topic].get(key) != value:  # noqa: ASYNC110
+            await asyncio.sleep(0.1)  # polling the broker: there is no config-change event
 
 
 def test_spec_errors_name_the_topic(tmp_path) -> None:  # type: ignore[no-untyped-def]

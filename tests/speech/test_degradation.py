@@ -1,0 +1,122 @@
+"""Graceful degradation on the real model: budgets, fallback voice, please-wait clip, breaker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from processors.synthesize.breaker import CircuitBreaker
+from processors.synthesize.renderer import Budgets, SegmentRenderer
+from processors.synthesize.synthesizer import Synthesizer
+from schemas import RequestContext, Segment, TTSRequest
+
+pytestmark = pytest.mark.model
+
+
+def _segment(text: str, lang: str, *, voice: str = "auto", language: str = "auto", seq: int = 0) -> Segment:
+    req = TTSRequest.new(text, voice=voice, language=language)
+    return Segment(
+        request_id=req.request_id,
+        seq=seq,
+        total=seq + 1,
+        last=True,
+        text=text,
+        lang=lang,  # type: ignore[arg-type]
+        request=RequestContext.of(req),
+        segmented_at=datetime.now(UTC),
+    )
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_breaker_opens_after_threshold_then_half_open_probe_closes_it() -> None:
+    clock = FakeClock()
+    b = CircuitBreaker(threshold=3, open_s=5.0, clock=clock)
+    key = ("v", "en")
+    for _ in range(2):
+        assert b.allow(key)
+        b.record_degradation(key)
+    assert b.state(key) == "closed"
+    b.record_degradation(key)
+    assert b.state(key) == "open" and not b.allow(key)
+    clock.now += 5.1
+    assert b.state(key) == "half_open"
+    assert b.allow(key) and not b.allow(key), "exactly one probe while half-open"
+    b.record_degradation(key)  # the probe failed: open again
+    assert b.state(key) == "open"
+    clock.now += 5.1
+    assert b.allow(key)
+    b.record_success(key)
+    assert b.state(key) == "closed" and b.allow(key)
+
+
+def test_g2p_stall_degrades_within_budget(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    renderer = SegmentRenderer(Synthesizer(registry), budgets=Budgets(g2p_s=0.2))
+    renderer.prerender_please_wait(langs=("ja", "en"))
+    ja = registry.g2p.get("ja")
+    release = threading.Event()
+
+    def stalled(text: str) -> str:  # field failure: a phoneme parser that hangs for seconds
+        release.wait(3.0)
+        return ja(text)
+
+    monkeypatch.setitem(registry.g2p._by_lang, "ja", stalled)
+    try:
+        started = time.perf_counter()
+        out = renderer.render(_segment("こんにちは、元気ですか。", "ja", voice="jf_alpha", language="ja"))
+        took = time.perf_counter() - started
+    finally:
+        release.set()
+    assert out.degradation is not None
+    assert out.degradation.reason == "g2p_timeout"
+    # The fallback voice needs the same stalled parser, so the pre-rendered clip is used.
+    assert out.degradation.step == "please_wait_clip"
+    assert took < 1.5, f"a stalled parser must not block the segment ({took:.2f} s)"
+    assert len(out.samples) > 0.3 * out.sample_rate and np.abs(out.samples).max() > 0.05
+
+
+def test_failing_voice_falls_back_then_breaker_skips_it_then_heals(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    clock = FakeClock()
+    renderer = SegmentRenderer(Synthesizer(registry), breaker=CircuitBreaker(3, 5.0, clock=clock))
+    kokoro = registry.engine(registry.spec("jf_nezumi"))
+    real = kokoro.synthesize
+    calls: list[str] = []
+    broken = {"on": True}
+
+    def flaky(text, lang, voice, speed=1.0):  # type: ignore[no-untyped-def]
+        calls.append(voice.voice_id)
+        if broken["on"] and voice.voice_id == "jf_nezumi":
+            raise RuntimeError("injected: this voice's inference fails")
+        return real(text, lang, voice, speed)
+
+    monkeypatch.setattr(kokoro, "synthesize", flaky)
+    seg = lambda: _segment("Hello there.", "en", voice="jf_nezumi", language="en")  # noqa: E731
+    outs = [renderer.render(seg()) for _ in range(3)]
+    assert [o.degradation.step for o in outs] == ["fallback_voice"] * 3  # type: ignore[union-attr]
+    assert {o.degradation.reason for o in outs} == {"inference_error"}  # type: ignore[union-attr]
+    assert {o.voice_used for o in outs} == {"en_joe"}, "the base voice of English"
+    calls.clear()
+    skipped = renderer.render(seg())
+    assert skipped.degradation is not None and skipped.degradation.step == "breaker_open"
+    assert "jf_nezumi" not in calls, "an open breaker does not even try the failing voice"
+    broken["on"] = False  # healed
+    clock.now += 5.1  # half-open: the next request probes the voice
+    healed = renderer.render(seg())
+    assert healed.degradation is None and healed.voice_used == "jf_nezumi"
+    assert renderer.breaker.state(("jf_nezumi", "en")) == "closed"
+
+
+def test_cantonese_and_unknown_scripts_are_reported_not_silent(speech_renderer) -> None:  # type: ignore[no-untyped-def]
+    yue = speech_renderer.render(_segment("我哋今日去邊度食飯", "yue", language="yue"))
+    assert yue.degradation is not None and yue.degradation.reason == "cantonese_as_mandarin"
+    assert np.sqrt(np.mean(yue.samples**2)) > 0.01
