@@ -22,7 +22,7 @@ from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
 from processors.app import group_id
-from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason
+from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason, worker_id
 from processors.encode.encoders import encode_file
 from schemas import CompletionResult, ContractError, PcmChunk, StorageRef
 from sinks.assembler import AssembledRequest, RequestAssembler
@@ -63,7 +63,14 @@ class CompletionSink:
             session_timeout_ms=int(pipeline.session_timeout_s * 1000),
             heartbeat_interval_ms=1000,
         )
-        self.producer = make_producer(kafka)
+        # exactly_once: results, dead letters and the consumed offsets commit atomically in one
+        # Kafka transaction per poll batch; at_least_once: idempotent sends, then commit.
+        self.eos = pipeline.processing_guarantee == "exactly_once"
+        self._group = group_id(kafka, "sink")
+        self.producer = make_producer(
+            kafka, transactional_id=f"{self._group}-{worker_id()}" if self.eos else None
+        )
+        self._in_tx = False
         self.store = ObjectStore(s3)
         self.assembler = RequestAssembler()
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sink")
@@ -94,13 +101,26 @@ class CompletionSink:
     async def _run(self) -> None:
         while not self._stopping.is_set():
             batch = await self.consumer.getmany(timeout_ms=300, max_records=200)
-            for tp, records in batch.items():
-                for record in records:
-                    if self._stopping.is_set():
-                        break  # unprocessed records stay uncommitted: the next owner reads them
-                    await self._handle((tp.topic, tp.partition), record)
-            await self._expire_stale()
-            await self._commit()
+            try:
+                for tp, records in batch.items():
+                    for record in records:
+                        if self._stopping.is_set():
+                            break  # unprocessed records stay uncommitted: the next owner reads them
+                        await self._handle((tp.topic, tp.partition), record)
+                await self._expire_stale()
+                await self._commit()
+            except BaseException:
+                if self._in_tx:  # nothing of this batch becomes visible; a restart redoes it
+                    self._in_tx = False
+                    await self.producer.abort_transaction()
+                raise
+
+    async def _send(self, topic: str, key: bytes | None, value: bytes, headers: list | None = None) -> None:
+        """Send and wait for the ack; in exactly_once mode, inside this batch's transaction."""
+        if self.eos and not self._in_tx:
+            await self.producer.begin_transaction()
+            self._in_tx = True
+        await self.producer.send_and_wait(topic, key=key, value=value, headers=headers)
 
     async def _handle(self, tp: tuple[str, int], record: object) -> None:
         raw: bytes = record.value  # type: ignore[attr-defined]
@@ -220,9 +240,7 @@ class CompletionSink:
             created_at=ctx.created_at,
             completed_at=datetime.now(UTC),
         )
-        await self.producer.send_and_wait(
-            self.topics.results, key=ctx.request_id.encode(), value=result.to_bytes()
-        )
+        await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
 
     async def _expire_stale(self) -> None:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
@@ -240,7 +258,7 @@ class CompletionSink:
                 created_at=ctx.created_at,
                 completed_at=datetime.now(UTC),
             )
-            await self.producer.send_and_wait(self.topics.results, key=rid.encode(), value=result.to_bytes())
+            await self._send(self.topics.results, rid.encode(), result.to_bytes())
             log_event(
                 log,
                 "request_incomplete",
@@ -268,9 +286,7 @@ class CompletionSink:
             tenant=tenant,
             attempts=attempts,
         )
-        await self.producer.send_and_wait(
-            self.topics.dlq(self.name), key=source.key, value=value, headers=headers
-        )
+        await self._send(self.topics.dlq(self.name), source.key, value, headers)
         log_event(
             log,
             "dead_lettered",
@@ -290,6 +306,18 @@ class CompletionSink:
             for tp, off in self.assembler.committable().items()
             if (only is None or tp in only) and off > self._committed.get(tp, -1)
         }
+        if self.eos:
+            if not offsets and not self._in_tx:
+                return
+            if not self._in_tx:
+                await self.producer.begin_transaction()
+            if offsets:  # the consumed offsets commit atomically with this batch's outputs
+                await self.producer.send_offsets_to_transaction(offsets, self._group)
+            self._in_tx = False
+            await self.producer.commit_transaction()
+            for tp, off in offsets.items():
+                self._committed[(tp.topic, tp.partition)] = off
+            return
         if not offsets:
             return
         try:

@@ -259,3 +259,33 @@ async def test_poison_batch_twenty_percent(
     assert {k: d.reason for k, d in letters.items()} == {k.decode(): reason for k, _, reason in poison}
     for key, value, _ in poison:
         assert letters[key.decode()].payload == value, "the DLQ keeps the original bytes"
+
+
+async def test_exactly_once_mode_end_to_end(
+    kafka_settings: KafkaSettings, services: Services, speech_renderer, pipeline_settings: PipelineSettings
+) -> None:
+    """faust stages in transactions + the sink's result/offset transactions on the real broker."""
+    pipe = replace(pipeline_settings, processing_guarantee="exactly_once")
+    worker = Worker(["segment", "synthesize", "encode", "sink"], Settings(kafka=kafka_settings, s3=services.s3),
+                    pipe, renderer=speech_renderer)
+    await worker.start()
+    try:
+        requests = _requests(5, "eos")
+        results = await _run_requests(kafka_settings, requests, timeout_s=180)
+    finally:
+        await worker.stop()
+    assert set(results) == {r.request_id for r in requests}
+    assert all(r.status == "completed" for r in results.values())
+    # Exactly one result record per request on the topic (read_committed).
+    consumer = make_consumer(kafka_settings, TopicNames(kafka_settings.topic_prefix).results, group_id=None)
+    await consumer.start()
+    keys: list[str] = []
+    try:
+        async with asyncio.timeout(20):
+            while len(keys) < 5:
+                for records in (await consumer.getmany(timeout_ms=300)).values():
+                    keys += [r.key.decode() for r in records]
+        extra = await consumer.getmany(timeout_ms=1000)
+    finally:
+        await consumer.stop()
+    assert sorted(keys) == sorted(results) and not any(extra.values())
