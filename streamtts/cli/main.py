@@ -23,6 +23,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "run_cmd",
     "listen_cmd",
     "demo_cmd",
+    "bench_cmd",
 )
 
 
