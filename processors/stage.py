@@ -9,15 +9,21 @@ import faust
 
 from processors.app import make_app
 from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason
+from producers.replay.headers import REPLAY_STAGE, header, header_pairs
 from streamtts.jsonlog import log_event
 from streamtts.settings import KafkaSettings, PipelineSettings
 from streamtts.topics import TopicNames
 
 
+def aimed_elsewhere(event: Any, stage: str) -> bool:
+    """A replayed record addressed to another stage that reads the same topic."""
+    target = header(event.message.headers, REPLAY_STAGE)
+    return target is not None and target != stage.encode()
+
+
 def source_of(event: Any) -> SourceRecord:
     msg = event.message
-    headers = tuple((k, bytes(v)) for k, v in (msg.headers or []))
-    return SourceRecord(msg.topic, msg.partition, msg.offset, msg.key, msg.value, headers)
+    return SourceRecord(msg.topic, msg.partition, msg.offset, msg.key, msg.value, header_pairs(msg.headers))
 
 
 class FaustStage:
@@ -34,6 +40,16 @@ class FaustStage:
         self.app: faust.App = make_app(self.name, kafka, pipeline)
         self.dlq = self.app.topic(self.topics.dlq(self.name), value_type=bytes, key_type=bytes)
         self.log = logging.getLogger(f"streamtts.{self.name}")
+
+    async def _agent(self, stream: Any) -> None:
+        """The faust agent: one record at a time, in partition order."""
+        async for event in stream.events():
+            if aimed_elsewhere(event, self.name):
+                continue  # a replay for the other consumer of this topic
+            await self.handle(event)
+
+    async def handle(self, event: Any) -> None:
+        raise NotImplementedError
 
     def topic(self, name: str) -> faust.TopicT:
         return self.app.topic(name, value_type=bytes, key_type=bytes)

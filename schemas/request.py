@@ -38,6 +38,8 @@ class Delivery(BaseModel):
     """Write the assembled file to object storage and publish a completion result."""
     presign: bool = False
     """Put a presigned GET URL in the completion result."""
+    namespace: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
+    """Object-key prefix for the stored file (replays into a separate output namespace)."""
 
     @model_validator(mode="after")
     def _has_destination(self) -> Self:

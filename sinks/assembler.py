@@ -24,8 +24,8 @@ class _Pending:
     parts: dict[tuple[int, int], PcmChunk] = field(default_factory=dict)
     last_part_of: dict[int, int] = field(default_factory=dict)
     first_offset: dict[TopicPart, int] = field(default_factory=dict)
-    records: list[tuple[TopicPart, int, bytes]] = field(default_factory=list)
-    """(partition, offset, raw value) of every record, for dead-lettering them as they came."""
+    records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]] = field(default_factory=list)
+    """(partition, offset, raw value, headers) of every record, to dead-letter them as they came."""
     bytes: int = 0
     updated_at: float = 0.0
 
@@ -51,7 +51,7 @@ class AssembledRequest:
     """All s16le samples in order."""
     chunks: int
     degraded: list[Degradation]
-    records: list[tuple[TopicPart, int, bytes]]
+    records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]]
 
 
 class RequestAssembler:
@@ -67,7 +67,14 @@ class RequestAssembler:
     def pending_ids(self) -> list[str]:
         return list(self._pending)
 
-    def add(self, tp: TopicPart, offset: int, raw: bytes, chunk: PcmChunk) -> AssembledRequest | None:
+    def add(
+        self,
+        tp: TopicPart,
+        offset: int,
+        raw: bytes,
+        chunk: PcmChunk,
+        headers: tuple[tuple[str, bytes], ...] = (),
+    ) -> AssembledRequest | None:
         """Record one chunk; returns the assembled request when it just became complete."""
         self._next_offset[tp] = max(self._next_offset.get(tp, 0), offset + 1)
         p = self._pending.get(chunk.request_id)
@@ -79,7 +86,7 @@ class RequestAssembler:
         if key in p.parts:
             return None  # a redelivered duplicate: the first copy wins
         p.parts[key] = chunk
-        p.records.append((tp, offset, raw))
+        p.records.append((tp, offset, raw, headers))
         p.bytes += len(chunk.pcm)
         if chunk.last_part:
             p.last_part_of[chunk.seq] = chunk.part

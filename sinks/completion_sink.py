@@ -24,6 +24,7 @@ from aiokafka.errors import KafkaError
 from processors.app import group_id
 from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason, worker_id
 from processors.encode.encoders import encode_file
+from producers.replay.headers import REPLAY_STAGE, header, header_pairs
 from schemas import CompletionResult, ContractError, PcmChunk, StorageRef
 from sinks.assembler import AssembledRequest, RequestAssembler
 from sinks.object_store import ObjectStore
@@ -132,7 +133,12 @@ class CompletionSink:
             await self._dead_letter(source, err)
             self.assembler.skip(tp, offset)
             return
-        assembled = self.assembler.add(tp, offset, raw, chunk)
+        headers = header_pairs(record.headers)  # type: ignore[attr-defined]
+        stage = header(headers, REPLAY_STAGE)
+        if stage is not None and stage != self.name.encode():
+            self.assembler.skip(tp, offset)  # a replay aimed at another consumer of tts.pcm
+            return
+        assembled = self.assembler.add(tp, offset, raw, chunk, headers)
         if assembled is not None:
             await self._finish(assembled)
 
@@ -148,13 +154,12 @@ class CompletionSink:
             except StorageUnavailable as err:
                 # Transient fault out of retries: dead-letter the request's records for replay
                 # (`streamtts replay dlq`) and tell waiting clients it failed for now.
-                for tp, offset, raw in req.records:
+                for tp, offset, raw, headers in req.records:
                     await self._dead_letter(
-                        SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw),
+                        SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw, headers),
                         err,
                         request_id=ctx.request_id,
                         tenant=ctx.tenant,
-                        attempts=self.pipeline.storage_retries,
                     )
                 await self._publish(req, duration_ms, None, error=str(err))
                 self.assembler.finish(ctx.request_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from datetime import timedelta
 
+import urllib3
 from minio import Minio
 
 from processors.encode.encoders import CONTENT_TYPES, EXTENSIONS
@@ -18,7 +19,9 @@ from streamtts.settings import S3Settings
 
 
 def object_key(ctx: RequestContext, namespace: str = "") -> str:
+    """tenant/yyyy/mm/dd/request_id.ext, under the request's (or the sink's) namespace."""
     day = ctx.created_at.strftime("%Y/%m/%d")
+    namespace = ctx.delivery.namespace or namespace
     prefix = f"{namespace.strip('/')}/" if namespace else ""
     return f"{prefix}{ctx.tenant}/{day}/{ctx.request_id}{EXTENSIONS[ctx.format]}"
 
@@ -33,12 +36,20 @@ class ObjectStore:
     def __init__(self, s3: S3Settings) -> None:
         self.settings = s3
         self.bucket = s3.bucket
+        # One retry layer only: the sink's own capped backoff (logged, counted). The SDK's
+        # default urllib3 retries would stack seconds of hidden waiting under each attempt.
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=3.0, read=30.0),
+            retries=urllib3.Retry(total=1, backoff_factor=0.1, status_forcelist=(500, 502, 503, 504)),
+            maxsize=8,
+        )
         self.client = Minio(
             s3.endpoint,
             access_key=s3.access_key,
             secret_key=s3.secret_key,
             secure=s3.secure,
             region=s3.region,
+            http_client=http,
         )
         self._bucket_ready = False
 

@@ -34,6 +34,10 @@ class TopicNames:
     def results(self) -> str:
         return self._n("tts.results")
 
+    @property
+    def replay_ledger(self) -> str:
+        return self._n("tts.replay.ledger")
+
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
@@ -100,3 +101,38 @@ async def running_pipeline(kafka_settings, services, speech_renderer, pipeline_s
         yield worker
     finally:
         await worker.stop()
+
+
+def _free_port_pair() -> int:
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 65000:
+            with socket.socket() as s2:
+                if s2.connect_ex(("127.0.0.1", port + 1)) != 0:
+                    return port
+
+
+@pytest.fixture
+def own_stack(tmp_path):  # type: ignore[no-untyped-def]
+    """A private Kafka + MinIO (not started): for tests that stop and restart them."""
+    from infra.local.kafka_server import KafkaNode
+    from infra.local.minio_server import MinioNode
+    from infra.local.paths import LocalPaths
+    from infra.local.stack import LocalStack
+    from tests.services import TEST_S3_SECRET, TEST_S3_USER
+
+    paths = LocalPaths(cache_dir=LocalPaths.from_env().cache_dir, state_dir=tmp_path / "stack")
+    paths.ensure()
+    kport, mport = _free_port_pair(), _free_port_pair()
+    return LocalStack(
+        kafka=KafkaNode(paths=paths, port=kport, controller_port=kport + 1),
+        minio=MinioNode(
+            paths=paths,
+            access_key=TEST_S3_USER,
+            secret_key=TEST_S3_SECRET,
+            port=mport,
+            console_port=mport + 1,
+        ),
+    )

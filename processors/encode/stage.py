@@ -67,10 +67,6 @@ class EncodeStage(FaustStage):
             topic = self._topics_cache[name] = self.topic(name)
         return topic
 
-    async def _agent(self, stream: Any) -> None:
-        async for event in stream.events():
-            await self.handle(event)
-
     async def handle(self, event: Any) -> None:
         started = time.perf_counter()
         try:

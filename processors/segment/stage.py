@@ -42,10 +42,6 @@ class SegmentStage(FaustStage):
             self._agent
         )
 
-    async def _agent(self, stream: Any) -> None:
-        async for event in stream.events():
-            await self.handle(event)
-
     async def handle(self, event: Any) -> None:
         started = time.perf_counter()
         request: TTSRequest | None = None

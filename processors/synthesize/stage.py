@@ -40,10 +40,6 @@ class SynthesizeStage(FaustStage):
         self.last_output_at: float | None = None
         """Monotonic time of the last PCM chunk sent (tests assert streaming with it)."""
 
-    async def _agent(self, stream: Any) -> None:
-        async for event in stream.events():
-            await self.handle(event)
-
     async def handle(self, event: Any) -> None:
         try:
             segment = Segment.from_bytes(event.message.value)

@@ -1,10 +1,145 @@
-"""`streamtts bench` (being written)."""
+"""`streamtts bench`: load-test the pipeline against the in-process baseline (see bench/run.py).
+
+Module-level imports stay light: the model and Kafka stacks are imported inside `run`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from streamtts.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DOCS_PERF = ROOT / "docs" / "perf"
+WORKLOAD_CHOICES = ("customer_service", "long_form", "burst")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="benchmarks (in progress)")
-    p.set_defaults(func=lambda args: 0)
+    p = sub.add_parser(
+        "bench",
+        help="benchmark the pipeline (TTFA, throughput, capacity) against direct synthesis",
+        description=(
+            "Start pipeline workers as processes, drive them with open- or closed-loop load, and "
+            "compare with the same texts synthesized in-process. Needs Kafka + MinIO "
+            "(`streamtts infra up`). Writes result.json, report.md and PNG plots."
+        ),
+    )
+    p.add_argument("--quick", action="store_true", help="small samples, core sections only (< 5 min)")
+    p.add_argument(
+        "--voice",
+        action="append",
+        default=None,
+        help="voice to bench; repeat for several (default: en_joe and jm_kumo; the first is primary)",
+    )
+    p.add_argument(
+        "--workload",
+        choices=WORKLOAD_CHOICES,
+        default=None,
+        help="with --rate/--concurrency: run one custom load of this workload instead of the suite",
+    )
+    p.add_argument("--rate", type=float, default=None, help="custom open-loop load: Poisson requests/s")
+    p.add_argument("--concurrency", type=int, default=None, help="custom closed-loop load: clients in flight")
+    p.add_argument(
+        "--duration", type=float, default=None, help="custom load: seconds of sending (default 30)"
+    )
+    p.add_argument(
+        "--threads", type=int, default=2, help="inference threads, pipeline and baseline (default 2)"
+    )
+    p.add_argument(
+        "--guarantees",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="exactly-once vs at-least-once side by side (default: on in a full run, off with --quick)",
+    )
+    p.add_argument(
+        "--scale-out",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="1 synthesize worker × 2 threads vs 2 × 1 (default: on in a full run, off with --quick)",
+    )
+    p.add_argument(
+        "--max-minutes", type=float, default=None, help="time budget (default 4.5 quick, ~17 full)"
+    )
+    p.add_argument("--seed", type=int, default=7, help="RNG seed of text mixes and arrivals (default 7)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="results folder (default results/bench/<timestamp>)"
+    )
+    p.add_argument("--publish", action="store_true", help=f"also copy report.md + PNGs to {DOCS_PERF}")
+    p.set_defaults(func=run)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.rate is not None and args.rate <= 0:
+        raise ConfigError(f"--rate must be > 0, got {args.rate:g}")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.rate is not None and args.concurrency is not None:
+        raise ConfigError("give --rate (open loop) or --concurrency (closed loop), not both")
+    if args.duration is not None and args.duration <= 0:
+        raise ConfigError(f"--duration must be > 0, got {args.duration:g}")
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    if args.max_minutes is not None and args.max_minutes <= 0:
+        raise ConfigError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise ConfigError(f"--out {args.out} exists and is not a directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    voices = tuple(dict.fromkeys(args.voice or ("en_joe", "jm_kumo")))
+
+    from processors.synthesize.exceptions import UnknownVoiceError
+    from processors.synthesize.registry import VoiceRegistry
+
+    registry = VoiceRegistry(threads=1)  # resolves ids only; loads no model
+    for voice in voices:
+        try:
+            registry.spec(voice)
+        except UnknownVoiceError as err:
+            raise ConfigError(str(err)) from None
+
+    from bench.plots import plot_all
+    from bench.report import markdown, write_json
+    from bench.run import CustomLoad, Plan, run_bench
+
+    custom = None
+    if args.rate is not None or args.concurrency is not None or args.workload or args.duration:
+        custom = CustomLoad(
+            workload=args.workload or "customer_service",
+            rate=args.rate,
+            concurrency=args.concurrency or 4,
+            duration_s=args.duration or (15 if args.quick else 30),
+        )
+    plan = Plan.make(
+        quick=args.quick,
+        voices=voices,
+        guarantees=args.guarantees,
+        scale_out=args.scale_out,
+        budget_s=args.max_minutes * 60 if args.max_minutes else None,
+        seed=args.seed,
+        custom=custom,
+        threads=args.threads,
+    )
+    out = args.out or ROOT / "results" / "bench" / time.strftime("%Y%m%d-%H%M%S")
+    result = run_bench(plan, out)
+
+    images = plot_all(result, out)
+    write_json(result, out / "result.json")
+    report = markdown(result, images)
+    (out / "report.md").write_text(report)
+    if args.publish:
+        DOCS_PERF.mkdir(parents=True, exist_ok=True)
+        for name in ("report.md", "result.json", *images):
+            shutil.copy2(out / name, DOCS_PERF / name)
+    print(report)
+    print(
+        f"[bench] done in {result.wall_s / 60:.1f} min → {out}"
+        + (f" (copied to {DOCS_PERF})" if args.publish else ""),
+        file=sys.stderr,
+    )
+    return 0

@@ -22,6 +22,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "synth_cmd",
     "run_cmd",
     "listen_cmd",
+    "replay_cmd",
     "demo_cmd",
     "bench_cmd",
 )

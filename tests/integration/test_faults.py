@@ -7,17 +7,12 @@ ports and data), so stopping them cannot disturb other tests.
 from __future__ import annotations
 
 import asyncio
-import socket
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from minio import Minio
 
-from infra.local.kafka_server import KafkaNode
-from infra.local.minio_server import MinioNode
-from infra.local.paths import LocalPaths
 from infra.local.stack import LocalStack
 from infra.topics import apply_spec, load_spec
 from producers.request_producer import RequestProducer
@@ -30,35 +25,6 @@ from streamtts.worker import Worker
 from tests.services import TEST_S3_SECRET, TEST_S3_USER, Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
-
-
-def _free_port_pair() -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 65000:
-            with socket.socket() as s2:
-                if s2.connect_ex(("127.0.0.1", port + 1)) != 0:
-                    return port
-
-
-@pytest.fixture
-def own_stack(tmp_path: Path) -> LocalStack:
-    """A private Kafka + MinIO (not started): for tests that stop and restart them."""
-    paths = LocalPaths(cache_dir=LocalPaths.from_env().cache_dir, state_dir=tmp_path / "stack")
-    paths.ensure()
-    kport, mport = _free_port_pair(), _free_port_pair()
-    return LocalStack(
-        kafka=KafkaNode(paths=paths, port=kport, controller_port=kport + 1),
-        minio=MinioNode(
-            paths=paths,
-            access_key=TEST_S3_USER,
-            secret_key=TEST_S3_SECRET,
-            port=mport,
-            console_port=mport + 1,
-        ),
-    )
 
 
 async def _topics(kafka: KafkaSettings) -> None:
@@ -266,8 +232,12 @@ async def test_exactly_once_mode_end_to_end(
 ) -> None:
     """faust stages in transactions + the sink's result/offset transactions on the real broker."""
     pipe = replace(pipeline_settings, processing_guarantee="exactly_once")
-    worker = Worker(["segment", "synthesize", "encode", "sink"], Settings(kafka=kafka_settings, s3=services.s3),
-                    pipe, renderer=speech_renderer)
+    worker = Worker(
+        ["segment", "synthesize", "encode", "sink"],
+        Settings(kafka=kafka_settings, s3=services.s3),
+        pipe,
+        renderer=speech_renderer,
+    )
     await worker.start()
     try:
         requests = _requests(5, "eos")

@@ -1,0 +1,676 @@
+"""`streamtts bench`: the whole benchmark in one bounded run.
+
+Order matters on a 2-core machine: the in-process baseline runs first, while no worker
+exists, so it gets the cores to itself; then worker processes are started per scenario on a
+fresh topic prefix (scenarios never see each other's records) and stopped afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gc
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.capacity import Capacity, Step, round_rate, search
+from bench.loadgen import (
+    PipelineClient,
+    RequestShape,
+    burst_schedule,
+    closed_loop,
+    open_loop,
+    poisson_schedule,
+    progress_line,
+)
+from bench.stats import RequestRecord, Summary, summarize
+from bench.worker_procs import ProcUsage, Topology, UsageWindow, WorkerSet
+from bench.workloads import WorkItem, draw_mix, load_burst_profile, load_texts, speakable
+from streamtts.errors import ConfigError, StreamTTSError
+from streamtts.settings import KafkaSettings, Settings
+
+SUSTAIN_RATE = 1.2
+"""100 000 requests/day ≈ 1.16 req/s."""
+
+
+@dataclass(frozen=True)
+class CustomLoad:
+    """One user-chosen load instead of the suite (`--rate` / `--concurrency` / `--workload`)."""
+
+    workload: str
+    rate: float | None
+    concurrency: int
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    quick: bool
+    voices: tuple[str, ...]
+    """First = primary voice (sustained load, burst, long-form, guarantees)."""
+    threads: int
+    concurrency: int
+    fast_n: int
+    """Texts per overhead run for a fast engine (Piper); a Kokoro voice gets `slow_n`."""
+    slow_n: int
+    sustain_s: float
+    burst_scale: float
+    long_form_n: int
+    fast_step_s: float
+    slow_step_s: float
+    max_steps: int
+    drain_s: float
+    guarantees: bool
+    scale_out: bool
+    budget_s: float
+    seed: int
+    custom: CustomLoad | None = None
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        quick: bool,
+        voices: Sequence[str],
+        guarantees: bool | None,
+        scale_out: bool | None,
+        budget_s: float | None,
+        seed: int,
+        custom: CustomLoad | None,
+        threads: int = 2,
+        concurrency: int = 4,
+    ) -> Plan:
+        # Quick: every core section with small samples (< 5 min); full: the README numbers.
+        return cls(
+            quick=quick,
+            voices=tuple(voices),
+            threads=threads,
+            concurrency=concurrency,
+            fast_n=24 if quick else 40,
+            slow_n=6 if quick else 14,
+            sustain_s=20 if quick else 90,
+            burst_scale=0.5 if quick else 1.0,
+            long_form_n=0 if quick else 3,
+            fast_step_s=12 if quick else 25,
+            slow_step_s=15 if quick else 35,
+            max_steps=3 if quick else 6,
+            drain_s=20 if quick else 40,
+            guarantees=(not quick) if guarantees is None else guarantees,
+            scale_out=(not quick) if scale_out is None else scale_out,
+            budget_s=budget_s or (270 if quick else 1000),
+            seed=seed,
+            custom=custom,
+        )
+
+
+@dataclass
+class LoadRun:
+    name: str
+    section: str
+    voice: str
+    workload: str
+    mode: str
+    topology: str
+    summary: Summary
+    offered_rps: float | None = None
+    usage: dict[str, ProcUsage] = field(default_factory=dict)
+    dlq: dict[str, int] = field(default_factory=dict)
+    records: list[RequestRecord] = field(default_factory=list)
+
+    @property
+    def dlq_total(self) -> int:
+        return sum(self.dlq.values())
+
+
+@dataclass
+class BenchResult:
+    plan: Plan
+    started_at: str
+    machine: dict[str, Any]
+    runs: list[LoadRun] = field(default_factory=list)
+    capacity: list[Capacity] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    worker_start_s: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def run(self, section: str, voice: str | None = None, name: str | None = None) -> LoadRun | None:
+        for r in self.runs:
+            if (
+                r.section == section
+                and (voice is None or r.voice == voice)
+                and (name is None or r.name == name)
+            ):
+                return r
+        return None
+
+
+def say(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _snapshot(records: Sequence[RequestRecord]) -> list[RequestRecord]:
+    # Late results keep updating the live records; a run is judged as it stood at its deadline.
+    return [dataclasses.replace(r) for r in records]
+
+
+def _fmt_ms(s: float) -> str:
+    return "-" if math.isnan(s) else f"{s * 1000:.0f} ms"
+
+
+class Bench:
+    def __init__(self, plan: Plan, out_dir: Path) -> None:
+        self.plan = plan
+        self.out = out_dir
+        self.settings = Settings.from_env()
+        self.rng = random.Random(plan.seed)
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + plan.budget_s
+        self.stamp = time.strftime("%Y%m%d%H%M%S")
+        self.result = BenchResult(plan, time.strftime("%Y-%m-%dT%H:%M:%S%z"), _machine())
+        self.pools: dict[str, list[WorkItem]] = {}
+        self.overhead_items: dict[str, list[WorkItem]] = {}
+        self.voice_fast: dict[str, bool] = {}
+        self.infra_pids = _infra_pids(self.settings)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def left_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def fits(self, what: str, cost_s: float) -> bool:
+        if self.left_s() >= cost_s:
+            return True
+        self.result.skipped.append(f"{what} (needs ~{cost_s:.0f} s, {max(self.left_s(), 0):.0f} s left)")
+        say(f"skipping {what}: time budget")
+        return False
+
+    def kafka_for(self, prefix: str) -> KafkaSettings:
+        return dataclasses.replace(self.settings.kafka, topic_prefix=prefix)
+
+    def n_for(self, voice: str) -> int:
+        return self.plan.fast_n if self.voice_fast[voice] else self.plan.slow_n
+
+    # -- sections ------------------------------------------------------------------------
+
+    async def run(self) -> BenchResult:
+        self._prepare_workloads_and_direct()
+        if self.plan.custom:
+            await self._custom()
+        else:
+            await self._main_pipeline()
+            if self.plan.guarantees:
+                await self._guarantees()
+            if self.plan.scale_out:
+                await self._scale_out()
+        self.result.wall_s = time.monotonic() - self.t0
+        return self.result
+
+    def _prepare_workloads_and_direct(self) -> None:
+        """Pick each voice's texts, then time them in-process (no workers exist yet)."""
+        from bench.direct import DirectSynth
+
+        plan = self.plan
+        say(f"baseline: loading {', '.join(plan.voices)} in-process ({plan.threads} threads)")
+        direct = DirectSynth(plan.threads, plan.voices)
+        workload = plan.custom.workload if plan.custom else "customer_service"
+        for voice in plan.voices:
+            spec = direct.registry.spec(voice)
+            self.voice_fast[voice] = spec.engine.startswith("piper")
+            pool = speakable(load_texts(workload), spec.languages)
+            if not pool:
+                raise ConfigError(f"voice {voice} speaks none of the {workload} texts")
+            self.pools[voice] = pool
+            self.overhead_items[voice] = draw_mix(pool, self.n_for(voice), self.rng)
+        for voice in plan.voices:
+            label = progress_line(f"direct {voice}")
+            usage = UsageWindow({"bench": os.getpid()}).start()
+            recs = direct.run(self.overhead_items[voice], voice, deadline=self.deadline - 60, say=label)
+            run = LoadRun(
+                "direct",
+                "direct",
+                voice,
+                workload,
+                "in-process, sequential",
+                "in-process",
+                summarize(recs),
+                usage=usage.stop(),
+                records=recs,
+            )
+            self.result.runs.append(run)
+            s = run.summary
+            label(f"{s.throughput_rps:.2f} req/s, first chunk p50 {_fmt_ms(s.ttfa.p50)}, n={s.completed}")
+        primary = plan.voices[0]
+        if plan.long_form_n and not plan.custom:
+            paragraphs = speakable(load_texts("long_form"), direct.registry.spec(primary).languages)
+            self.overhead_items["long_form"] = paragraphs[: plan.long_form_n]
+            if self.overhead_items["long_form"]:
+                recs = direct.run(self.overhead_items["long_form"], primary, deadline=self.deadline - 60)
+                self.result.runs.append(
+                    LoadRun(
+                        "direct long-form",
+                        "direct",
+                        primary,
+                        "long_form",
+                        "in-process, sequential",
+                        "in-process",
+                        summarize(recs),
+                        records=recs,
+                    )
+                )
+        del direct
+        gc.collect()  # free the baseline's sessions before workers load theirs
+
+    async def _with_workers(self, label: str, topology: Topology) -> tuple[WorkerSet, PipelineClient, str]:
+        prefix = f"bench{self.stamp}-{label}-"
+        await _apply_topics(self.settings, prefix)
+        env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix}
+        logs = self.out / "logs" / label
+        logs.mkdir(parents=True, exist_ok=True)
+        workers = WorkerSet(topology, env, logs)
+        say(f"{label}: starting workers {topology.label} (prefix {prefix})")
+        took = await asyncio.to_thread(workers.start)
+        self.result.worker_start_s[label] = round(took, 1)
+        client = PipelineClient(self.kafka_for(prefix))
+        try:
+            await client.start()
+            # Warm-up through the whole path: group joins, first encodes, first uploads.
+            warm = [WorkItem("Warming up.", "en", "short")] * 6
+            shapes = [
+                RequestShape(topology.warm_voices[i % len(topology.warm_voices)]) for i in range(len(warm))
+            ]
+            recs = [await client.send(item, shape) for item, shape in zip(warm, shapes, strict=True)]
+            missing = await client.wait_all(recs, 90)
+            if missing:
+                raise StreamTTSError(f"{label}: {missing} warm-up request(s) did not complete in 90 s")
+        except BaseException:
+            await client.stop()
+            await asyncio.to_thread(workers.stop)
+            raise
+        say(f"{label}: workers ready in {took:.1f} s, warm-up done")
+        return workers, client, prefix
+
+    async def _close(self, workers: WorkerSet, client: PipelineClient, prefix: str) -> None:
+        await client.stop()
+        await asyncio.to_thread(workers.stop)
+        await _drop_topics(self.settings, prefix)
+
+    def _pids(self, workers: WorkerSet) -> dict[str, int]:
+        return {**workers.pids, **self.infra_pids, "bench": os.getpid()}
+
+    async def _measure(
+        self,
+        workers: WorkerSet,
+        client: PipelineClient,
+        *,
+        name: str,
+        section: str,
+        voice: str,
+        workload: str,
+        items: Sequence[WorkItem],
+        concurrency: int | None = None,
+        schedule: Sequence[float] | None = None,
+        offered: float | None = None,
+        duration_s: float = 120.0,
+    ) -> LoadRun:
+        shape = RequestShape(voice)
+        label = progress_line(f"{name} {voice}")
+        dlq_before = await client.dlq_counts()
+        usage = UsageWindow(self._pids(workers)).start()
+        if schedule is not None:
+            mode = (
+                f"open, Poisson {offered:g} req/s"
+                if section != "burst"
+                else f"open, burst (base {offered:g})"
+            )
+            recs = await open_loop(client, items, schedule, shape, drain_s=self.plan.drain_s, say=label)
+        else:
+            assert concurrency is not None
+            mode = f"closed, {concurrency} client{'s' * (concurrency > 1)}"
+            recs = await closed_loop(
+                client,
+                items,
+                concurrency,
+                shape,
+                duration_s=duration_s,
+                request_timeout_s=self.plan.drain_s + 30,
+                say=label,
+            )
+        used = usage.stop()
+        recs = _snapshot(recs)
+        dlq_after = await client.dlq_counts()
+        run = LoadRun(
+            name,
+            section,
+            voice,
+            workload,
+            mode,
+            workers.topology.label,
+            summarize(recs),
+            offered_rps=offered,
+            usage=used,
+            records=recs,
+            dlq={k: dlq_after[k] - dlq_before.get(k, 0) for k in dlq_after},
+        )
+        s = run.summary
+        label(
+            f"{s.completed}/{s.sent} done, {s.throughput_rps:.2f} req/s, TTFA p50 {_fmt_ms(s.ttfa.p50)} "
+            f"p99 {_fmt_ms(s.ttfa.p99)}, {s.lost} lost, {s.degraded} degraded, {run.dlq_total} DLQ"
+        )
+        self.result.runs.append(run)
+        return run
+
+    async def _overhead(self, workers: WorkerSet, client: PipelineClient, voice: str, section: str) -> None:
+        """Same texts as the baseline: one at a time (added TTFA), then N in flight (throughput)."""
+        items = self.overhead_items[voice]
+        slow = not self.voice_fast[voice]
+        direct = self.result.run("direct", voice)
+        per_item = direct.summary.completion.mean if direct and direct.summary.completed else 1.0
+        cost = len(items) * per_item * 2.5 + 10
+        if not self.fits(f"{section} {voice}", cost):
+            return
+        await self._measure(
+            workers,
+            client,
+            name="pipeline c=1",
+            section=section,
+            voice=voice,
+            workload="customer_service",
+            items=items,
+            concurrency=1,
+            duration_s=cost,
+        )
+        await self._measure(
+            workers,
+            client,
+            name=f"pipeline c={self.plan.concurrency}",
+            section=section,
+            voice=voice,
+            workload="customer_service",
+            items=items,
+            concurrency=self.plan.concurrency,
+            duration_s=cost * (2 if slow else 1),
+        )
+
+    async def _main_pipeline(self) -> None:
+        plan = self.plan
+        primary = plan.voices[0]
+        workers, client, prefix = await self._with_workers(
+            "main", Topology(1, plan.threads, warm_voices=plan.voices)
+        )
+        try:
+            for voice in plan.voices:
+                await self._overhead(workers, client, voice, "overhead")
+            # 100k requests/day of customer-service traffic, open loop.
+            if self.fits("sustained load", plan.sustain_s + plan.drain_s):
+                schedule = poisson_schedule(SUSTAIN_RATE, plan.sustain_s, self.rng)
+                await self._measure(
+                    workers,
+                    client,
+                    name=f"sustained {SUSTAIN_RATE:g} req/s",
+                    section="sustained",
+                    voice=primary,
+                    workload="customer_service",
+                    schedule=schedule,
+                    offered=SUSTAIN_RATE,
+                    items=draw_mix(self.pools[primary], len(schedule), self.rng),
+                )
+            phases = [
+                dataclasses.replace(p, duration_s=p.duration_s * plan.burst_scale)
+                for p in load_burst_profile()
+            ]
+            burst_s = sum(p.duration_s for p in phases)
+            if self.fits("burst", burst_s + plan.drain_s):
+                schedule = burst_schedule(SUSTAIN_RATE, phases, self.rng)
+                await self._measure(
+                    workers,
+                    client,
+                    name="burst",
+                    section="burst",
+                    voice=primary,
+                    workload="burst",
+                    schedule=schedule,
+                    offered=SUSTAIN_RATE,
+                    items=draw_mix(self.pools[primary], len(schedule), self.rng),
+                )
+            paragraphs = self.overhead_items.get("long_form", [])
+            if paragraphs and self.fits("long-form", 30):
+                await self._measure(
+                    workers,
+                    client,
+                    name="long-form c=1",
+                    section="long_form",
+                    voice=primary,
+                    workload="long_form",
+                    items=paragraphs,
+                    concurrency=1,
+                    duration_s=60,
+                )
+            for voice in plan.voices:
+                await self._capacity(workers, client, voice)
+        finally:
+            await self._close(workers, client, prefix)
+
+    async def _capacity(self, workers: WorkerSet, client: PipelineClient, voice: str) -> None:
+        plan = self.plan
+        step_s = plan.fast_step_s if self.voice_fast[voice] else plan.slow_step_s
+        direct = self.result.run("direct", voice)
+        start = 0.5 * direct.summary.throughput_rps if direct and direct.summary.throughput_rps else 0.5
+        label = progress_line(f"capacity {voice}")
+
+        async def measure(rate: float) -> Step:
+            schedule = poisson_schedule(rate, step_s, self.rng)
+            items = draw_mix(self.pools[voice], len(schedule), self.rng)
+            usage = UsageWindow(self._pids(workers)).start()
+            recs = await open_loop(client, items, schedule, RequestShape(voice), drain_s=plan.drain_s)
+            used = usage.stop()
+            snap = _snapshot(recs)
+            summary = summarize(snap)
+            # A failed step leaves a queue behind: let it finish before the next rate.
+            backlog = await client.wait_all(recs, plan.drain_s) if summary.lost else 0
+            self.result.runs.append(
+                LoadRun(
+                    f"capacity {rate:g} req/s",
+                    "capacity",
+                    voice,
+                    "customer_service",
+                    f"open, Poisson {rate:g} req/s",
+                    workers.topology.label,
+                    summary,
+                    offered_rps=rate,
+                    usage=used,
+                    records=snap,
+                )
+            )
+            return Step(rate, summary, backlog)
+
+        def on_step(step: Step) -> None:
+            s = step.summary
+            label(
+                f"{step.rate:g} req/s … p99 TTFA {s.ttfa.p99:.2f} s, {s.lost} lost (n={s.sent}) → "
+                f"{'pass' if step.passed else 'FAIL'}"
+            )
+
+        if not self.fits(f"capacity {voice}", step_s + plan.drain_s):
+            return
+        cap = await search(
+            voice,
+            measure,
+            round_rate(start),
+            max_steps=plan.max_steps,
+            deadline=self.deadline,
+            step_cost_s=step_s + 10,
+            on_step=on_step,
+        )
+        if cap.stopped:
+            label(f"stopped: {cap.stopped}")
+        label(f"capacity {cap.rate:g} req/s")
+        self.result.capacity.append(cap)
+
+    async def _batch_on(self, label: str, topology: Topology, section: str, voices: Sequence[str]) -> None:
+        cost = 25 + sum(self._batch_cost(v) for v in voices)
+        if not self.fits(f"{section} {topology.label}", cost):
+            return
+        workers, client, prefix = await self._with_workers(label, topology)
+        try:
+            for voice in voices:
+                await self._measure(
+                    workers,
+                    client,
+                    name=f"{topology.label} c={self.plan.concurrency}",
+                    section=section,
+                    voice=voice,
+                    workload="customer_service",
+                    items=self.overhead_items[voice],
+                    concurrency=self.plan.concurrency,
+                    duration_s=self._batch_cost(voice),
+                )
+        finally:
+            await self._close(workers, client, prefix)
+
+    def _batch_cost(self, voice: str) -> float:
+        direct = self.result.run("direct", voice)
+        per_item = direct.summary.completion.mean if direct and direct.summary.completed else 1.0
+        return len(self.overhead_items[voice]) * per_item * 1.5 + 10
+
+    async def _guarantees(self) -> None:
+        voice = self.plan.voices[0]
+        for guarantee in ("at_least_once", "exactly_once"):
+            topo = Topology(1, self.plan.threads, guarantee, warm_voices=(voice,))
+            await self._batch_on(guarantee.replace("_", ""), topo, "guarantees", [voice])
+
+    async def _scale_out(self) -> None:
+        # Same two cores either way: one process with 2 intra-op threads, or two with one each.
+        for procs, threads in ((1, self.plan.threads), (2, max(1, self.plan.threads // 2))):
+            topo = Topology(procs, threads, warm_voices=self.plan.voices)
+            await self._batch_on(f"scale{procs}x{threads}", topo, "scale_out", self.plan.voices)
+
+    async def _custom(self) -> None:
+        c = self.plan.custom
+        assert c is not None
+        voice = self.plan.voices[0]
+        workers, client, prefix = await self._with_workers(
+            "custom", Topology(1, self.plan.threads, warm_voices=(voice,))
+        )
+        try:
+            await self._overhead(workers, client, voice, "overhead")
+            if c.rate:
+                if c.workload == "burst":
+                    schedule = burst_schedule(c.rate, load_burst_profile(), self.rng)
+                else:
+                    schedule = poisson_schedule(c.rate, c.duration_s, self.rng)
+                await self._measure(
+                    workers,
+                    client,
+                    name="custom",
+                    section="burst" if c.workload == "burst" else "custom",
+                    voice=voice,
+                    workload=c.workload,
+                    schedule=schedule,
+                    offered=c.rate,
+                    items=draw_mix(self.pools[voice], len(schedule), self.rng),
+                )
+            else:
+                n = max(1, int(c.duration_s * 5))  # more than can finish: the duration bounds it
+                await self._measure(
+                    workers,
+                    client,
+                    name="custom",
+                    section="custom",
+                    voice=voice,
+                    workload=c.workload,
+                    items=draw_mix(self.pools[voice], n, self.rng),
+                    concurrency=c.concurrency,
+                    duration_s=c.duration_s,
+                )
+        finally:
+            await self._close(workers, client, prefix)
+
+
+# -- Kafka topics and machine facts -------------------------------------------------------
+
+
+async def _apply_topics(settings: Settings, prefix: str) -> None:
+    from infra.topics import apply_spec, load_spec
+    from streamtts.kafka import make_admin
+
+    admin = make_admin(settings.kafka)
+    try:
+        await admin.start()
+    except Exception as err:
+        raise ConfigError(
+            f"Kafka at {settings.kafka.bootstrap_servers} is not reachable ({type(err).__name__}); "
+            "run `streamtts infra up` first"
+        ) from None
+    try:
+        await apply_spec(admin, load_spec(prefix=prefix))
+    finally:
+        await admin.close()
+
+
+async def _drop_topics(settings: Settings, prefix: str) -> None:
+    """A bench prefix is single-use: delete its topics so repeated runs do not pile up."""
+    from infra.topics import load_spec
+    from streamtts.kafka import make_admin
+
+    admin = make_admin(settings.kafka)
+    try:
+        await admin.start()
+        await admin.delete_topics([s.name for s in load_spec(prefix=prefix)])
+    except Exception as err:  # leftovers are harmless; never fail a finished bench on cleanup
+        say(f"could not delete topics of {prefix}: {err}")
+    finally:
+        await admin.close()
+
+
+def _infra_pids(settings: Settings) -> dict[str, int]:
+    """Local Kafka/MinIO pids (their CPU is part of the pipeline's cost), if this clone runs them."""
+    try:
+        from infra.local.stack import LocalStack
+
+        return {s.name: s.pid for s in LocalStack.from_settings(settings).status() if s.pid and s.ready}
+    except Exception:
+        return {}
+
+
+def _machine() -> dict[str, Any]:
+    import platform
+    import subprocess
+
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent.parent,
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gb": round(mem_gb, 1),
+        "python": platform.python_version(),
+        "commit": commit,
+    }
+
+
+def run_bench(plan: Plan, out_dir: Path) -> BenchResult:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(Bench(plan, out_dir).run())

@@ -1,0 +1,203 @@
+"""Pipeline workers as separate processes (`streamtts run --stage …`), and their CPU and RSS.
+
+Readiness is the worker's own `worker_started` JSON log event on stderr, never a sleep. The
+stderr of every worker is drained by a thread (a full pipe would stall the worker) and kept
+short in memory for error messages.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streamtts.errors import StreamTTSError
+
+FRONT_STAGES = ("segment", "encode", "sink")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+@dataclass(frozen=True)
+class Topology:
+    """One process for segment+encode+sink, `synth_procs` synthesize processes."""
+
+    synth_procs: int = 1
+    synth_threads: int = 2
+    guarantee: str = "at_least_once"
+    warm_voices: tuple[str, ...] = ("en_joe", "jm_kumo")
+
+    @property
+    def label(self) -> str:
+        return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}"
+
+
+@dataclass
+class WorkerProc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    started: threading.Event = field(default_factory=threading.Event)
+    tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=40))
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def drain(self, log_file: Path | None) -> None:
+        out = log_file.open("ab") if log_file else None
+        try:
+            assert self.popen.stderr is not None
+            for raw in self.popen.stderr:
+                if out:
+                    out.write(raw)
+                line = raw.decode(errors="replace").strip()
+                self.tail.append(line)
+                try:
+                    event = json.loads(line).get("event")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(event, str):
+                    self.counts[event] += 1
+                    if event == "worker_started":
+                        self.started.set()
+        finally:
+            if out:
+                out.close()
+
+
+@dataclass
+class ProcUsage:
+    cpu_s: float
+    cpu_pct: float
+    """Of one core, over the window (200 % = both cores of this machine busy)."""
+    rss_peak_mb: float
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # comm may contain spaces; fields after ")" are fixed
+    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of proc(5))
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return pages * PAGE_KB / 1024
+
+
+class UsageWindow:
+    """CPU time and peak RSS of some processes between `start()` and `stop()` (sampled at
+    `every_s` for the RSS peak; CPU from the kernel's counters, so it is exact)."""
+
+    def __init__(self, pids: dict[str, int], every_s: float = 0.5) -> None:
+        self.pids = pids
+        self.every_s = every_s
+        self._t0 = 0.0
+        self._ticks0: dict[str, int] = {}
+        self._peak: dict[str, float] = dict.fromkeys(pids, 0.0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def start(self) -> UsageWindow:
+        self._t0 = time.monotonic()
+        self._ticks0 = {n: _cpu_ticks(p) or 0 for n, p in self.pids.items()}
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every_s):
+            for name, pid in self.pids.items():
+                self._peak[name] = max(self._peak[name], _rss_mb(pid))
+
+    def stop(self) -> dict[str, ProcUsage]:
+        self._stop.set()
+        self._thread.join()
+        wall = max(time.monotonic() - self._t0, 1e-9)
+        out = {}
+        for name, pid in self.pids.items():
+            ticks = (_cpu_ticks(pid) or self._ticks0[name]) - self._ticks0[name]
+            self._peak[name] = max(self._peak[name], _rss_mb(pid))
+            cpu_s = ticks / CLK_TCK
+            out[name] = ProcUsage(round(cpu_s, 2), round(100 * cpu_s / wall, 1), round(self._peak[name], 1))
+        return out
+
+
+class WorkerSet:
+    """Start the processes of a `Topology` on one topic prefix; stop them with SIGTERM."""
+
+    def __init__(self, topology: Topology, env: dict[str, str], log_dir: Path | None = None) -> None:
+        self.topology = topology
+        self.env = env
+        self.log_dir = log_dir
+        self.procs: list[WorkerProc] = []
+
+    def _spawn(self, name: str, stages: tuple[str, ...], extra_env: dict[str, str]) -> None:
+        cmd = [sys.executable, "-m", "streamtts.cli.main", "run"]
+        for stage in stages:
+            cmd += ["--stage", stage]
+        popen = subprocess.Popen(
+            cmd,
+            env={**self.env, **extra_env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        proc = WorkerProc(name, popen)
+        log_file = self.log_dir / f"{name}.log" if self.log_dir else None
+        threading.Thread(target=proc.drain, args=(log_file,), daemon=True).start()
+        self.procs.append(proc)
+
+    def start(self, timeout_s: float = 90.0) -> float:
+        """Spawn every process, return once all logged `worker_started` (seconds taken)."""
+        t = self.topology
+        started = time.monotonic()
+        common = {
+            "STREAMTTS_PROCESSING_GUARANTEE": t.guarantee,
+            "STREAMTTS_WARM_VOICES": ",".join(t.warm_voices),
+            "PYTHONUNBUFFERED": "1",
+        }
+        self._spawn("front", FRONT_STAGES, common)
+        for i in range(t.synth_procs):
+            self._spawn(
+                f"synth{i + 1}", ("synthesize",), {**common, "STREAMTTS_SYNTH_THREADS": str(t.synth_threads)}
+            )
+        deadline = started + timeout_s
+        for proc in self.procs:
+            while not proc.started.wait(0.2):
+                if proc.popen.poll() is not None or time.monotonic() > deadline:
+                    tail = " | ".join(list(proc.tail)[-3:])[-400:]
+                    self.stop()
+                    raise StreamTTSError(f"worker {proc.name} did not start: {tail or 'no output'}")
+        return time.monotonic() - started
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {p.name: p.popen.pid for p in self.procs}
+
+    def counts(self, event: str) -> int:
+        return sum(p.counts[event] for p in self.procs)
+
+    def alive(self) -> bool:
+        return all(p.popen.poll() is None for p in self.procs)
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        for proc in self.procs:
+            if proc.popen.poll() is None:
+                proc.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for proc in self.procs:
+            try:
+                proc.popen.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.popen.kill()  # our own child, by pid
+                proc.popen.wait()
+        self.procs.clear()

@@ -1,0 +1,126 @@
+"""Re-drive dead letters back to the topic they came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from producers.replay.headers import replay_headers
+from producers.replay.ledger import ReplayLedger
+from producers.replay.pacing import Pacer, Progress
+from producers.replay.reader import snapshot
+from producers.replay.summary import ReplaySummary
+from schemas import ContractError, DeadLetter
+from streamtts.errors import ConfigError
+from streamtts.kafka import make_producer, topic_partitions
+from streamtts.settings import KafkaSettings
+from streamtts.topics import STAGES, TopicNames
+
+DLQ_HEADER = "streamtts.dlq."
+
+
+@dataclass(frozen=True)
+class DlqFilter:
+    """Which dead letters to re-drive; None fields match everything."""
+
+    reason: str | None = None
+    error_class: str | None = None
+    tenant: str | None = None
+    request_ids: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def matches(self, letter: DeadLetter) -> bool:
+        return (
+            (self.reason is None or letter.reason == self.reason)
+            and (self.error_class is None or letter.error_class == self.error_class)
+            and (self.tenant is None or letter.tenant == self.tenant)
+            and (self.request_ids is None or (letter.request_id or letter.key) in self.request_ids)
+            and (self.since is None or letter.failed_at >= self.since)
+            and (self.until is None or letter.failed_at < self.until)
+        )
+
+
+async def replay_dlq(
+    kafka: KafkaSettings,
+    stage: str,
+    flt: DlqFilter | None = None,
+    *,
+    dry_run: bool = False,
+    rate: float | None = None,
+    force: bool = False,
+    max_attempts: int = 5,
+    progress: bool | None = None,
+) -> ReplaySummary:
+    """Re-drive the dead letters of `stage` that match `flt` to their original topics.
+
+    Each re-driven record keeps the DLQ's attempt count and first-failure time in its
+    headers, so if it fails again its new dead letter shows attempts + 1. Records at
+    `max_attempts` are skipped unless `force`; records already in the ledger are skipped
+    unless `force`; the DLQ is read up to its end at start, so a replay never re-reads its
+    own failures.
+    """
+    if stage not in STAGES:
+        raise ConfigError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+    if flt and flt.since and flt.until and flt.since >= flt.until:
+        raise ConfigError("--since must be before --until")
+    flt = flt or DlqFilter()
+    topics = TopicNames(kafka.topic_prefix)
+    dlq_topic = topics.dlq(stage)
+    if not await topic_partitions(kafka, dlq_topic):
+        raise ConfigError(f"dead-letter topic {dlq_topic!r} does not exist")
+    ledger = ReplayLedger(kafka, topics.replay_ledger)
+    await ledger.load()
+    summary = ReplaySummary(dry_run=dry_run)
+    pacer, bar = Pacer(rate), Progress(f"dlq {stage}", progress)
+    producer = make_producer(kafka)
+    await producer.start()
+    try:
+        async for record in snapshot(kafka, dlq_topic):
+            summary.read += 1
+            try:
+                letter = DeadLetter.from_bytes(record.value)
+            except ContractError:
+                summary.skip("not_a_dead_letter")
+                continue
+            if not flt.matches(letter):
+                summary.skip("filtered")
+                continue
+            ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"
+            if ledger.seen(ledger_key) and not force:
+                summary.skip("already_replayed")
+                continue
+            if letter.attempts >= max_attempts and not force:
+                summary.skip("max_attempts")
+                continue
+            if dry_run:
+                summary.redriven += 1
+                summary.planned.append(
+                    f"{ledger_key} → {letter.topic} key={letter.key} "
+                    f"reason={letter.reason} attempts={letter.attempts}"
+                )
+                continue
+            await pacer.wait()
+            headers = [
+                *replay_headers(ledger_key, stage=stage),
+                (DLQ_HEADER + "attempts", str(letter.attempts).encode()),
+                (DLQ_HEADER + "first_failure_at", letter.first_failure_at.isoformat().encode()),
+            ]
+            try:
+                await producer.send_and_wait(
+                    letter.topic,
+                    key=letter.key.encode() if letter.key else None,
+                    value=letter.payload,
+                    headers=headers,
+                )
+                await ledger.record(producer, ledger_key, letter.topic)
+            except Exception as err:  # the broker refused this one: count it, go on
+                summary.failed += 1
+                summary.failures[type(err).__name__] += 1
+                continue
+            summary.redriven += 1
+            bar.update(summary.read, summary.redriven)
+    finally:
+        await producer.stop()
+        bar.done()
+    return summary

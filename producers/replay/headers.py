@@ -1,0 +1,34 @@
+"""Header names that mark replayed records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+REPLAY_OF = "streamtts.replay.of"
+"""What this record replays: "dlq:<topic>/<partition>@<offset>", "request:<id>", "window:<from>..<to>"."""
+REPLAY_AT = "streamtts.replay.at"
+REPLAY_STAGE = "streamtts.replay.stage"
+"""Only this stage should process the record (tts.pcm feeds both encode and sink)."""
+
+
+def replay_headers(of: str, stage: str | None = None) -> list[tuple[str, bytes]]:
+    headers = [(REPLAY_OF, of.encode()), (REPLAY_AT, datetime.now(UTC).isoformat().encode())]
+    if stage:
+        headers.append((REPLAY_STAGE, stage.encode()))
+    return headers
+
+
+def header_pairs(headers: object) -> tuple[tuple[str, bytes], ...]:
+    """Headers as (name, bytes) pairs, whether the client gave a list or a mapping."""
+    if not headers:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return tuple((str(k), bytes(v) if v is not None else b"") for k, v in items)  # type: ignore[union-attr]
+
+
+def header(headers: object, name: str) -> bytes | None:
+    for key, value in header_pairs(headers):
+        if key == name:
+            return value
+    return None

@@ -1,0 +1,65 @@
+"""Read a topic as a bounded snapshot: from a start (beginning or a time) to the end offsets
+captured when reading began — records appended meanwhile (e.g. replays that fail again and
+land back in the DLQ) are not read, so a replay can never loop on its own output."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from streamtts.errors import ConfigError
+from streamtts.kafka import make_consumer, topic_partitions
+from streamtts.settings import KafkaSettings
+
+
+async def snapshot(
+    kafka: KafkaSettings,
+    topic: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    partitions: set[int] | None = None,
+) -> AsyncIterator[ConsumerRecord]:
+    """Records of `topic` with since ≤ timestamp < until (either bound optional)."""
+    all_partitions = await topic_partitions(kafka, topic)
+    if not all_partitions:
+        raise ConfigError(f"topic {topic!r} does not exist")
+    chosen = sorted(all_partitions & partitions if partitions is not None else all_partitions)
+    consumer = make_consumer(kafka, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in chosen]
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        starts = await consumer.beginning_offsets(tps)
+        if since is not None:
+            found = await consumer.offsets_for_times({tp: int(since.timestamp() * 1000) for tp in tps})
+            starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
+        if until is not None:  # offsets looked up by time: the first record at/after `until`
+            found = await consumer.offsets_for_times({tp: int(until.timestamp() * 1000) for tp in tps})
+            ends = {tp: min(ends[tp], found[tp].offset) if found.get(tp) else ends[tp] for tp in tps}
+        pending = {tp for tp in tps if starts[tp] < ends[tp]}
+        for tp in pending:
+            consumer.seek(tp, starts[tp])
+        if pending:
+            consumer.assign(sorted(pending, key=lambda t: t.partition))
+            for tp in pending:
+                consumer.seek(tp, starts[tp])
+        while pending:
+            batch = await consumer.getmany(*pending, timeout_ms=1000)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.offset >= ends[tp]:
+                        break
+                    yield record
+                if await consumer.position(tp) >= ends[tp]:
+                    pending.discard(tp)
+            if not batch:  # positions may already sit at the end (e.g. aborted tx markers)
+                for tp in list(pending):
+                    if await consumer.position(tp) >= ends[tp]:
+                        pending.discard(tp)
+    finally:
+        await consumer.stop()

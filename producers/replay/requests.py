@@ -1,0 +1,172 @@
+"""Re-run requests found on the requests topic: by id, or every one in a time window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from aiokafka.partitioner import DefaultPartitioner
+
+from producers.replay.headers import replay_headers
+from producers.replay.ledger import ReplayLedger
+from producers.replay.pacing import Pacer, Progress
+from producers.replay.reader import snapshot
+from producers.replay.summary import ReplaySummary
+from schemas import ContractError, TTSRequest
+from streamtts.errors import ConfigError
+from streamtts.kafka import make_producer, topic_partitions
+from streamtts.settings import KafkaSettings
+from streamtts.topics import TopicNames
+
+
+def _rewrite(
+    request: TTSRequest, *, voice: str | None, fmt: str | None, new_id: str | None, namespace: str | None
+) -> TTSRequest:
+    fields: dict[str, Any] = request.model_dump(mode="json")
+    if voice:
+        fields["voice"] = voice
+    if fmt:
+        fields["format"] = fmt
+    if new_id:
+        fields["request_id"] = new_id
+    if namespace:
+        # A separate output namespace: only the stored file, under NS/…, no live chunk stream
+        # (subscribers of the default topic must not hear a re-render of an old request).
+        fields["delivery"] = {
+            **fields["delivery"],
+            "namespace": namespace,
+            "chunks": False,
+            "reply_topic": None,
+            "storage": True,
+        }
+    fields["created_at"] = fields["created_at"] if not new_id else datetime.now(UTC).isoformat()
+    return TTSRequest.from_obj(fields)
+
+
+async def replay_requests(
+    kafka: KafkaSettings,
+    request_ids: Iterable[str],
+    *,
+    voice: str | None = None,
+    fmt: str | None = None,
+    new_ids: bool = True,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+) -> tuple[ReplaySummary, dict[str, str]]:
+    """Find each id on the requests topic (only the partition its key maps to is read) and
+    submit it again. Returns the summary and {original id: replayed id}."""
+    wanted = list(dict.fromkeys(request_ids))
+    if not wanted:
+        raise ConfigError("give at least one request id")
+    topics = TopicNames(kafka.topic_prefix)
+    partitions = await topic_partitions(kafka, topics.requests)
+    if not partitions:
+        raise ConfigError(f"topic {topics.requests!r} does not exist")
+    # Keys map to partitions as the producer mapped them (murmur2), so read only those.
+    partitioner = DefaultPartitioner()
+    ordered = sorted(partitions)
+    targets = {ordered[partitioner(rid.encode(), ordered, ordered)] for rid in wanted}
+    found: dict[str, TTSRequest] = {}
+    summary = ReplaySummary(dry_run=dry_run)
+    async for record in snapshot(kafka, topics.requests, partitions=targets):
+        summary.read += 1
+        key = record.key.decode() if record.key else ""
+        if key in wanted:
+            try:
+                found[key] = TTSRequest.from_bytes(record.value)  # the latest copy wins
+            except ContractError:
+                continue
+    for rid in wanted:
+        if rid not in found:
+            summary.skip("not_found")
+    mapping: dict[str, str] = {}
+    ledger = ReplayLedger(kafka, topics.replay_ledger)
+    await ledger.load()
+    producer = make_producer(kafka)
+    await producer.start()
+    try:
+        for rid, original in found.items():
+            n = sum(1 for k in ledger.done if k.startswith(f"request:{rid}#")) + 1
+            new_id = f"{rid[:110]}.r{n}" if new_ids else None
+            ledger_key = f"request:{rid}#{n}" if new_ids else f"request:{rid}#same:{voice}:{fmt}:{namespace}"
+            if not new_ids and ledger.seen(ledger_key) and not force:
+                summary.skip("already_replayed")
+                continue
+            replay = _rewrite(original, voice=voice, fmt=fmt, new_id=new_id, namespace=namespace)
+            mapping[rid] = replay.request_id
+            summary.redriven += 1
+            if dry_run:
+                summary.planned.append(
+                    f"request {rid} → {replay.request_id} voice={replay.voice} format={replay.format}"
+                )
+                continue
+            await producer.send_and_wait(
+                topics.requests,
+                key=replay.request_id.encode(),
+                value=replay.to_bytes(),
+                headers=replay_headers(f"request:{rid}", stage="segment"),
+            )
+            await ledger.record(producer, ledger_key, topics.requests)
+    finally:
+        await producer.stop()
+    return summary, mapping
+
+
+async def replay_window(
+    kafka: KafkaSettings,
+    since: datetime,
+    until: datetime,
+    *,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    rate: float | None = None,
+    force: bool = False,
+    progress: bool | None = None,
+) -> ReplaySummary:
+    """Replay every request whose record timestamp is in [since, until) (offsets by time).
+
+    With `namespace`, outputs are stored under NS/… so a new model's renders can be compared
+    with the old ones without overwriting them; ids are kept so the pairs line up.
+    """
+    if since >= until:
+        raise ConfigError(f"--from ({since.isoformat()}) must be before --to ({until.isoformat()})")
+    topics = TopicNames(kafka.topic_prefix)
+    ledger = ReplayLedger(kafka, topics.replay_ledger)
+    await ledger.load()
+    summary = ReplaySummary(dry_run=dry_run)
+    window = f"window:{since.isoformat()}..{until.isoformat()}:{namespace or ''}"
+    pacer, bar = Pacer(rate), Progress("window", progress)
+    producer = make_producer(kafka)
+    await producer.start()
+    try:
+        async for record in snapshot(kafka, topics.requests, since=since, until=until):
+            summary.read += 1
+            try:
+                request = TTSRequest.from_bytes(record.value)
+            except ContractError:
+                summary.skip("invalid_request")
+                continue
+            ledger_key = f"{window}:{request.request_id}"
+            if ledger.seen(ledger_key) and not force:
+                summary.skip("already_replayed")
+                continue
+            replay = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
+            summary.redriven += 1
+            if dry_run:
+                summary.planned.append(f"{request.request_id} ({record.partition}@{record.offset})")
+                continue
+            await pacer.wait()
+            await producer.send_and_wait(
+                topics.requests,
+                key=replay.request_id.encode(),
+                value=replay.to_bytes(),
+                headers=replay_headers(f"{window}", stage="segment"),
+            )
+            await ledger.record(producer, ledger_key, topics.requests)
+            bar.update(summary.read, summary.redriven)
+    finally:
+        await producer.stop()
+        bar.done()
+    return summary

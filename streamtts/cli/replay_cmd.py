@@ -1,0 +1,162 @@
+"""`streamtts replay dlq|request|window`: recover and re-render from Kafka's own history."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+
+from streamtts.errors import ConfigError
+
+STAGES = ("submit", "segment", "synthesize", "encode", "sink")
+
+
+def _when(text: str) -> datetime:
+    """ISO 8601 (naive = UTC) or a relative '-15m', '-2h', '-1d'."""
+    from datetime import timedelta
+
+    text = text.strip()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if text.startswith("-") and text[-1:] in units and text[1:-1].replace(".", "", 1).isdigit():
+        return datetime.now(UTC) - timedelta(seconds=float(text[1:-1]) * units[text[-1]])
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (use ISO 8601 or -15m/-2h/-1d)") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="re-drive dead letters, re-run requests, replay a time window")
+    kinds = p.add_subparsers(dest="kind", metavar="KIND")
+    kinds.required = True
+
+    d = kinds.add_parser("dlq", help="re-drive a stage's dead letters to their original topic")
+    d.add_argument("--stage", required=True, choices=STAGES)
+    d.add_argument("--reason", help="only this reason (e.g. storage errors: processing_error)")
+    d.add_argument("--exception-class", help="only this exception class")
+    d.add_argument("--tenant")
+    d.add_argument("--request-id", action="append", dest="request_ids", metavar="ID")
+    d.add_argument("--since", type=_when, help="failed at or after (ISO 8601 or -2h)")
+    d.add_argument("--until", type=_when, help="failed before")
+    d.add_argument("--max-attempts", type=int, default=5, help="skip records that failed this often")
+    _common(d)
+    d.set_defaults(func=_dlq)
+
+    r = kinds.add_parser("request", help="re-synthesize requests by id")
+    r.add_argument("request_ids", nargs="+", metavar="ID")
+    r.add_argument("--voice")
+    r.add_argument("--format", choices=("wav", "pcm", "mp3", "opus", "flac"))
+    r.add_argument("--same-id", action="store_true", help="keep the id (outputs are overwritten)")
+    r.add_argument("--namespace", help="store outputs under NAMESPACE/… instead")
+    _common(r)
+    r.set_defaults(func=_request)
+
+    w = kinds.add_parser("window", help="replay every request between two times")
+    w.add_argument("--from", dest="since", type=_when, required=True)
+    w.add_argument("--to", dest="until", type=_when, required=True)
+    w.add_argument("--namespace", help="store outputs under NAMESPACE/… (compare models safely)")
+    _common(w)
+    w.set_defaults(func=_window)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="print what would move; change nothing")
+    p.add_argument("--rate", type=float, help="at most this many records per second")
+    p.add_argument("--force", action="store_true", help="replay again what the ledger says was replayed")
+
+
+def _print(summary, title: str) -> int:  # type: ignore[no-untyped-def]
+    for line in summary.planned:
+        print(f"would move: {line}")
+    print(f"{title}: " + "\n".join(summary.lines()))
+    return 1 if summary.failed else 0
+
+
+def _guard(coro):  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+
+    from streamtts.errors import InfraError
+
+    try:
+        return asyncio.run(coro)
+    except KafkaError as err:
+        raise InfraError(f"Kafka error during replay: {type(err).__name__}: {err}") from None
+
+
+def _dlq(args: argparse.Namespace) -> int:
+    from producers.replay import DlqFilter, replay_dlq
+    from streamtts.settings import Settings
+
+    if args.since and args.until and args.since >= args.until:
+        raise ConfigError("--since must be before --until")
+    flt = DlqFilter(
+        reason=args.reason,
+        error_class=args.exception_class,
+        tenant=args.tenant,
+        request_ids=frozenset(args.request_ids) if args.request_ids else None,
+        since=args.since,
+        until=args.until,
+    )
+    summary = _guard(
+        replay_dlq(
+            Settings.from_env().kafka,
+            args.stage,
+            flt,
+            dry_run=args.dry_run,
+            rate=args.rate,
+            force=args.force,
+            max_attempts=args.max_attempts,
+        )
+    )
+    return _print(summary, f"replay dlq {args.stage}")
+
+
+def _request(args: argparse.Namespace) -> int:
+    from producers.replay import replay_requests
+    from streamtts.settings import Settings
+
+    summary, mapping = _guard(
+        replay_requests(
+            Settings.from_env().kafka,
+            args.request_ids,
+            voice=args.voice,
+            fmt=args.format,
+            new_ids=not args.same_id,
+            namespace=args.namespace,
+            dry_run=args.dry_run,
+            force=args.force,
+        )
+    )
+    for old, new in mapping.items():
+        print(f"{old} -> {new}")
+    code = _print(summary, "replay request")
+    if summary.skipped.get("not_found"):
+        print(
+            f"streamtts: error: {summary.skipped['not_found']} request id(s) not found on the requests topic",
+            file=sys.stderr,
+        )
+        return 1
+    return code
+
+
+def _window(args: argparse.Namespace) -> int:
+    from producers.replay import replay_window
+    from streamtts.settings import Settings
+
+    if args.since >= args.until:
+        raise ConfigError(f"--from ({args.since.isoformat()}) must be before --to ({args.until.isoformat()})")
+    summary = _guard(
+        replay_window(
+            Settings.from_env().kafka,
+            args.since,
+            args.until,
+            namespace=args.namespace,
+            dry_run=args.dry_run,
+            rate=args.rate,
+            force=args.force,
+        )
+    )
+    return _print(summary, "replay window")
