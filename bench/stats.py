@@ -104,9 +104,12 @@ class Summary:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def summarize(records: Sequence[RequestRecord]) -> Summary:
+def summarize(records: Sequence[RequestRecord], wall_s: float | None = None) -> Summary:
+    """`wall_s` overrides first send → last completion (e.g. pooled sequential passes)."""
     done = [r for r in records if r.completed_at is not None]
-    if records and done:
+    if wall_s is not None:
+        wall = wall_s
+    elif records and done:
         start = min(r.sent_at for r in records)
         end = max(r.completed_at for r in done if r.completed_at is not None)
         wall = max(end - start, 1e-9)

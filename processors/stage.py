@@ -1,8 +1,9 @@
-"""What every faust stage shares: reading the source record, dead-lettering, start/stop."""
+"""What every faust stage shares: reading the source record, dead-lettering, metrics, start/stop."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import faust
@@ -11,6 +12,7 @@ from processors.app import make_app
 from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason
 from producers.replay.headers import REPLAY_STAGE, header, header_pairs
 from streamtts.jsonlog import log_event
+from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import KafkaSettings, PipelineSettings
 from streamtts.topics import TopicNames
 
@@ -27,47 +29,73 @@ def source_of(event: Any) -> SourceRecord:
 
 
 class FaustStage:
-    """Base of the segment/synthesize/encode stages: one faust app + its DLQ topic."""
+    """Base of the segment/synthesize/encode stages: one faust app (consumer group) + its DLQ."""
 
     name = "stage"
 
     def __init__(
-        self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None
+        self,
+        kafka: KafkaSettings,
+        pipeline: PipelineSettings,
+        topics: TopicNames | None = None,
+        *,
+        telemetry: Telemetry | None = None,
+        group_suffix: str = "",
     ) -> None:
         self.kafka = kafka
         self.pipeline = pipeline
         self.topics = topics or TopicNames(kafka.topic_prefix)
-        self.app: faust.App = make_app(self.name, kafka, pipeline)
+        self.telemetry = telemetry or Telemetry()
+        self.group = self.name + group_suffix
+        self.app: faust.App = make_app(self.group, kafka, pipeline)
         self.dlq = self.app.topic(self.topics.dlq(self.name), value_type=bytes, key_type=bytes)
         self.log = logging.getLogger(f"streamtts.{self.name}")
+        self.assigned = False
+        """True once the group gave this worker its partitions (readiness)."""
+        self.app.on_partitions_assigned.connect(self._on_assigned)
+
+    async def _on_assigned(self, app: Any, assigned: Any, **kwargs: Any) -> None:
+        self.assigned = True
+        log_event(
+            self.log,
+            "partitions_assigned",
+            stage=self.group,
+            partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned),
+        )
 
     async def _agent(self, stream: Any) -> None:
         """The faust agent: one record at a time, in partition order."""
+        inflight = self.telemetry.inflight.labels(self.name)
+        seconds = self.telemetry.stage_seconds.labels(self.name)
         async for event in stream.events():
             if aimed_elsewhere(event, self.name):
                 continue  # a replay for the other consumer of this topic
-            await self.handle(event)
+            started = time.perf_counter()
+            inflight.inc()
+            try:
+                outcome = await self.handle(event)
+            finally:
+                inflight.dec()
+            seconds.observe(time.perf_counter() - started)
+            self.telemetry.records.labels(self.name, outcome or "ok").inc()
 
-    async def handle(self, event: Any) -> None:
+    async def handle(self, event: Any) -> str | None:
+        """Process one record; return an outcome label ("ok", "dead_lettered") or None."""
         raise NotImplementedError
 
     def topic(self, name: str) -> faust.TopicT:
         return self.app.topic(name, value_type=bytes, key_type=bytes)
 
     async def dead_letter(
-        self,
-        event: Any,
-        error: BaseException,
-        *,
-        request_id: str | None = None,
-        tenant: str | None = None,
-    ) -> None:
-        """Send the record to this stage's DLQ. faust commits the source offset only after
-        this send is acknowledged (the send is attached to the current event)."""
+        self, event: Any, error: BaseException, *, request_id: str | None = None, tenant: str | None = None
+    ) -> str:
+        """Send the record to this stage's DLQ and wait for the broker's ack; faust commits the
+        source offset only after the agent moves on (and flushes the producer first)."""
         source = source_of(event)
         value, headers = dead_letter_record(
             stage=self.name, source=source, error=error, request_id=request_id, tenant=tenant
         )
+        reason = failure_reason(error)
         log_event(
             self.log,
             "dead_lettered",
@@ -75,15 +103,16 @@ class FaustStage:
             stage=self.name,
             request_id=request_id,
             tenant=tenant,
-            reason=failure_reason(error),
+            reason=reason,
             error=str(error)[:300],
             topic=source.topic,
             partition=source.partition,
             offset=source.offset,
         )
-        # Wait for the broker's ack of the dead letter itself before moving on.
         pending = await self.dlq.send(key=source.key, value=value, headers=headers)
         await pending
+        self.telemetry.dead_letters.labels(self.name, reason).inc()
+        return "dead_lettered"
 
     async def start(self) -> None:
         await self.app.start()

@@ -30,6 +30,7 @@ from sinks.assembler import AssembledRequest, RequestAssembler
 from sinks.object_store import ObjectStore
 from streamtts.jsonlog import log_event
 from streamtts.kafka import make_consumer, make_producer
+from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.topics import TopicNames
 
@@ -52,6 +53,7 @@ class CompletionSink:
         *,
         namespace: str = "",
         stale_after_s: float = 300.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.pipeline = pipeline
@@ -79,6 +81,8 @@ class CompletionSink:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.completed = 0
+        self.telemetry = telemetry or Telemetry()
+        self.assigned = False
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -102,6 +106,7 @@ class CompletionSink:
     async def _run(self) -> None:
         while not self._stopping.is_set():
             batch = await self.consumer.getmany(timeout_ms=300, max_records=200)
+            self.telemetry.pending_requests.set(len(self.assembler.pending_ids()))
             try:
                 for tp, records in batch.items():
                     for record in records:
@@ -167,6 +172,9 @@ class CompletionSink:
         await self._publish(req, duration_ms, storage)
         self.assembler.finish(ctx.request_id)
         self.completed += 1
+        self.telemetry.e2e_latency.labels(ctx.format).observe(
+            max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
+        )
         log_event(
             log,
             "completed",
@@ -210,6 +218,7 @@ class CompletionSink:
                     attempt=attempt,
                     error=f"{type(err).__name__}: {str(err)[:200]}",
                 )
+                self.telemetry.retries.labels(self.name, "storage").inc()
                 if attempt == attempts:
                     raise StorageUnavailable(
                         f"object storage failed {attempts} times: {type(err).__name__}"
@@ -246,6 +255,7 @@ class CompletionSink:
             completed_at=datetime.now(UTC),
         )
         await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
+        self.telemetry.requests_completed.labels(result.status).inc()
 
     async def _expire_stale(self) -> None:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
@@ -291,6 +301,7 @@ class CompletionSink:
             tenant=tenant,
             attempts=attempts,
         )
+        self.telemetry.dead_letters.labels(self.name, failure_reason(err)).inc()
         await self._send(self.topics.dlq(self.name), source.key, value, headers)
         log_event(
             log,
@@ -346,6 +357,7 @@ class _Rebalance(ConsumerRebalanceListener):
             self.sink._committed.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.sink.assigned = True
         log_event(
             log,
             "partitions_assigned",

@@ -128,6 +128,15 @@ class PipelineSettings:
     synth_workers: int = 1
     """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
     warm_voices: tuple[str, ...] = ("jm_kumo",)
+    long_text_chars: int = 300
+    """Requests longer than this (or priority "batch") go to the long-text synthesize pool;
+    priority "interactive" always goes to the short pool."""
+    ops_port: int = 0
+    """Port of /healthz, /readyz, /metrics (0: any free port, logged at start)."""
+    canary_interval_s: float = 60.0
+    """Seconds between canary runs on synthesize workers (0: only the start-up reference)."""
+    shutdown_timeout_s: float = 30.0
+    """SIGTERM: time to finish in-flight work, commit and flush before exiting anyway."""
     markup: str = "reject"
     """Request text with markup tags: "reject" (dead-letter: markup_not_allowed) or "strip"."""
     processing_guarantee: str = "at_least_once"
@@ -144,6 +153,30 @@ class PipelineSettings:
     breaker_threshold: int = 3
     """Consecutive failures of a (voice, language) class that open its circuit breaker."""
     breaker_open_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        positive = (
+            "first_max_chars",
+            "max_chars",
+            "max_text_chars",
+            "chunk_max_ms",
+            "synth_workers",
+            "long_text_chars",
+            "storage_retries",
+            "g2p_budget_ms",
+            "breaker_threshold",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
+        if self.max_chars < self.first_max_chars:
+            raise ConfigError(
+                f"{ENV_PREFIX}MAX_CHARS ({self.max_chars}) must be ≥ FIRST_MAX_CHARS ({self.first_max_chars})"
+            )
+        if not 0 <= self.ops_port <= 65535:
+            raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
+        if self.chunk_max_ms > 15_000:
+            raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 
     @classmethod
     def from_env(cls) -> PipelineSettings:
@@ -164,6 +197,10 @@ class PipelineSettings:
             synth_threads=_env_int("SYNTH_THREADS", cls.synth_threads),
             synth_workers=_env_int("SYNTH_WORKERS", cls.synth_workers),
             warm_voices=warm,
+            long_text_chars=_env_int("LONG_TEXT_CHARS", cls.long_text_chars),
+            ops_port=_env_int("OPS_PORT", cls.ops_port),
+            canary_interval_s=_env_float("CANARY_INTERVAL_S", cls.canary_interval_s),
+            shutdown_timeout_s=_env_float("SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s),
             markup=markup,
             processing_guarantee=guarantee,
             session_timeout_s=_env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),

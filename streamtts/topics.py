@@ -23,6 +23,11 @@ class TopicNames:
         return self._n("tts.segments")
 
     @property
+    def segments_long(self) -> str:
+        """Segments of long/batch requests, read by the long-text synthesize pool."""
+        return self._n("tts.segments.long")
+
+    @property
     def pcm(self) -> str:
         return self._n("tts.pcm")
 

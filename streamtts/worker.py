@@ -1,6 +1,8 @@
 """Run pipeline stages in this process: all of them (local default) or a chosen few.
 
 Several processes running the same stage share its work through the stage's consumer group.
+The worker also owns the process's operations surface: /healthz, /readyz, /metrics, the
+canary (on synthesize workers), consumer-lag metrics, and a bounded graceful shutdown.
 """
 
 from __future__ import annotations
@@ -10,18 +12,23 @@ import logging
 import signal
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
+from streamtts.errors import ConfigError
 from streamtts.jsonlog import log_event
+from streamtts.ops.readiness import Readiness
+from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import PipelineSettings, Settings
 from streamtts.topics import TopicNames
 
 STAGE_NAMES: tuple[str, ...] = ("segment", "synthesize", "encode", "sink")
+POOLS: tuple[str, ...] = ("short", "long")
 log = logging.getLogger("streamtts.worker")
 
 
 class Service(Protocol):
     name: str
+    assigned: bool
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
@@ -36,82 +43,182 @@ class Worker:
         settings: Settings,
         pipeline: PipelineSettings,
         *,
-        renderer: object | None = None,
+        renderer: Any | None = None,
         sink_namespace: str = "",
+        pools: Sequence[str] = POOLS,
+        ops: bool = True,
     ) -> None:
         unknown = [s for s in stages if s not in STAGE_NAMES]
         if unknown:
-            from streamtts.errors import ConfigError
-
             raise ConfigError(f"unknown stage {unknown[0]!r}; stages are {', '.join(STAGE_NAMES)}")
+        bad_pool = [p for p in pools if p not in POOLS]
+        if bad_pool or not pools:
+            raise ConfigError(f"unknown pool {bad_pool[0] if bad_pool else ''!r}; pools are short, long")
         self.stages = [s for s in STAGE_NAMES if s in stages]
+        self.pools = [p for p in POOLS if p in pools]
         self.settings = settings
         self.pipeline = pipeline
         self.topics = TopicNames(settings.kafka.topic_prefix)
+        self.telemetry = Telemetry()
+        self.readiness = Readiness(needs_model="synthesize" in self.stages)
         self._renderer = renderer
         self._sink_namespace = sink_namespace
-        self.services: list[Service] = []
+        self._ops_enabled = ops
+        self.services: list[Any] = []
+        self.ops: Any = None
+        self.canary: Any = None
+        self._lag: Any = None
+        self._watch: asyncio.Task[None] | None = None
+
+    @property
+    def ops_port(self) -> int | None:
+        return self.ops.port if self.ops else None
 
     async def start(self) -> None:
         started = time.perf_counter()
-        if "synthesize" in self.stages and self._renderer is None:
-            from processors.synthesize.speech_stack import build_renderer
+        kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
+        # 1. Probes first: liveness answers while the model loads; readiness says why not yet.
+        if self._ops_enabled:
+            from streamtts.ops.http_server import OpsServer
 
-            # Model load + warm-up is CPU-bound: keep the loop free while it runs.
-            self._renderer = await asyncio.to_thread(build_renderer, self.pipeline)
-        kafka, pipe = self.settings.kafka, self.pipeline
-        # Downstream first: when the segment stage starts emitting, its consumers are there.
+            self.ops = OpsServer(self.readiness, tel, port=pipe.ops_port)
+            port = await self.ops.start()
+            log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])
+        # 2. The model (CPU-bound load + warm-up, off the loop) and the canary's reference.
+        if "synthesize" in self.stages:
+            await self._load_model()
+        # 3. Stages, downstream first: when segment emits, its consumers are already there.
         for stage in reversed(self.stages):
-            service: Service
-            if stage == "sink":
-                from sinks.completion_sink import CompletionSink
+            for service in self._build(stage):
+                await service.start()
+                self.services.append(service)
+                log_event(log, "stage_started", stage=getattr(service, "group", service.name))
+        self.readiness.stages_started = True
+        self._watch = asyncio.create_task(self._watch_assignments())
+        # 4. Lag of every group this process belongs to, as metrics.
+        if self._ops_enabled:
+            from streamtts.ops.lag import LagMonitor
 
-                service = CompletionSink(
-                    kafka, self.settings.s3, pipe, self.topics, namespace=self._sink_namespace
-                )
-            elif stage == "encode":
-                from processors.encode.stage import EncodeStage
-
-                service = EncodeStage(kafka, pipe, self.topics)
-            elif stage == "synthesize":
-                from processors.synthesize.stage import SynthesizeStage
-
-                service = SynthesizeStage(kafka, pipe, self._renderer, self.topics)  # type: ignore[arg-type]
-            else:
-                from processors.segment.stage import SegmentStage
-
-                service = SegmentStage(kafka, pipe, self.topics)
-            await service.start()
-            self.services.append(service)
-            log_event(log, "stage_started", stage=stage)
+            groups = {
+                f"{kafka.topic_prefix}streamtts-{getattr(s, 'group', s.name)}": self._sources(s)
+                for s in self.services
+            }
+            self._lag = LagMonitor(kafka, groups, tel)
+            await self._lag.start()
+        if self.canary:
+            await self.canary.start()
         log_event(
             log,
             "worker_started",
             stages=self.stages,
+            pools=self.pools if "synthesize" in self.stages else None,
+            ops_port=self.ops_port,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
 
+    async def _load_model(self) -> None:
+        from processors.synthesize.speech_stack import build_renderer
+        from streamtts.ops.canary import Canary
+
+        if self._renderer is None:
+            self._renderer = await asyncio.to_thread(build_renderer, self.pipeline)
+        renderer = self._renderer
+        voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
+        spec = renderer.synth.registry.spec(voice)
+        lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
+
+        def speak(text: str) -> Any:
+            import numpy as np
+
+            chunks = list(renderer.synth.synthesize_span(text, lang, voice, 1.0, None))
+            return np.concatenate([c.samples for c in chunks])
+
+        def on_result(result: Any) -> None:
+            self.readiness.canary_ok = result.ok
+            self.readiness.canary_reason = result.reason
+            self.telemetry.canary_ok.set(1 if result.ok else 0)
+            self.telemetry.canary_runs.labels("ok" if result.ok else "failed").inc()
+
+        self.canary = Canary(
+            speak,
+            spec.sample_rate,
+            interval_s=self.pipeline.canary_interval_s,
+            executor=None,
+            on_result=on_result,
+        )
+        reference = await asyncio.to_thread(self.canary.establish)
+        on_result(reference)
+        self.readiness.model_ready = True
+        self.telemetry.model_ready.set(1)
+
+    def _build(self, stage: str) -> list[Any]:
+        kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
+        if stage == "sink":
+            from sinks.completion_sink import CompletionSink
+
+            return [
+                CompletionSink(
+                    kafka, self.settings.s3, pipe, self.topics, namespace=self._sink_namespace, telemetry=tel
+                )
+            ]
+        if stage == "encode":
+            from processors.encode.stage import EncodeStage
+
+            return [EncodeStage(kafka, pipe, self.topics, telemetry=tel)]
+        if stage == "synthesize":
+            from processors.synthesize.stage import SynthesizeStage
+
+            return [
+                SynthesizeStage(kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel)
+                for p in self.pools
+            ]
+        from processors.segment.stage import SegmentStage
+
+        return [SegmentStage(kafka, pipe, self.topics, telemetry=tel)]
+
+    def _sources(self, service: Any) -> list[str]:
+        t = self.topics
+        name = getattr(service, "group", service.name)
+        return {
+            "segment": [t.requests],
+            "synthesize": [t.segments],
+            "synthesize-long": [t.segments_long],
+            "encode": [t.pcm],
+            "sink": [t.pcm],
+        }[name]
+
+    async def _watch_assignments(self) -> None:
+        # Readiness: every stage has joined its group (assignment callbacks set the flags).
+        while True:
+            self.readiness.assigned = {getattr(s, "group", s.name): bool(s.assigned) for s in self.services}
+            await asyncio.sleep(0.5)  # a refresh schedule for a status flag, not synchronisation
+
     async def stop(self) -> None:
         # Upstream first: stop taking new work, let downstream drain what is in flight.
+        self.readiness.stages_started = False
+        for task in (self._watch,):
+            if task:
+                task.cancel()
+        if self.canary:
+            await self.canary.stop()
         for service in reversed(self.services):
             try:
                 await service.stop()
             except Exception as err:  # keep stopping the others
-                log_event(
-                    log,
-                    "stage_stop_failed",
-                    logging.ERROR,
-                    stage=service.name,
-                    error=str(err)[:200],
-                )
+                log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
         self.services.clear()
+        if self._lag:
+            await self._lag.stop()
+        if self.ops:
+            await self.ops.stop()
         log_event(log, "worker_stopped", stages=self.stages)
 
-    def service(self, name: str) -> Service:
-        return next(s for s in self.services if s.name == name)
+    def service(self, name: str) -> Any:
+        return next(s for s in self.services if getattr(s, "group", s.name) == name)
 
 
 async def run_until_signalled(worker: Worker) -> None:
+    """Run until SIGTERM/SIGINT, then stop within the configured bound."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -120,5 +227,11 @@ async def run_until_signalled(worker: Worker) -> None:
     try:
         await stop.wait()
     finally:
-        log_event(log, "shutdown_requested")
-        await worker.stop()
+        log_event(log, "shutdown_requested", timeout_s=worker.pipeline.shutdown_timeout_s)
+        try:
+            # Stopping = stop fetching, finish or hand back the record in hand (uncommitted
+            # records go to the next owner), flush producers, commit. Bounded: a stuck
+            # inference must not keep a pod alive forever; what it held is redelivered.
+            await asyncio.wait_for(worker.stop(), timeout=worker.pipeline.shutdown_timeout_s)
+        except TimeoutError:
+            log_event(log, "shutdown_timeout", logging.ERROR, timeout_s=worker.pipeline.shutdown_timeout_s)

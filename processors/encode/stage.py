@@ -20,6 +20,7 @@ from processors.stage import FaustStage
 from schemas import AudioChunk, ContractError, PcmChunk
 from sinks.chunk_routes import chunk_topics
 from streamtts.jsonlog import log_event
+from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import KafkaSettings, PipelineSettings
 from streamtts.topics import TopicNames
 
@@ -52,9 +53,14 @@ class EncodeStage(FaustStage):
     name = "encode"
 
     def __init__(
-        self, kafka: KafkaSettings, pipeline: PipelineSettings, topics: TopicNames | None = None
+        self,
+        kafka: KafkaSettings,
+        pipeline: PipelineSettings,
+        topics: TopicNames | None = None,
+        *,
+        telemetry: Telemetry | None = None,
     ) -> None:
-        super().__init__(kafka, pipeline, topics)
+        super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
         self._topics_cache: dict[str, Any] = {}
         self.app.agent(self.topic(self.topics.pcm), name="encode")(self._agent)
@@ -67,28 +73,39 @@ class EncodeStage(FaustStage):
             topic = self._topics_cache[name] = self.topic(name)
         return topic
 
-    async def handle(self, event: Any) -> None:
+    async def handle(self, event: Any) -> str | None:
         started = time.perf_counter()
         try:
             chunk = PcmChunk.from_bytes(event.message.value)
         except ContractError as err:
-            await self.dead_letter(event, err)
-            return
+            return await self.dead_letter(event, err)
         try:
             audio = await asyncio.get_running_loop().run_in_executor(self.pool, encode_pcm_chunk, chunk)
         except (EncodingError, ValueError) as err:
-            await self.dead_letter(event, err, request_id=chunk.request_id, tenant=chunk.request.tenant)
-            return
+            return await self.dead_letter(
+                event, err, request_id=chunk.request_id, tenant=chunk.request.tenant
+            )
         value = audio.to_bytes()
         key = chunk.request_id.encode()
-        for name in chunk_topics(chunk.request.delivery, self.topics):
+        sends = [
             await self._out(name).send(key=key, value=value)
+            for name in chunk_topics(chunk.request.delivery, self.topics)
+        ]
+        if chunk.seq == 0 and chunk.part == 0 and sends:
+            # Time to first audio: acked by the broker, i.e. a subscriber can now read it.
+            for pending in sends:
+                await pending
+            ttfa = (datetime.now(UTC) - chunk.request.created_at).total_seconds()
+            self.telemetry.ttfa.labels(audio.format).observe(max(0.0, ttfa))
+        self.telemetry.chunk_bytes.labels(audio.format).observe(len(audio.audio))
         log_event(
             self.log,
             "encoded",
             request_id=chunk.request_id,
             tenant=chunk.request.tenant,
             stage=self.name,
+            voice=chunk.voice_used,
+            lang=chunk.lang,
             seq=chunk.seq,
             part=chunk.part,
             last=chunk.last,
@@ -96,6 +113,7 @@ class EncodeStage(FaustStage):
             bytes=len(audio.audio),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+        return "ok"
 
     async def stop(self) -> None:
         await super().stop()

@@ -13,8 +13,18 @@ from processors.synthesize.registry import VoiceRegistry
 from schemas import ContractError, TTSRequest
 from streamtts.jsonlog import log_event, snippet
 from streamtts.kafka import topic_partitions
+from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import KafkaSettings, PipelineSettings
 from streamtts.topics import TopicNames
+
+
+def pool_for(request: TTSRequest, long_text_chars: int) -> str:
+    """ "short" or "long": priority decides first, then text length."""
+    if request.priority == "interactive":
+        return "short"
+    if request.priority == "batch" or len(request.text) > long_text_chars:
+        return "long"
+    return "short"
 
 
 class UnknownReplyTopicError(ValueError):
@@ -31,18 +41,22 @@ class SegmentStage(FaustStage):
         topics: TopicNames | None = None,
         voices: VoiceRegistry | None = None,
         source_topics: list[str] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
-        super().__init__(kafka, pipeline, topics)
+        super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         # The registry only resolves names here (engines load lazily, never in this stage).
         self.voices = voices or VoiceRegistry(threads=1)
-        self.out = self.topic(self.topics.segments)
+        # Length-aware pools: interactive/short requests and long/batch ones go to separate
+        # topics read by separate synthesize groups, so a chapter never delays a prompt.
+        self.out_short = self.topic(self.topics.segments)
+        self.out_long = self.topic(self.topics.segments_long)
         self._known_topics: dict[str, float] = {}
         sources = source_topics or [self.topics.requests]
         self.app.agent(self.app.topic(*sources, value_type=bytes, key_type=bytes), name="segment")(
             self._agent
         )
 
-    async def handle(self, event: Any) -> None:
+    async def handle(self, event: Any) -> str | None:
         started = time.perf_counter()
         request: TTSRequest | None = None
         try:
@@ -65,15 +79,16 @@ class SegmentStage(FaustStage):
             UnknownReplyTopicError,
             ValueError,
         ) as err:
-            await self.dead_letter(
+            return await self.dead_letter(
                 event,
                 err,
                 request_id=request.request_id if request else None,
                 tenant=request.tenant if request else None,
             )
-            return
+        pool = pool_for(request, self.pipeline.long_text_chars)
+        out = self.out_long if pool == "long" else self.out_short
         for segment in segments:
-            await self.out.send(key=request.request_id.encode(), value=segment.to_bytes())
+            await out.send(key=request.request_id.encode(), value=segment.to_bytes())
         log_event(
             self.log,
             "segmented",
@@ -83,9 +98,11 @@ class SegmentStage(FaustStage):
             voice=request.voice,
             lang=request.language,
             segments=len(segments),
+            pool=pool,
             text=snippet(request.text),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+        return "ok"
 
     async def _check_topic(self, name: str) -> None:
         now = time.monotonic()

@@ -18,6 +18,7 @@ from processors.synthesize.chunker import pcm_chunks
 from processors.synthesize.renderer import SegmentRenderer
 from schemas import ContractError, Segment
 from streamtts.jsonlog import log_event
+from streamtts.ops.telemetry import BREAKER_STATES, Telemetry
 from streamtts.settings import KafkaSettings, PipelineSettings
 from streamtts.topics import TopicNames
 
@@ -31,39 +32,60 @@ class SynthesizeStage(FaustStage):
         pipeline: PipelineSettings,
         renderer: SegmentRenderer,
         topics: TopicNames | None = None,
+        *,
+        pool: str = "short",
+        telemetry: Telemetry | None = None,
     ) -> None:
-        super().__init__(kafka, pipeline, topics)
+        """pool: "short" reads tts.segments (group streamtts-synthesize), "long" reads
+        tts.segments.long (group streamtts-synthesize-long)."""
+        if pool not in ("short", "long"):
+            raise ValueError(f"pool must be short or long, not {pool!r}")
+        super().__init__(
+            kafka, pipeline, topics, telemetry=telemetry, group_suffix="-long" if pool == "long" else ""
+        )
+        self.pool_name = pool
         self.renderer = renderer
         self.out = self.topic(self.topics.pcm)
-        self.pool = ThreadPoolExecutor(max_workers=max(1, pipeline.synth_workers), thread_name_prefix="synth")
-        self.app.agent(self.topic(self.topics.segments), name="synthesize")(self._agent)
-        self.last_output_at: float | None = None
-        """Monotonic time of the last PCM chunk sent (tests assert streaming with it)."""
+        self.pool = ThreadPoolExecutor(
+            max_workers=max(1, pipeline.synth_workers), thread_name_prefix=f"synth-{pool}"
+        )
+        source = self.topics.segments_long if pool == "long" else self.topics.segments
+        self.app.agent(self.topic(source), name=self.group)(self._agent)
 
-    async def handle(self, event: Any) -> None:
+    async def handle(self, event: Any) -> str | None:
         try:
             segment = Segment.from_bytes(event.message.value)
         except ContractError as err:
-            await self.dead_letter(event, err)
-            return
+            return await self.dead_letter(event, err)
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
             rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
             chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
-            await self.dead_letter(event, err, request_id=segment.request_id, tenant=segment.request.tenant)
-            return
+            return await self.dead_letter(
+                event, err, request_id=segment.request_id, tenant=segment.request.tenant
+            )
         key = segment.request_id.encode()
         for chunk in chunks:
             await self.out.send(key=key, value=chunk.to_bytes())
         audio_s = len(rendered.samples) / rendered.sample_rate
+        t = self.telemetry
+        t.audio_seconds.labels(rendered.voice_used).inc(audio_s)
+        if audio_s and not rendered.degradation:
+            t.rtf.labels(rendered.voice_used).observe(rendered.synth_ms / 1000 / audio_s)
+        if rendered.degradation:
+            d = rendered.degradation
+            t.degradations.labels(d.step, d.reason, d.lang).inc()
+        for (voice, lang), state in self.renderer.breaker.states().items():
+            t.breaker_state.labels(voice, lang).set(BREAKER_STATES[state])
         log_event(
             self.log,
             "synthesized",
             request_id=segment.request_id,
             tenant=segment.request.tenant,
             stage=self.name,
+            pool=self.pool_name,
             seq=segment.seq,
             total=segment.total,
             voice=rendered.voice_used,
@@ -74,6 +96,7 @@ class SynthesizeStage(FaustStage):
             degraded=rendered.degradation.reason if rendered.degradation else None,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
+        return "degraded" if rendered.degradation else "ok"
 
     async def stop(self) -> None:
         await super().stop()

@@ -72,6 +72,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _import_path() -> None:
+    """`bench/` is repo tooling, not part of the installed packages: import it from this checkout."""
+    import importlib.util
+
+    if importlib.util.find_spec("bench") is None and (ROOT / "bench" / "run.py").exists():
+        sys.path.insert(0, str(ROOT))
+
+
 def _check(args: argparse.Namespace) -> None:
     if args.rate is not None and args.rate <= 0:
         raise ConfigError(f"--rate must be > 0, got {args.rate:g}")
@@ -103,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         except UnknownVoiceError as err:
             raise ConfigError(str(err)) from None
 
+    _import_path()
     from bench.plots import plot_all
     from bench.report import markdown, write_json
     from bench.run import CustomLoad, Plan, run_bench

@@ -25,6 +25,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "replay_cmd",
     "demo_cmd",
     "bench_cmd",
+    "config_cmd",
 )
 
 
@@ -37,6 +38,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="streamtts", description="Streaming TTS pipeline over Kafka")
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML/YAML config file (default: $STREAMTTS_CONFIG); env vars win"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
     for name in SUBCOMMANDS:
@@ -53,10 +57,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     # CLI commands speak in plain lines; client-library chatter would bury the one error line.
     jsonlog.configure(getattr(args, "log_level", None) or "WARNING")
     try:
+        import os
+
+        from streamtts.config_file import apply_config
+        from streamtts.settings import PipelineSettings, Settings
+
+        apply_config(args.config or os.environ.get("STREAMTTS_CONFIG"))
+        Settings.from_env()  # invalid configuration fails here, before any work, naming the key
+        PipelineSettings.from_env()
         return int(args.func(args) or 0)
     except StreamTTSError as err:
         print(f"streamtts: error: {err}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `streamtts … | head`: the reader left; not an error of ours
+        return 0
     except KeyboardInterrupt:
         print("streamtts: interrupted", file=sys.stderr)
         return 130

@@ -1,0 +1,156 @@
+"""Optional configuration file (TOML or YAML) layered under the environment.
+
+Precedence: environment > file > built-in defaults. File keys are `section.key`:
+
+    [kafka]   bootstrap, security_protocol, sasl_mechanism, sasl_username, topic_prefix
+    [s3]      endpoint, access_key, region, bucket
+    [pipeline] any PipelineSettings field (first_max_chars, chunk_max_ms, ops_port, …)
+    log_level
+
+Secrets (Kafka SASL password, S3 secret key) are accepted only from the environment.
+Every problem fails at start with one line naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, MutableMapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from streamtts.errors import ConfigError
+from streamtts.settings import ENV_PREFIX, PipelineSettings
+
+SECRET_KEYS = {"kafka.sasl_password", "s3.secret_key"}
+_CONNECTION_KEYS: dict[str, tuple[str, type]] = {
+    "kafka.bootstrap": ("KAFKA_BOOTSTRAP", str),
+    "kafka.security_protocol": ("KAFKA_SECURITY_PROTOCOL", str),
+    "kafka.sasl_mechanism": ("KAFKA_SASL_MECHANISM", str),
+    "kafka.sasl_username": ("KAFKA_SASL_USERNAME", str),
+    "kafka.topic_prefix": ("TOPIC_PREFIX", str),
+    "s3.endpoint": ("S3_ENDPOINT", str),
+    "s3.access_key": ("S3_ACCESS_KEY", str),
+    "s3.region": ("S3_REGION", str),
+    "s3.bucket": ("S3_BUCKET", str),
+    "log_level": ("LOG_LEVEL", str),
+}
+
+
+def known_keys() -> dict[str, tuple[str, type]]:
+    keys = dict(_CONNECTION_KEYS)
+    defaults = PipelineSettings()
+    for f in fields(PipelineSettings):
+        value = getattr(defaults, f.name)
+        keys[f"pipeline.{f.name}"] = (f.name.upper(), tuple if isinstance(value, tuple) else type(value))
+    return keys
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, full + "."))
+        else:
+            out[full] = value
+    return out
+
+
+def _convert(key: str, value: Any, kind: type) -> str:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config: {key} must be true or false, got {value!r}")
+        return "1" if value else "0"
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"config: {key} must be an integer, got {value!r}")
+        return str(value)
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"config: {key} must be a number, got {value!r}")
+        return str(value)
+    if kind is tuple:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return ",".join(value)
+        raise ConfigError(f"config: {key} must be a list of strings, got {value!r}")
+    if not isinstance(value, str):
+        raise ConfigError(f"config: {key} must be a string, got {value!r}")
+    return value
+
+
+def load_config_file(path: str | Path) -> dict[str, str]:
+    """Parse and validate a config file into STREAMTTS_* variable values."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read config {p}: {err.strerror or err}") from None
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(
+            f"config {p} is not valid {'TOML' if p.suffix == '.toml' else 'YAML'}: {str(err).splitlines()[0]}"
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config {p}: expected a mapping at the top level")
+    keys = known_keys()
+    out: dict[str, str] = {}
+    for key, value in _flatten(data).items():
+        if key in SECRET_KEYS:
+            raise ConfigError(
+                f"config: {key} is a secret: set {ENV_PREFIX}{key.split('.')[0].upper()}_"
+                f"{key.split('.')[1].upper()} in the environment instead"
+            )
+        if key not in keys:
+            raise ConfigError(f"config: unknown key {key!r}")
+        env_name, kind = keys[key]
+        out[ENV_PREFIX + env_name] = _convert(key, value, kind)
+    return out
+
+
+def apply_config(path: str | Path | None, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Layer the file under the environment (only unset variables are filled). Returns them."""
+    environ = os.environ if environ is None else environ
+    if path is None:
+        return {}
+    values = load_config_file(path)
+    applied = {k: v for k, v in values.items() if k not in environ}
+    environ.update(applied)
+    return applied
+
+
+def effective_config() -> dict[str, Any]:
+    """The configuration every command would use now, secrets masked."""
+    from streamtts.settings import Settings
+
+    settings = Settings.from_env()
+    pipeline = PipelineSettings.from_env()
+    mask = "****"
+    return {
+        "kafka": {
+            "bootstrap": settings.kafka.bootstrap_servers,
+            "security_protocol": settings.kafka.security_protocol,
+            "sasl_mechanism": settings.kafka.sasl_mechanism,
+            "sasl_username": settings.kafka.sasl_username,
+            "sasl_password": mask if settings.kafka.sasl_password else None,
+            "topic_prefix": settings.kafka.topic_prefix,
+        },
+        "s3": {
+            "endpoint": settings.s3.endpoint,
+            "secure": settings.s3.secure,
+            "access_key": settings.s3.access_key,
+            "secret_key": mask if settings.s3.secret_key else None,
+            "region": settings.s3.region,
+            "bucket": settings.s3.bucket,
+        },
+        "pipeline": {f.name: getattr(pipeline, f.name) for f in fields(PipelineSettings)},
+        "log_level": os.environ.get(ENV_PREFIX + "LOG_LEVEL", "INFO"),
+    }

@@ -1,0 +1,81 @@
+"""Consumer lag per stage group and partition: end offset − committed offset (admin API)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiokafka import TopicPartition
+
+from streamtts.jsonlog import log_event
+from streamtts.kafka import make_admin, make_consumer
+from streamtts.ops.telemetry import Telemetry
+from streamtts.settings import KafkaSettings
+
+log = logging.getLogger("streamtts.lag")
+
+
+class LagMonitor:
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        groups: dict[str, list[str]],
+        telemetry: Telemetry,
+        interval_s: float = 10.0,
+    ) -> None:
+        """groups: consumer group → the topics it reads."""
+        self.kafka = kafka
+        self.groups = groups
+        self.telemetry = telemetry
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="lag-monitor")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.measure()
+            except Exception as err:  # metrics must never take the worker down
+                log_event(
+                    log, "lag_measure_failed", logging.WARNING, error=f"{type(err).__name__}: {err}"[:200]
+                )
+            await asyncio.sleep(self.interval_s)  # a schedule, not synchronisation
+
+    async def measure(self) -> dict[tuple[str, str, int], int]:
+        admin = make_admin(self.kafka)
+        consumer = make_consumer(self.kafka, group_id=None)
+        await admin.start()
+        await consumer.start()
+        out: dict[tuple[str, str, int], int] = {}
+        try:
+            for group, topics in self.groups.items():
+                committed = await admin.list_consumer_group_offsets(group)
+                tps = [
+                    TopicPartition(t, p)
+                    for t in topics
+                    for p in (consumer.partitions_for_topic(t) or await _partitions(admin, t))
+                ]
+                ends = await consumer.end_offsets(tps) if tps else {}
+                for tp in tps:
+                    meta = committed.get(tp)
+                    lag = ends[tp] - (meta.offset if meta and meta.offset >= 0 else 0)
+                    out[(group, tp.topic, tp.partition)] = lag
+                    self.telemetry.lag.labels(group, tp.topic, str(tp.partition)).set(lag)
+        finally:
+            await consumer.stop()
+            await admin.close()
+        return out
+
+
+async def _partitions(admin, topic: str) -> set[int]:  # type: ignore[no-untyped-def]
+    described = await admin.describe_topics([topic])
+    return {p["partition"] for t in described if t["error_code"] == 0 for p in t["partitions"]}

@@ -1,0 +1,35 @@
+"""Liveness and readiness state of a worker, as the probes report it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Readiness:
+    """Ready = every stage started and joined its group, the model warmed (if this worker
+    synthesizes), and the canary passing. Each false condition is named in /readyz."""
+
+    needs_model: bool = False
+    stages_started: bool = False
+    model_ready: bool = False
+    canary_ok: bool = True
+    canary_reason: str = ""
+    assigned: dict[str, bool] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.monotonic)
+
+    def problems(self) -> list[str]:
+        out = []
+        if not self.stages_started:
+            out.append("stages not started")
+        if self.needs_model and not self.model_ready:
+            out.append("model not loaded/warmed")
+        out += [f"{stage}: no partition assignment yet" for stage, ok in self.assigned.items() if not ok]
+        if not self.canary_ok:
+            out.append(f"canary failing: {self.canary_reason}")
+        return out
+
+    @property
+    def ready(self) -> bool:
+        return not self.problems()
