@@ -72,12 +72,12 @@ async def search(
     max_steps: int = 6,
     refine: int = 1,
     deadline: float = math.inf,
-    step_cost_s: float = 0.0,
+    step_cost_s: Callable[[float], float] | None = None,
     min_rate: float = 0.05,
     on_step: Callable[[Step], None] | None = None,
 ) -> Capacity:
     """Search `voice`'s capacity; `measure(rate)` runs one step. `deadline` is monotonic time;
-    a step is started only if `step_cost_s` still fits before it."""
+    a step is started only if `step_cost_s(rate)` still fits before it."""
     cap = Capacity(voice)
     rate = round_rate(start_rate)
     refined = 0
@@ -86,7 +86,7 @@ async def search(
         if len(cap.steps) >= max_steps:
             cap.stopped = cap.stopped or "step limit"
             return None
-        if time.monotonic() + step_cost_s > deadline:
+        if time.monotonic() + (step_cost_s(r) if step_cost_s else 0.0) > deadline:
             cap.stopped = "time budget"
             return None
         step = await measure(r)

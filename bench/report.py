@@ -336,7 +336,17 @@ def markdown(result: BenchResult, images: list[str]) -> str:
     )
     lines += ["", "## Resources during each run (CPU % of one core / peak RSS MB)", ""]
     lines += _table(
-        ["run", "voice", "topology", "synthesize", "segment+encode+sink", "kafka", "minio", "bench client"],
+        [
+            "run",
+            "voice",
+            "topology",
+            "synthesize",
+            "segment+encode+sink",
+            "kafka",
+            "minio",
+            "bench client",
+            "rest of machine (CPU %)",
+        ],
         [
             [
                 r.name,
@@ -347,6 +357,7 @@ def markdown(result: BenchResult, images: list[str]) -> str:
                 _usage(r, "kafka"),
                 _usage(r, "minio"),
                 _usage(r, "bench"),
+                _usage(r, "others").split(" /")[0],
             ]
             for r in result.runs
             if r.usage and r.section != "capacity"

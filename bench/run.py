@@ -67,6 +67,10 @@ class Plan:
     fast_step_s: float
     slow_step_s: float
     max_steps: int
+    min_arrivals: int
+    """Expected requests per capacity step at least (low rates get longer steps) …"""
+    max_step_s: float
+    """… up to this long; lower rates are not tried."""
     drain_s: float
     guarantees: bool
     scale_out: bool
@@ -99,9 +103,11 @@ class Plan:
             sustain_s=20 if quick else 90,
             burst_scale=0.5 if quick else 1.0,
             long_form_n=0 if quick else 3,
-            fast_step_s=12 if quick else 25,
+            fast_step_s=12 if quick else 30,
             slow_step_s=15 if quick else 35,
             max_steps=3 if quick else 6,
+            min_arrivals=6 if quick else 10,
+            max_step_s=25 if quick else 60,
             drain_s=20 if quick else 40,
             guarantees=(not quick) if guarantees is None else guarantees,
             scale_out=(not quick) if scale_out is None else scale_out,
@@ -478,8 +484,12 @@ class Bench:
         start = 0.5 * direct.summary.throughput_rps if direct and direct.summary.throughput_rps else 0.5
         label = progress_line(f"capacity {voice}")
 
+        def duration(rate: float) -> float:
+            # Enough arrivals to say something about P99, but a bounded step.
+            return min(max(step_s, plan.min_arrivals / rate), plan.max_step_s)
+
         async def measure(rate: float) -> Step:
-            schedule = poisson_schedule(rate, step_s, self.rng)
+            schedule = poisson_schedule(rate, duration(rate), self.rng)
             items = draw_mix(self.pools[voice], len(schedule), self.rng)
             usage = UsageWindow(self._pids(workers)).start()
             recs = await open_loop(client, items, schedule, RequestShape(voice), drain_s=plan.drain_s)
@@ -519,7 +529,8 @@ class Bench:
             round_rate(start),
             max_steps=plan.max_steps,
             deadline=self.deadline,
-            step_cost_s=step_s + 10,
+            step_cost_s=lambda r: duration(r) + 10,
+            min_rate=plan.min_arrivals / plan.max_step_s,
             on_step=on_step,
         )
         if cap.stopped:

@@ -86,6 +86,16 @@ def _cpu_ticks(pid: int) -> int | None:
     return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of proc(5))
 
 
+def _machine_busy_ticks() -> int:
+    """CPU ticks all cores spent busy (everything but idle and iowait), from /proc/stat."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return 0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in first[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
 def _rss_mb(pid: int) -> float:
     try:
         pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
@@ -94,9 +104,14 @@ def _rss_mb(pid: int) -> float:
     return pages * PAGE_KB / 1024
 
 
+OTHERS = "others"
+"""Pseudo-process: CPU of everything else on the machine (a noisy neighbour shows up here)."""
+
+
 class UsageWindow:
     """CPU time and peak RSS of some processes between `start()` and `stop()` (sampled at
-    `every_s` for the RSS peak; CPU from the kernel's counters, so it is exact)."""
+    `every_s` for the RSS peak; CPU from the kernel's counters, so it is exact), plus the CPU
+    the rest of the machine used meanwhile (`OTHERS`)."""
 
     def __init__(self, pids: dict[str, int], every_s: float = 0.5) -> None:
         self.pids = pids
@@ -110,6 +125,7 @@ class UsageWindow:
     def start(self) -> UsageWindow:
         self._t0 = time.monotonic()
         self._ticks0 = {n: _cpu_ticks(p) or 0 for n, p in self.pids.items()}
+        self._machine0 = _machine_busy_ticks()
         self._thread.start()
         return self
 
@@ -128,6 +144,10 @@ class UsageWindow:
             self._peak[name] = max(self._peak[name], _rss_mb(pid))
             cpu_s = ticks / CLK_TCK
             out[name] = ProcUsage(round(cpu_s, 2), round(100 * cpu_s / wall, 1), round(self._peak[name], 1))
+        others_s = max(
+            0.0, (_machine_busy_ticks() - self._machine0) / CLK_TCK - sum(u.cpu_s for u in out.values())
+        )
+        out[OTHERS] = ProcUsage(round(others_s, 2), round(100 * others_s / wall, 1), 0.0)
         return out
 
 

@@ -42,6 +42,8 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         # Bounded buffer between fetcher and agent: a busy stage stops fetching (back-pressure).
         stream_buffer_maxsize=64,
         stream_wait_empty=False,
+        # Cancelled handling must never count as done (see FaustStage._agent: manual acks).
+        stream_ack_cancelled_tasks=False,
         logging_config=None,
         loghandlers=[],
     )

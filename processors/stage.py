@@ -64,18 +64,27 @@ class FaustStage:
         )
 
     async def _agent(self, stream: Any) -> None:
-        """The faust agent: one record at a time, in partition order."""
+        """The faust agent: one record at a time, in partition order.
+
+        Acks are manual: a record is acked (so its offset may be committed) only after its
+        outputs were handed to the producer. faust's implicit ack would also fire when the
+        handling is cancelled by shutdown or a rebalance, committing work never done — the
+        SIGTERM test lost a segment that way. Unacked, the record goes to the next owner.
+        """
         inflight = self.telemetry.inflight.labels(self.name)
         seconds = self.telemetry.stage_seconds.labels(self.name)
-        async for event in stream.events():
+        manual = stream.noack()
+        async for event in manual.events():
             if aimed_elsewhere(event, self.name):
-                continue  # a replay for the other consumer of this topic
+                await manual.ack(event)  # a replay for the other consumer of this topic
+                continue
             started = time.perf_counter()
             inflight.inc()
             try:
                 outcome = await self.handle(event)
             finally:
                 inflight.dec()
+            await manual.ack(event)
             seconds.observe(time.perf_counter() - started)
             self.telemetry.records.labels(self.name, outcome or "ok").inc()
 

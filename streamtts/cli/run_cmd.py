@@ -13,18 +13,34 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("segment", "synthesize", "encode", "sink"),
         help="stage to run; repeat for several (default: all)",
     )
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument(
+        "--pool",
+        action="append",
+        choices=("short", "long"),
+        help="synthesize pool(s) to serve (default: both)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="default: $STREAMTTS_LOG_LEVEL or INFO",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     import asyncio
+    import os
 
     from streamtts import jsonlog
     from streamtts.settings import PipelineSettings, Settings
-    from streamtts.worker import STAGE_NAMES, Worker, run_until_signalled
+    from streamtts.worker import POOLS, STAGE_NAMES, Worker, run_until_signalled
 
-    jsonlog.configure(args.log_level)  # a service logs JSON lines at INFO
-    worker = Worker(args.stage or list(STAGE_NAMES), Settings.from_env(), PipelineSettings.from_env())
+    jsonlog.configure(args.log_level or os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"))
+    worker = Worker(
+        args.stage or list(STAGE_NAMES),
+        Settings.from_env(),
+        PipelineSettings.from_env(),
+        pools=args.pool or list(POOLS),
+    )
     asyncio.run(run_until_signalled(worker))
     return 0
