@@ -69,6 +69,8 @@ class Worker:
         self.canary: Any = None
         self._lag: Any = None
         self._watch: asyncio.Task[None] | None = None
+        self.ops_started = asyncio.Event()
+        """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
     @property
     def ops_port(self) -> int | None:
@@ -84,6 +86,7 @@ class Worker:
             self.ops = OpsServer(self.readiness, tel, port=pipe.ops_port)
             port = await self.ops.start()
             log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])
+            self.ops_started.set()
         # 2. The model (CPU-bound load + warm-up, off the loop) and the canary's reference.
         if "synthesize" in self.stages:
             await self._load_model()

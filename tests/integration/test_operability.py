@@ -62,8 +62,7 @@ async def test_probes_follow_warm_up_and_canary(
     )
     starting = asyncio.create_task(worker.start())
     try:
-        while worker.ops is None or not worker.ops.port:  # the probes come up first
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(worker.ops_started.wait(), 30)  # the probes come up first
         status, body = await _get(worker.ops_port, "/readyz")
         assert status == 503, "not ready before the model is warmed and stages joined"
         assert orjson.loads(body)["problems"]
@@ -71,7 +70,7 @@ async def test_probes_follow_warm_up_and_canary(
         assert health == 200, "alive while still warming up"
         await starting
         async with asyncio.timeout(30):
-            while (await _get(worker.ops_port, "/readyz"))[0] != 200:
+            while (await _get(worker.ops_port, "/readyz"))[0] != 200:  # noqa: ASYNC110 - probing, as k8s does
                 await asyncio.sleep(0.2)  # waiting for the group assignment (polling the probe)
         # A corrupted engine: the canary sees changed output and readiness flips.
         engine = speech_renderer.synth.registry.engine(speech_renderer.synth.registry.spec("jm_kumo"))
@@ -195,6 +194,8 @@ async def test_sigterm_mid_request_loses_nothing(kafka_settings: KafkaSettings, 
         STREAMTTS_SHUTDOWN_TIMEOUT_S="20",
     )
 
+    pumps: list[asyncio.Task[None]] = []
+
     async def start_worker() -> tuple[asyncio.subprocess.Process, asyncio.Queue[dict]]:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -215,7 +216,7 @@ async def test_sigterm_mid_request_loses_nothing(kafka_settings: KafkaSettings, 
                 except orjson.JSONDecodeError:
                     pass
 
-        asyncio.create_task(pump())
+        pumps.append(asyncio.create_task(pump()))
         return proc, events
 
     async def until(events: asyncio.Queue[dict], name: str, timeout: float = 120) -> dict:
@@ -240,7 +241,7 @@ async def test_sigterm_mid_request_loses_nothing(kafka_settings: KafkaSettings, 
             stopped = await until(events, "worker_stopped", timeout=30)
             assert stopped["stages"] == ["segment", "synthesize", "encode", "sink"]
             assert await asyncio.wait_for(first.wait(), 30) == 0
-            second, events2 = await start_worker()
+            second, _ = await start_worker()
             try:
                 results = await waiter.wait([req.request_id], timeout_s=240)
             finally:

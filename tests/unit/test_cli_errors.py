@@ -33,6 +33,8 @@ def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         (("submit", "--format", "ogg", "hi"), b"", "invalid choice: 'ogg'"),
         (("submit", "hello"), b"", "cannot reach Kafka at 127.0.0.1:1"),
         (("infra",), b"", "the following arguments are required"),
+        (("--config", "/nope.toml", "config", "show"), b"", "cannot read config /nope.toml"),
+        (("replay", "window", "--from", "2026-01-02", "--to", "2026-01-01"), b"", "must be before --to"),
     ],
 )
 def test_one_clear_line(args: tuple[str, ...], stdin: bytes, expected: str) -> None:

@@ -1,0 +1,110 @@
+"""Shipped operations files parse, reference only metrics we export, and probe the right paths."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from streamtts.config_file import apply_config, load_config_file
+from streamtts.errors import ConfigError
+from streamtts.ops.telemetry import Telemetry
+
+INFRA = Path(__file__).resolve().parents[2] / "infra"
+METRIC = re.compile(r"\bstreamtts_[a-z_]+\b")
+KNOWN = Telemetry().metric_names()
+
+
+def _check_expr(expr: str) -> None:
+    assert expr.count("(") == expr.count(")") and expr.count("[") == expr.count("]"), expr
+    names = set(METRIC.findall(expr))
+    assert names, f"no streamtts metric in {expr!r}"
+    assert names <= KNOWN, f"unknown metrics {names - KNOWN} in {expr!r}"
+
+
+def test_alert_rules_cover_the_on_call_cases_with_real_metrics() -> None:
+    doc = yaml.safe_load((INFRA / "observability" / "alerts.yml").read_text())
+    rules = [r for g in doc["groups"] for r in g["rules"]]
+    for rule in rules:
+        assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}
+        assert re.fullmatch(r"\d+[smh]", rule["for"])
+        _check_expr(rule["expr"])
+    exprs = {r["alert"]: r["expr"] for r in rules}
+    assert "> 1.2" in exprs["StreamttsTimeToFirstAudioP99High"]  # the P99 target
+    for needed in (
+        "StreamttsDeadLettersRising",
+        "StreamttsBreakerOpen",
+        "StreamttsConsumerLagGrowing",
+        "StreamttsCanaryFailing",
+    ):
+        assert needed in exprs
+
+
+def test_prometheus_config_scrapes_metrics_and_loads_the_rules() -> None:
+    doc = yaml.safe_load((INFRA / "observability" / "prometheus.yml").read_text())
+    assert all((INFRA / "observability" / f).exists() for f in doc["rule_files"])
+    assert {j["metrics_path"] for j in doc["scrape_configs"]} == {"/metrics"}
+
+
+def test_dashboard_panels_query_exported_metrics() -> None:
+    dash = orjson.loads((INFRA / "observability" / "grafana-dashboard.json").read_bytes())
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    assert len(exprs) >= 10
+    for expr in exprs:
+        _check_expr(expr)
+    covered = set().union(*(METRIC.findall(e) for e in exprs))
+    assert {
+        "streamtts_time_to_first_audio_seconds_bucket",
+        "streamtts_consumer_lag",
+        "streamtts_breaker_state",
+    } <= covered
+
+
+def test_kubernetes_workers_probe_health_and_readiness_and_config_loads(tmp_path: Path) -> None:
+    docs = list(yaml.safe_load_all((INFRA / "k8s" / "streamtts.yaml").read_text()))
+    deployments = [d for d in docs if d["kind"] == "Deployment"]
+    assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in deployments} == {
+        "segment",
+        "synthesize-short",
+        "synthesize-long",
+        "encode",
+        "sink",
+    }
+    for d in deployments:
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert d["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > 30
+    config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.toml"]
+    path = tmp_path / "config.toml"
+    path.write_text(config)
+    values = load_config_file(path)
+    assert values["STREAMTTS_OPS_PORT"] == "9464" and values["STREAMTTS_WARM_VOICES"] == "jm_kumo,en_joe"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[pipeline]\nfoo = 1\n", "unknown key 'pipeline.foo'"),
+        ('[pipeline]\nmax_chars = "many"\n', "pipeline.max_chars must be an integer"),
+        ('[s3]\nsecret_key = "hunter2"\n', "s3.secret_key is a secret"),
+        ("[pipeline\n", "is not valid TOML"),
+    ],
+)
+def test_bad_config_fails_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config_file(path)
+
+
+def test_environment_wins_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("pipeline:\n  first_max_chars: 30\n  max_chars: 120\n")
+    env = {"STREAMTTS_MAX_CHARS": "200"}
+    applied = apply_config(path, env)
+    assert applied == {"STREAMTTS_FIRST_MAX_CHARS": "30"}
+    assert env == {"STREAMTTS_MAX_CHARS": "200", "STREAMTTS_FIRST_MAX_CHARS": "30"}
