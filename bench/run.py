@@ -77,6 +77,8 @@ class Plan:
     budget_s: float
     seed: int
     custom: CustomLoad | None = None
+    pipeline: bool = True
+    """Overhead, sustained, burst, long-form and capacity (off: only --guarantees/--scale-out)."""
 
     @classmethod
     def make(
@@ -91,6 +93,7 @@ class Plan:
         custom: CustomLoad | None,
         threads: int = 2,
         concurrency: int = 4,
+        pipeline: bool = True,
     ) -> Plan:
         # Quick: every core section with small samples (< 5 min); full: the README numbers.
         return cls(
@@ -114,6 +117,7 @@ class Plan:
             budget_s=budget_s or (270 if quick else 1000),
             seed=seed,
             custom=custom,
+            pipeline=pipeline,
         )
 
 
@@ -211,12 +215,15 @@ class Bench:
         if self.plan.custom:
             await self._custom()
         else:
-            await self._main_pipeline()
+            if self.plan.pipeline:
+                await self._main_pipeline()
             if self.plan.guarantees:
                 await self._guarantees()
             if self.plan.scale_out:
                 await self._scale_out()
-        if self.fits("baseline pass 2", 40 if self.plan.quick else 90):
+        if (self.plan.pipeline or self.plan.custom) and self.fits(
+            "baseline pass 2", 40 if self.plan.quick else 90
+        ):
             workload = self.plan.custom.workload if self.plan.custom else "customer_service"
             self._direct_pass(2, workload)
         self.result.wall_s = time.monotonic() - self.t0
@@ -572,6 +579,10 @@ class Bench:
 
     async def _scale_out(self) -> None:
         # Same two cores either way: one process with 2 intra-op threads, or two with one each.
+        # Both or neither: half a comparison says nothing.
+        cost = 2 * (25 + sum(self._batch_cost(v) for v in self.plan.voices))
+        if not self.fits("scale-out (both topologies)", cost):
+            return
         for procs, threads in ((1, self.plan.threads), (2, max(1, self.plan.threads // 2))):
             topo = Topology(procs, threads, warm_voices=self.plan.voices)
             await self._batch_on(f"scale{procs}x{threads}", topo, "scale_out", self.plan.voices)

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from types import TracebackType
-from typing import Self
 
 from aiokafka.structs import RecordMetadata
 
 from schemas import TTSRequest
 from streamtts.kafka import make_producer
+from streamtts.lifecycle import AsyncLifecycle
 from streamtts.settings import KafkaSettings
 from streamtts.topics import TopicNames
 
 
-class RequestProducer:
+class RequestProducer(AsyncLifecycle):
     """Publishes validated requests. Use as `async with RequestProducer(settings) as p:`."""
 
     def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
@@ -30,15 +29,6 @@ class RequestProducer:
 
     async def stop(self) -> None:
         await self._producer.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
     async def submit(
         self,

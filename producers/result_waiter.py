@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from types import TracebackType
-from typing import Self
 
 from aiokafka import TopicPartition
 
 from schemas import CompletionResult, ContractError
 from streamtts.errors import StreamTTSError
 from streamtts.kafka import make_consumer, topic_partitions
+from streamtts.lifecycle import AsyncLifecycle
 from streamtts.settings import KafkaSettings
 from streamtts.topics import TopicNames
 
@@ -28,7 +27,7 @@ class ResultTimeout(StreamTTSError):
         super().__init__(f"timed out after {timeout_s:g} s waiting for {len(missing)} result(s): {ids}")
 
 
-class ResultWaiter:
+class ResultWaiter(AsyncLifecycle):
     def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
         self._kafka = kafka
         self._topic = (topics or TopicNames(kafka.topic_prefix)).results
@@ -55,15 +54,6 @@ class ResultWaiter:
 
     async def stop(self) -> None:
         await self._consumer.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
     async def wait(self, request_ids: Iterable[str], timeout_s: float) -> dict[str, CompletionResult]:
         """Results for every id in `request_ids`, or ResultTimeout naming those missing."""

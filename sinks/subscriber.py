@@ -12,8 +12,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 from aiokafka import TopicPartition
 
@@ -21,6 +20,7 @@ from processors.encode.encoders import assemble
 from schemas import AudioChunk, ContractError
 from streamtts.errors import StreamTTSError
 from streamtts.kafka import make_consumer, topic_partitions
+from streamtts.lifecycle import AsyncLifecycle
 from streamtts.settings import KafkaSettings
 
 
@@ -84,7 +84,7 @@ class _Partial:
         return missing
 
 
-class AudioSubscriber:
+class AudioSubscriber(AsyncLifecycle):
     """`async with AudioSubscriber(kafka, topic) as sub: async for audio in sub.completed(): ...`"""
 
     def __init__(
@@ -130,15 +130,6 @@ class AudioSubscriber:
 
     async def stop(self) -> None:
         await self._consumer.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
     def add_request_ids(self, ids: Iterable[str]) -> None:
         if self.wanted is None:

@@ -8,6 +8,8 @@ as a separate process; nothing of it is linked into streamtts.
 from __future__ import annotations
 
 import os
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +113,23 @@ class MinioNode:
 
     def stop(self) -> bool:
         return processes.stop(self.pid_file, self.marker)
+
+    def ready(self) -> bool:
+        """MinIO's own readiness probe answers 200."""
+        try:
+            with urllib.request.urlopen(f"http://{self.endpoint}/minio/health/ready", timeout=2) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.ready():
+            if self.pid() is None:
+                raise InfraError(f"MinIO exited during start-up (log: {self.paths.log_file('minio')})")
+            if time.monotonic() > deadline:
+                raise InfraError(f"MinIO not ready after {timeout_s:.0f} s")
+            time.sleep(0.2)  # polling a remote readiness probe
 
 
 def minio_credentials_valid(access_key: str, secret_key: str) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 from infra.local import processes
@@ -108,7 +106,7 @@ class LocalStack:
                 version=MINIO_VERSION,
                 endpoint=f"http://{self.minio.endpoint}",
                 pid=m_pid,
-                ready=m_pid is not None and _minio_ready(self.minio.endpoint),
+                ready=m_pid is not None and self.minio.ready(),
                 rss_mib=_rss_mib(m_pid),
                 log=str(self.minio.paths.log_file("minio")),
             ),
@@ -125,7 +123,7 @@ class LocalStack:
                 if not processes.is_running(pid):
                     raise InfraError(f"{name} exited during start-up (log: {logs[name]})")
             kafka_ok = kafka_ok or asyncio.run(_kafka_ready(self.kafka.bootstrap))
-            minio_ok = minio_ok or _minio_ready(self.minio.endpoint)
+            minio_ok = minio_ok or self.minio.ready()
             if kafka_ok and minio_ok:
                 return
             time.sleep(0.25)
@@ -148,14 +146,6 @@ async def _kafka_ready(bootstrap: str) -> bool:
         return False
     finally:
         await admin.close()
-
-
-def _minio_ready(endpoint: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{endpoint}/minio/health/ready", timeout=2) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _rss_mib(pid: int | None) -> float | None:

@@ -16,6 +16,7 @@ from streamtts.errors import ConfigError
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS_PERF = ROOT / "docs" / "perf"
 WORKLOAD_CHOICES = ("customer_service", "long_form", "burst")
+SECTIONS = ("pipeline", "guarantees", "scale_out")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,6 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="1 synthesize worker × 2 threads vs 2 × 1 (default: on in a full run, off with --quick)",
     )
     p.add_argument(
+        "--sections",
+        default=None,
+        help="comma-separated subset of pipeline,guarantees,scale_out (default: by --quick and the flags)",
+    )
+    p.add_argument(
         "--max-minutes", type=float, default=None, help="time budget (default 4.5 quick, ~17 full)"
     )
     p.add_argument("--seed", type=int, default=7, help="RNG seed of text mixes and arrivals (default 7)")
@@ -93,6 +99,10 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     if args.max_minutes is not None and args.max_minutes <= 0:
         raise ConfigError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
+    if args.sections is not None:
+        unknown = set(args.sections.split(",")) - set(SECTIONS)
+        if unknown or not args.sections:
+            raise ConfigError(f"--sections takes {','.join(SECTIONS)}; got {args.sections!r}")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} exists and is not a directory")
 
@@ -124,11 +134,13 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency or 4,
             duration_s=args.duration or (15 if args.quick else 30),
         )
+    sections = set(args.sections.split(",")) if args.sections else None
     plan = Plan.make(
         quick=args.quick,
         voices=voices,
-        guarantees=args.guarantees,
-        scale_out=args.scale_out,
+        guarantees=args.guarantees if sections is None else "guarantees" in sections,
+        scale_out=args.scale_out if sections is None else "scale_out" in sections,
+        pipeline=sections is None or "pipeline" in sections,
         budget_s=args.max_minutes * 60 if args.max_minutes else None,
         seed=args.seed,
         custom=custom,

@@ -90,28 +90,13 @@ async def test_object_storage_down_for_10s_then_back(
     assert len(results) == 6 and all(r.status == "completed" and r.storage for r in results.values())
     own_stack.minio.start(say=lambda _m: None)
     try:
-        await asyncio.to_thread(_wait_minio, own_stack)
+        await asyncio.to_thread(own_stack.minio.wait_ready)
         keys = await asyncio.to_thread(_objects, s3, "outage/")
     finally:
         own_stack.minio.stop()
     assert sorted(keys) == sorted(r.storage.key for r in results.values()), (
         "one object per request, no extras"
     )
-
-
-def _wait_minio(stack: LocalStack) -> None:
-    import time
-    import urllib.request
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://{stack.minio.endpoint}/minio/health/ready", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError("MinIO did not come back")
 
 
 async def test_kafka_broker_restart_mid_run(

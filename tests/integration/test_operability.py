@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import os
 import signal
 import sys
 from dataclasses import replace
@@ -23,6 +22,7 @@ from streamtts.jsonlog import JsonFormatter
 from streamtts.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.topics import TopicNames
 from streamtts.worker import Worker
+from tests.helpers import cli_env
 from tests.services import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -182,16 +182,8 @@ async def _first_chunk(sub: AudioSubscriber, rid: str):  # type: ignore[no-untyp
 
 
 async def test_sigterm_mid_request_loses_nothing(kafka_settings: KafkaSettings, services: Services) -> None:
-    env = dict(
-        os.environ,
-        STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
-        STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix,
-        STREAMTTS_S3_ENDPOINT=services.s3.endpoint,
-        STREAMTTS_S3_ACCESS_KEY=services.s3.access_key,
-        STREAMTTS_S3_SECRET_KEY=services.s3.secret_key,
-        STREAMTTS_WARM_VOICES="jm_kumo",
-        STREAMTTS_SESSION_TIMEOUT_S="6",
-        STREAMTTS_SHUTDOWN_TIMEOUT_S="20",
+    env = cli_env(
+        kafka_settings, services.s3, warm_voices="jm_kumo", session_timeout_s="6", shutdown_timeout_s="20"
     )
 
     pumps: list[asyncio.Task[None]] = []

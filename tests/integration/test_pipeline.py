@@ -17,6 +17,7 @@ from sinks.subscriber import AudioSubscriber
 from streamtts.kafka import make_consumer, make_producer
 from streamtts.settings import KafkaSettings
 from streamtts.topics import TopicNames
+from tests.helpers import cli_env
 from tests.services import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -195,18 +196,10 @@ async def test_result_without_storage_reports_duration_only(
 async def test_submit_wait_out_and_listen_write_playable_files(
     running_pipeline, kafka_settings: KafkaSettings, services: Services, tmp_path
 ) -> None:
-    import os
     import subprocess
     import sys
 
-    env = dict(
-        os.environ,
-        STREAMTTS_KAFKA_BOOTSTRAP=kafka_settings.bootstrap_servers,
-        STREAMTTS_TOPIC_PREFIX=kafka_settings.topic_prefix,
-        STREAMTTS_S3_ENDPOINT=services.s3.endpoint,
-        STREAMTTS_S3_ACCESS_KEY=services.s3.access_key,
-        STREAMTTS_S3_SECRET_KEY=services.s3.secret_key,
-    )
+    env = cli_env(kafka_settings, services.s3)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

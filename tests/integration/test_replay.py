@@ -96,6 +96,7 @@ async def test_storage_outage_dead_letters_then_replay_completes_each_exactly_on
 
         # The fix: storage comes back. A dry run first: it changes nothing.
         await asyncio.to_thread(own_stack.minio.start, lambda _m: None)
+        await asyncio.to_thread(own_stack.minio.wait_ready)  # the fix is in place before the replay
         pcm_before = await _end_offsets(kafka_settings, topics.pcm)
         dry = await replay_dlq(kafka_settings, "sink", DlqFilter(tenant="dlq"), dry_run=True)
         assert dry.redriven == sum(dlq_ends.values()) and len(dry.planned) == dry.redriven

@@ -1,0 +1,45 @@
+"""`streamtts gateway`: the HTTP/WebSocket edge (REST, OpenAI-compatible, WebSocket, web page)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gateway", help="serve the HTTP/WebSocket gateway over the pipeline's topics")
+    p.add_argument("--host", help="bind address (default: $STREAMTTS_GATEWAY_HOST or 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: $STREAMTTS_GATEWAY_PORT or 8080)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    import dataclasses
+
+    from streamtts.gateway.settings import GatewaySettings
+
+    settings = GatewaySettings.from_env()
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    settings = dataclasses.replace(settings, **overrides)
+    if not settings.api_keys:
+        from streamtts.errors import ConfigError
+
+        raise ConfigError(
+            "no API keys: set STREAMTTS_GATEWAY_API_KEYS=key:tenant or STREAMTTS_GATEWAY_API_KEYS_FILE"
+        )
+    return asyncio.run(_serve(settings))
+
+
+async def _serve(settings: object) -> int:
+    import uvicorn
+
+    from streamtts.gateway.app import create_app
+    from streamtts.gateway.settings import GatewaySettings
+    from streamtts.settings import Settings
+
+    assert isinstance(settings, GatewaySettings)
+    app = create_app(settings, Settings.from_env())
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_level="info")
+    print(f"streamtts gateway on http://{settings.host}:{settings.port}/", flush=True)
+    await uvicorn.Server(config).serve()
+    return 0

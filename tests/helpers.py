@@ -1,0 +1,24 @@
+"""Small helpers shared by the integration tests."""
+
+from __future__ import annotations
+
+import os
+
+from streamtts.settings import KafkaSettings, S3Settings
+
+
+def cli_env(kafka: KafkaSettings, s3: S3Settings | None = None, **extra: str) -> dict[str, str]:
+    """Environment for a `streamtts` subprocess pointed at this test's broker, topics and S3."""
+    env = dict(
+        os.environ,
+        STREAMTTS_KAFKA_BOOTSTRAP=kafka.bootstrap_servers,
+        STREAMTTS_TOPIC_PREFIX=kafka.topic_prefix,
+    )
+    if s3 is not None:
+        env.update(
+            STREAMTTS_S3_ENDPOINT=s3.endpoint,
+            STREAMTTS_S3_ACCESS_KEY=s3.access_key,
+            STREAMTTS_S3_SECRET_KEY=s3.secret_key,
+        )
+    env.update({f"STREAMTTS_{k.upper()}": v for k, v in extra.items()})
+    return env
