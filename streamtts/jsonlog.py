@@ -36,15 +36,21 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(level: str = "INFO", *, quiet_clients: bool = True) -> None:
-    """Route all logging to stderr as JSON lines. Kafka client chatter is kept at WARNING+."""
+    """Route all logging to stderr as JSON lines.
+
+    quiet_clients: CLI commands print one clear line on failure, so client-library chatter is
+    muted (CRITICAL); long-running services keep the libraries' warnings (WARNING+).
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    if quiet_clients:
-        for name in ("aiokafka", "kafka", "faust", "mode", "urllib3"):
-            logging.getLogger(name).setLevel(logging.CRITICAL if level.upper() != "DEBUG" else logging.DEBUG)
+    client_level = logging.CRITICAL if quiet_clients else logging.WARNING
+    for name in ("aiokafka", "kafka", "faust", "mode", "urllib3"):
+        logging.getLogger(name).setLevel(logging.DEBUG if level.upper() == "DEBUG" else client_level)
+    # phonemizer warns "words count mismatch" for every CJK clause: noise, not a problem.
+    logging.getLogger("phonemizer").setLevel(logging.ERROR)
 
 
 def snippet(text: str, limit: int = TEXT_SNIPPET_CHARS) -> str:

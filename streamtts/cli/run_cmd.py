@@ -35,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     from streamtts.settings import PipelineSettings, Settings
     from streamtts.worker import POOLS, STAGE_NAMES, Worker, run_until_signalled
 
-    jsonlog.configure(args.log_level or os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"))
+    jsonlog.configure(args.log_level or os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"), quiet_clients=False)
     worker = Worker(
         args.stage or list(STAGE_NAMES),
         Settings.from_env(),
