@@ -258,7 +258,7 @@ class Bench:
             recs = direct.run(self.overhead_items[voice], voice, deadline=self.deadline - 30, say=label)
             self._add_direct("direct", voice, workload, recs, usage.stop(), label)
         primary = plan.voices[0]
-        if plan.long_form_n and not plan.custom:
+        if plan.long_form_n and plan.pipeline and not plan.custom:
             paragraphs = speakable(load_texts("long_form"), direct.registry.spec(primary).languages)
             self.overhead_items["long_form"] = paragraphs[: plan.long_form_n]
             if self.overhead_items["long_form"]:

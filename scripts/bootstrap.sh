@@ -12,6 +12,10 @@ say() { printf '[bootstrap] %s\n' "$*" >&2; }
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+# Browser tests of the gateway's page drive Debian's Chromium (no browser download).
+if [[ "$EXTRAS" == *test* ]] && ! command -v chromium >/dev/null 2>&1; then
+  need_apt+=(chromium)
+fi
 if ((${#need_apt[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "installing ${need_apt[*]} with apt-get"

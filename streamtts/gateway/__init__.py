@@ -1,0 +1,1 @@
+"""HTTP/WebSocket gateway: a thin edge over the pipeline's Kafka topics (no synthesis here)."""

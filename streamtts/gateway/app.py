@@ -1,0 +1,72 @@
+"""The ASGI app: Starlette routes over a `Gateway` (producer, fan-out consumer, object store).
+
+Starlette + uvicorn: a small ASGI toolkit with first-class streaming responses and
+WebSockets, no pydantic-v1 pin (the project's contracts are pydantic v2), and no framework
+magic to fight; request bodies are validated with the same pydantic the contracts use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from streamtts.gateway import routes_openai, routes_ops, routes_speech, websocket
+from streamtts.gateway.errors import ApiError, api_error_handler, http_error_handler
+from streamtts.gateway.service import Gateway
+from streamtts.gateway.settings import GatewaySettings
+from streamtts.settings import Settings
+
+
+class MetricsMiddleware:
+    """Counts responses per route template (not raw path: ids would explode cardinality)."""
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.monotonic()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                route = getattr(scope.get("route"), "path", "unmatched")
+                self.gateway.metrics.http_seconds.labels(route).observe(time.monotonic() - start)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.gateway.metrics.http_requests.labels(route, scope["method"], str(status)).inc()
+
+
+def create_app(settings: GatewaySettings, pipeline: Settings, gateway: Gateway | None = None) -> Starlette:
+    gw = gateway or Gateway.build(settings, pipeline)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gw.start()
+        try:
+            yield
+        finally:
+            await gw.stop()
+
+    app = Starlette(
+        routes=[*routes_ops.routes, *routes_speech.routes, *routes_openai.routes, *websocket.routes],
+        exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
+        lifespan=lifespan,
+    )
+    app.state.gateway = gw
+    app.add_middleware(MetricsMiddleware, gateway=gw)
+    return app

@@ -1,0 +1,129 @@
+"""HTTP audio bodies: stream a request's chunks as they arrive, or serve the finished file."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator
+
+from starlette.responses import Response, StreamingResponse
+
+from processors.encode.encoders import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, assemble
+from schemas import AudioChunk
+from streamtts.gateway.errors import ApiError
+from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.metrics import GatewayMetrics
+from streamtts.gateway.service import Gateway
+
+
+def content_type(fmt: str, sample_rate: int) -> str:
+    if fmt == "pcm":
+        return f"audio/L16;rate={sample_rate};channels=1;endianness=little-endian"
+    return CONTENT_TYPES[fmt]
+
+
+def streaming_wav_header(sample_rate: int) -> bytes:
+    """A WAV header for a stream of unknown length (sizes 0xFFFFFFFF, as ffmpeg and browsers
+    expect for live WAV): each chunk is a complete WAV file, so only its samples follow."""
+    unknown = 0xFFFFFFFF
+    fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
+    return (
+        b"RIFF"
+        + struct.pack("<I", unknown)
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", unknown)
+    )
+
+
+def wav_samples(payload: bytes) -> bytes:
+    pos = payload.find(b"data")
+    if payload[:4] != b"RIFF" or pos < 0:
+        return b""
+    (size,) = struct.unpack_from("<I", payload, pos + 4)
+    return payload[pos + 8 : pos + 8 + size]
+
+
+def failed(state: RequestState) -> ApiError:
+    return ApiError(409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}")
+
+
+def _headers(state: RequestState, extra: dict[str, str] | None = None) -> dict[str, str]:
+    name = f"{state.request_id}{EXTENSIONS[state.format]}"
+    return {
+        "X-Request-Id": state.request_id,
+        "Content-Disposition": f'inline; filename="{name}"',
+        **(extra or {}),
+    }
+
+
+async def audio_response(gw: Gateway, state: RequestState, *, endpoint: str) -> Response:
+    """Chunked streaming while the request is in flight; the whole file once it is done."""
+    if state.status == "failed":
+        raise failed(state)
+    if state.streamed:
+        return _whole(
+            state, assemble([c.audio for c in state.chunks], state.format), state.chunks[0].sample_rate
+        )
+    if state.status == "completed" and state.result is not None and state.result.storage is not None:
+        return await _stored(gw, state)
+    timeout = gw.settings.request_timeout_s
+    chunks = state.chunks_in_order(timeout)
+    try:
+        # Wait for the first chunk before answering: its sample rate goes in the headers,
+        # and a request that fails early still gets a proper error status.
+        first = await anext(chunks)
+    except StreamFailed:
+        raise failed(state) from None
+    except StreamIncomplete:
+        return await _stored(gw, state)
+    except TimeoutError:
+        raise ApiError(504, "timeout", f"no audio within {timeout:g} s") from None
+    if state.first_chunk_at is not None:
+        gw.metrics.ttfa.labels(endpoint).observe(state.first_chunk_at - state.submitted_at)
+    if state.format not in CONCATENABLE and state.format != "wav":
+        # FLAC chunks are whole files that cannot be joined on the fly: answer when complete.
+        rest = [c async for c in _guarded(chunks)]
+        return _whole(state, assemble([first.audio, *(c.audio for c in rest)], "flac"), first.sample_rate)
+    body = _body(first, chunks, state.format, gw.metrics, endpoint)
+    return StreamingResponse(
+        body, media_type=content_type(state.format, first.sample_rate), headers=_headers(state)
+    )
+
+
+async def _guarded(chunks: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChunk]:
+    try:
+        async for c in chunks:
+            yield c
+    except (StreamFailed, StreamIncomplete, TimeoutError) as err:
+        # Mid-stream the status line is already sent: aborting the body is the only honest
+        # signal (the client sees a truncated chunked response, not a short "success").
+        raise ConnectionAbortedError(f"stream ended early: {type(err).__name__}") from err
+
+
+async def _body(
+    first: AudioChunk, chunks: AsyncIterator[AudioChunk], fmt: str, metrics: GatewayMetrics, endpoint: str
+) -> AsyncIterator[bytes]:
+    if fmt == "wav":
+        yield streaming_wav_header(first.sample_rate)
+    async for c in _prepend(first, _guarded(chunks)):
+        data = wav_samples(c.audio) if fmt == "wav" else c.audio
+        metrics.audio_bytes.labels(endpoint).inc(len(data))
+        yield data
+
+
+async def _prepend(first: AudioChunk, rest: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChunk]:
+    yield first
+    async for c in rest:
+        yield c
+
+
+def _whole(state: RequestState, data: bytes, sample_rate: int) -> Response:
+    return Response(data, media_type=content_type(state.format, sample_rate), headers=_headers(state))
+
+
+async def _stored(gw: Gateway, state: RequestState) -> Response:
+    data = await gw.stored_audio(state)
+    assert state.result is not None
+    return _whole(state, data, state.result.sample_rate)

@@ -1,0 +1,36 @@
+"""One error shape for every endpoint: `{"error": {"code": ..., "message": ...}}`."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.code, self.message, self.headers)
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+async def api_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette's own 404/405 in our JSON shape.
+    status = int(getattr(exc, "status_code", 500))
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    return error_response(status, code, str(getattr(exc, "detail", "error")), getattr(exc, "headers", None))

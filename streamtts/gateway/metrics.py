@@ -1,0 +1,50 @@
+"""The gateway's Prometheus metrics, in a registry the app owns (no global state)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from streamtts.ops.telemetry import LATENCY_BUCKETS
+
+
+class GatewayMetrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.http_requests = Counter(
+            "streamtts_gateway_http_requests",
+            "HTTP requests answered",
+            ["route", "method", "status"],
+            registry=r,
+        )
+        self.http_seconds = Histogram(
+            "streamtts_gateway_http_seconds", "Time to the response head", ["route"], registry=r
+        )
+        self.submitted = Counter(
+            "streamtts_gateway_submitted", "Requests put on tts.requests", ["endpoint", "tenant"], registry=r
+        )
+        self.ttfa = Histogram(
+            "streamtts_gateway_time_to_first_audio_seconds",
+            "Submission → first audio chunk seen by the gateway",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.rejected = Counter(
+            "streamtts_gateway_rejected", "Requests refused at the edge", ["code"], registry=r
+        )
+        self.fanout_records = Counter(
+            "streamtts_gateway_fanout_records", "Records read by the shared consumer", ["kind"], registry=r
+        )
+        self.cache_entries = Gauge(
+            "streamtts_gateway_cache_entries", "Requests in the status cache", registry=r
+        )
+        self.ws_sessions = Gauge("streamtts_gateway_ws_sessions", "Open WebSocket sessions", registry=r)
+        self.ws_frames = Counter(
+            "streamtts_gateway_ws_audio_frames", "Audio frames sent on WebSockets", registry=r
+        )
+        self.audio_bytes = Counter(
+            "streamtts_gateway_audio_bytes", "Audio bytes sent to clients", ["endpoint"], registry=r
+        )
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

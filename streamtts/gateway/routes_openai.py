@@ -1,0 +1,53 @@
+"""`POST /v1/audio/speech` in the shape of OpenAI's speech API, so its SDKs work unchanged."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from streamtts.gateway.audio import audio_response
+from streamtts.gateway.errors import ApiError
+from streamtts.gateway.http import authenticate, gateway, read_body
+from streamtts.gateway.service import SpeechOptions
+
+SPEED_MIN, SPEED_MAX = 0.5, 2.0  # OpenAI allows 0.25–4.0; ours is narrower: clamped
+
+
+class OpenAISpeechBody(BaseModel):
+    # Unknown fields are ignored, as OpenAI's SDKs add new ones over time.
+    model_config = ConfigDict(extra="ignore")
+    model: str = "tts-1"
+    input: str
+    voice: str = Field(min_length=1, max_length=200)
+    response_format: str = "mp3"
+    speed: float = Field(default=1.0, ge=0.25, le=4.0)
+    instructions: str | None = None
+    stream_format: Literal["audio"] = "audio"
+
+
+FORMATS = ("mp3", "opus", "wav", "flac", "pcm")
+
+
+async def speech(request: Request) -> Response:
+    tenant = authenticate(request)
+    body = await read_body(request, OpenAISpeechBody)
+    if body.response_format not in FORMATS:
+        raise ApiError(400, "unsupported_format", f"response_format must be one of {', '.join(FORMATS)}")
+    gw = gateway(request)
+    opts = SpeechOptions(
+        text=body.input,
+        voice=gw.voices.openai(body.voice),
+        format=body.response_format,
+        speed=min(SPEED_MAX, max(SPEED_MIN, body.speed)),
+        presign=False,
+        metadata={"openai_model": body.model[:64]},
+    )
+    state = await gw.submit(tenant, opts, endpoint="openai")
+    return await audio_response(gw, state, endpoint="openai")
+
+
+routes = [Route("/v1/audio/speech", speech, methods=["POST"])]

@@ -1,0 +1,118 @@
+"""Probes, metrics, voices, the OpenAPI document, the web page and the pipeline summary."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from importlib import resources
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from streamtts.gateway.http import gateway
+from streamtts.gateway.openapi import openapi_document
+from streamtts.gateway.voices import OPENAI_VOICES
+
+# Worker metrics the page shows: sample name → label to group by (None: one total).
+PIPELINE_SAMPLES: dict[str, str | None] = {
+    "streamtts_requests_completed_total": "status",
+    "streamtts_dead_letters_total": "stage",
+    "streamtts_inflight": "stage",
+    "streamtts_consumer_lag": None,
+    "streamtts_degradations_total": "step",
+    "streamtts_time_to_first_audio_seconds_sum": None,
+    "streamtts_time_to_first_audio_seconds_count": None,
+    "streamtts_audio_seconds_total": None,
+}
+
+
+async def healthz(request: Request) -> Response:
+    gw = gateway(request)
+    return JSONResponse({"status": "ok", "uptime_s": round(time.monotonic() - gw.started_at, 1)})
+
+
+async def readyz(request: Request) -> Response:
+    gw = gateway(request)
+    problems = [] if gw.fanout.healthy else ["output-topic consumer is not polling"]
+    return JSONResponse({"ready": not problems, "problems": problems}, status_code=503 if problems else 200)
+
+
+async def metrics(request: Request) -> Response:
+    body = gateway(request).metrics.exposition()
+    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def voices(request: Request) -> Response:
+    gw = gateway(request)
+    return JSONResponse({"voices": list(gw.voices.voices), "openai_voices": dict(OPENAI_VOICES)})
+
+
+async def openapi(request: Request) -> Response:
+    gw = gateway(request)
+    return JSONResponse(openapi_document(gw.settings, gw.voices.ids))
+
+
+async def index(request: Request) -> Response:
+    page = resources.files("streamtts.gateway").joinpath("static/index.html").read_text(encoding="utf-8")
+    return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
+
+
+async def pipeline(request: Request) -> Response:
+    """The gateway's counters plus a summary of each configured worker's /metrics."""
+    gw = gateway(request)
+    workers = await asyncio.gather(*(_scrape(u) for u in gw.settings.worker_metrics_urls))
+    own = _summarise(
+        gw.metrics.exposition().decode(),
+        {
+            "streamtts_gateway_submitted_total": "endpoint",
+            "streamtts_gateway_rejected_total": "code",
+            "streamtts_gateway_ws_sessions": None,
+            "streamtts_gateway_cache_entries": None,
+            "streamtts_gateway_time_to_first_audio_seconds_sum": None,
+            "streamtts_gateway_time_to_first_audio_seconds_count": None,
+        },
+    )
+    return JSONResponse({"gateway": own, "workers": workers, "ready": gw.fanout.healthy})
+
+
+async def _scrape(url: str) -> dict[str, Any]:
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            resp = await client.get(url)
+            resp.raise_for_status()
+    except httpx.HTTPError as err:
+        return {"url": url, "up": False, "error": type(err).__name__}
+    return {"url": url, "up": True, "metrics": _summarise(resp.text, PIPELINE_SAMPLES)}
+
+
+def _summarise(text: str, wanted: dict[str, str | None]) -> dict[str, Any]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, Any] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name not in wanted:
+                continue
+            label = wanted[s.name]
+            if label is None:
+                out[s.name] = out.get(s.name, 0.0) + s.value
+            else:
+                group = out.setdefault(s.name, {})
+                key = s.labels.get(label, "")
+                group[key] = group.get(key, 0.0) + s.value
+    return out
+
+
+routes = [
+    Route("/", index, methods=["GET"]),
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+    Route("/openapi.json", openapi, methods=["GET"]),
+    Route("/v1/voices", voices, methods=["GET"]),
+    Route("/v1/pipeline", pipeline, methods=["GET"]),
+]

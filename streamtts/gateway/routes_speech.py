@@ -1,0 +1,134 @@
+"""Native REST API: submit a request, poll its status, fetch or stream its audio."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from schemas.request import AudioFormat, Language
+from streamtts.gateway.audio import audio_response
+from streamtts.gateway.errors import ApiError
+from streamtts.gateway.fanout import RequestState
+from streamtts.gateway.http import authenticate, gateway, read_body
+from streamtts.gateway.service import SpeechOptions
+
+MAX_WAIT_S = 30.0
+
+
+class DeliveryBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    storage: bool = True
+    presign: bool = True
+    reply_topic: str | None = None
+
+
+class SpeechBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    voice: str = Field(default="auto", min_length=1, max_length=200)
+    language: Language = "auto"
+    format: AudioFormat = "mp3"
+    speed: float = Field(default=1.0, ge=0.5, le=2.0)
+    delivery: DeliveryBody = DeliveryBody()
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
+    tenant: str | None = None
+    """Optional; must be the API key's own tenant."""
+
+
+async def submit(request: Request) -> Response:
+    tenant = authenticate(request)
+    body = await read_body(request, SpeechBody)
+    if body.tenant is not None and body.tenant != tenant:
+        raise ApiError(403, "forbidden", "this API key cannot submit for another tenant")
+    if body.delivery.reply_topic is not None:
+        # A free choice of topic would let a caller write into another tenant's stream.
+        raise ApiError(403, "forbidden", "reply topics are not available through the gateway")
+    opts = SpeechOptions(
+        text=body.text,
+        voice=body.voice,
+        language=body.language,
+        format=body.format,
+        speed=body.speed,
+        storage=body.delivery.storage,
+        presign=body.delivery.presign,
+        metadata=body.metadata,
+    )
+    state = await gateway(request).submit(tenant, opts, endpoint="speech")
+    url = f"/v1/speech/{state.request_id}"
+    return JSONResponse(
+        {"id": state.request_id, "status": state.status, "status_url": url, "audio_url": f"{url}/audio"},
+        status_code=202,
+        headers={"Location": url},
+    )
+
+
+async def status(request: Request) -> Response:
+    tenant = authenticate(request)
+    state = await gateway(request).lookup(tenant, request.path_params["request_id"])
+    wait = _wait_s(request)
+    if wait and not state.terminal:
+        # Long poll: answer as soon as the request finishes, or with the current status.
+        with contextlib.suppress(TimeoutError):
+            await state.wait_terminal(wait)
+    return JSONResponse(status_body(state))
+
+
+def _wait_s(request: Request) -> float:
+    raw = request.query_params.get("wait", "0")
+    try:
+        wait = float(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_request", "wait must be a number of seconds") from None
+    if not 0 <= wait <= MAX_WAIT_S:
+        raise ApiError(400, "invalid_request", f"wait must be 0–{MAX_WAIT_S:g} seconds")
+    return wait
+
+
+async def audio(request: Request) -> Response:
+    tenant = authenticate(request)
+    gw = gateway(request)
+    state = await gw.lookup(tenant, request.path_params["request_id"])
+    return await audio_response(gw, state, endpoint="speech_audio")
+
+
+def status_body(state: RequestState) -> dict[str, Any]:
+    result = state.result
+    ttfa = None
+    if state.first_chunk_at is not None:
+        ttfa = round((state.first_chunk_at - state.submitted_at) * 1000, 1)
+    storage = None
+    if result is not None and result.storage is not None:
+        s = result.storage
+        storage = {
+            "bucket": s.bucket,
+            "key": s.key,
+            "size": s.size,
+            "content_type": s.content_type,
+            "url": s.url,
+        }
+    status: Literal["queued", "streaming", "completed", "failed"] = state.status
+    return {
+        "id": state.request_id,
+        "tenant": state.tenant,
+        "status": status,
+        "format": state.format,
+        "chunks": result.chunks if result else len(state.chunks),
+        "duration_ms": round(result.duration_ms if result else state.audio_ms, 1),
+        "time_to_first_audio_ms": ttfa,
+        "degradations": [d.model_dump(mode="json", exclude_none=True) for d in state.degradations],
+        "error": state.error,
+        "audio_url": f"/v1/speech/{state.request_id}/audio",
+        "storage": storage,
+    }
+
+
+routes = [
+    Route("/v1/speech", submit, methods=["POST"]),
+    Route("/v1/speech/{request_id}", status, methods=["GET"]),
+    Route("/v1/speech/{request_id}/audio", audio, methods=["GET"]),
+]

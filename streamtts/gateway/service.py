@@ -1,0 +1,165 @@
+"""The gateway's working parts, owned by the app (`app.state.gateway`), and request submission."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from processors.encode.encoders import EXTENSIONS
+from producers.request_producer import RequestProducer
+from schemas import ContractError, TTSRequest
+from sinks.object_store import ObjectStore
+from streamtts.gateway.auth import ApiKeys
+from streamtts.gateway.errors import ApiError
+from streamtts.gateway.fanout import Fanout, RequestState
+from streamtts.gateway.metrics import GatewayMetrics
+from streamtts.gateway.ratelimit import RateLimiter
+from streamtts.gateway.settings import GatewaySettings
+from streamtts.gateway.voices import VoiceCatalog
+from streamtts.settings import Settings
+
+
+@dataclass
+class SpeechOptions:
+    text: str
+    voice: str = "auto"
+    language: str = "auto"
+    format: str = "mp3"
+    speed: float = 1.0
+    storage: bool = True
+    presign: bool = True
+    namespace: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Gateway:
+    settings: GatewaySettings
+    pipeline: Settings
+    metrics: GatewayMetrics
+    keys: ApiKeys
+    limiter: RateLimiter
+    voices: VoiceCatalog
+    producer: RequestProducer
+    fanout: Fanout
+    store: ObjectStore
+    started_at: float = field(default_factory=time.monotonic)
+    ws_sessions: int = 0
+
+    @classmethod
+    def build(cls, settings: GatewaySettings, pipeline: Settings) -> Gateway:
+        metrics = GatewayMetrics()
+        return cls(
+            settings=settings,
+            pipeline=pipeline,
+            metrics=metrics,
+            keys=ApiKeys(settings.api_keys),
+            limiter=RateLimiter(settings.rate_for),
+            voices=VoiceCatalog.load(),
+            producer=RequestProducer(pipeline.kafka),
+            fanout=Fanout(
+                pipeline.kafka,
+                metrics,
+                entries=settings.cache_entries,
+                ttl_s=settings.cache_ttl_s,
+                history_lookback_s=settings.history_lookback_s,
+            ),
+            store=ObjectStore(pipeline.s3),
+        )
+
+    async def start(self) -> None:
+        await self.fanout.start()  # attach to the output topics before anything is submitted
+        try:
+            await self.producer.start()
+        except BaseException:
+            await self.fanout.stop()
+            raise
+
+    async def stop(self) -> None:
+        await self.producer.stop()
+        await self.fanout.stop()
+
+    def rate_limit(self, tenant: str) -> None:
+        wait_s = self.limiter.take(tenant)
+        if wait_s > 0:
+            self.metrics.rejected.labels("rate_limited").inc()
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"tenant {tenant!r} is over its request rate; retry in {wait_s:.1f} s",
+                {"Retry-After": str(max(1, round(wait_s + 0.5)))},
+            )
+
+    def check_text(self, text: str) -> None:
+        if len(text) > self.settings.max_text_chars:
+            self.metrics.rejected.labels("text_too_long").inc()
+            raise ApiError(
+                413,
+                "text_too_long",
+                f"text is {len(text)} characters; the limit is {self.settings.max_text_chars}",
+            )
+        if not text:
+            # Whitespace-only or unspeakable text is the segment stage's call (dead-lettered,
+            # reported as a failed status): one definition of "speakable", not two.
+            raise ApiError(400, "invalid_request", "text must not be empty")
+
+    async def submit(
+        self, tenant: str, opts: SpeechOptions, *, endpoint: str, request_id: str | None = None
+    ) -> RequestState:
+        """Validate, register with the fan-out, then put the request on `tts.requests`."""
+        self.check_text(opts.text)
+        fields: dict[str, Any] = {
+            "tenant": tenant,
+            "voice": self.voices.check(opts.voice),
+            "language": opts.language,
+            "format": opts.format,
+            "speed": opts.speed,
+            "metadata": {**opts.metadata, "via": "gateway"},
+            "delivery": {
+                "chunks": True,  # the gateway streams from tts.audio
+                "storage": opts.storage,
+                "presign": opts.storage and opts.presign and self.settings.presign,
+                "namespace": opts.namespace,
+            },
+        }
+        if request_id:
+            fields["request_id"] = request_id
+        try:
+            request = TTSRequest.new(opts.text, **fields)
+        except ContractError as err:
+            raise ApiError(400, "invalid_request", str(err)) from None
+        self.rate_limit(tenant)
+        state = self.fanout.track(request.request_id, tenant, request.format, expects_result=opts.storage)
+        try:
+            await self.producer.submit(request)
+        except Exception as err:
+            self.fanout.forget(request.request_id)
+            raise ApiError(
+                503, "unavailable", f"could not queue the request ({type(err).__name__})"
+            ) from None
+        self.metrics.submitted.labels(endpoint, tenant).inc()
+        return state
+
+    async def lookup(self, tenant: str, request_id: str) -> RequestState:
+        """The tenant's request, or 404 — also for another tenant's id (no existence oracle)."""
+        state = await self.fanout.lookup(request_id)
+        if state is None or state.tenant != tenant:
+            raise ApiError(404, "not_found", f"no request {request_id[:128]!r} for this tenant")
+        return state
+
+    async def stored_audio(self, state: RequestState) -> bytes:
+        result = state.result
+        if result is None or result.storage is None:
+            raise ApiError(404, "no_audio", "the request has no stored audio")
+        key = result.storage.key
+        # Defence in depth: the object must sit under this tenant's prefix.
+        if not (key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in key):
+            raise ApiError(404, "not_found", "no such audio for this tenant")
+        if not key.endswith(EXTENSIONS[result.format]):
+            raise ApiError(500, "bad_result", "stored object does not match the request's format")
+        try:
+            return await asyncio.to_thread(self.store.get, result.storage.bucket, key)
+        except Exception as err:
+            raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None

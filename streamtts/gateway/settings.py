@@ -1,0 +1,156 @@
+"""Gateway configuration from the environment (STREAMTTS_GATEWAY_*), validated at start.
+
+API keys map to tenants: `STREAMTTS_GATEWAY_API_KEYS="key1:tenantA,key2:tenantB"` and/or a
+file (`STREAMTTS_GATEWAY_API_KEYS_FILE`, one `key:tenant` per line, `#` comments). Rate
+limits are token buckets per tenant: a default (`RATE_PER_S`, `RATE_BURST`) and overrides
+(`STREAMTTS_GATEWAY_TENANT_RATES="tenantA=2:5,tenantB=10:20"`, i.e. tokens/s:burst).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streamtts.errors import ConfigError
+
+PREFIX = "STREAMTTS_GATEWAY_"
+_TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    per_s: float
+    burst: float
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_keys: dict[str, str] = field(default_factory=dict, repr=False)
+    """API key → tenant."""
+    default_rate: RateLimit = RateLimit(per_s=5.0, burst=20.0)
+    tenant_rates: dict[str, RateLimit] = field(default_factory=dict)
+    max_text_chars: int = 5_000
+    """Longer texts are refused with 413 (the stages' own limit is higher)."""
+    max_body_bytes: int = 64 * 1024
+    cache_entries: int = 2_000
+    """Requests whose status (and streamed chunks) the gateway keeps in memory (LRU)."""
+    cache_ttl_s: float = 900.0
+    """Finished requests leave the cache after this long."""
+    request_timeout_s: float = 120.0
+    """Longest wait for the next piece of audio before a stream gives up (504)."""
+    history_lookback_s: float = 86_400.0
+    """How far back `tts.results` is searched for a request the cache no longer holds."""
+    presign: bool = True
+    """Ask the sink for a presigned URL of the stored file (shown in the status)."""
+    ws_idle_timeout_s: float = 60.0
+    ws_max_sessions: int = 64
+    ws_queue_frames: int = 64
+    """Outbound frames buffered per WebSocket session before the session stops pulling audio."""
+    ws_send_timeout_s: float = 30.0
+    """A client that reads nothing for this long while its queue is full is disconnected."""
+    worker_metrics_urls: tuple[str, ...] = ()
+    """Workers' /metrics URLs, summarised by /v1/pipeline for the web page."""
+
+    def __post_init__(self) -> None:
+        for tenant in {*self.api_keys.values(), *self.tenant_rates}:
+            if not _TENANT_RE.match(tenant):
+                raise ConfigError(f"{PREFIX}API_KEYS: tenant {tenant!r} must match {_TENANT_RE.pattern}")
+        for name in (
+            "max_text_chars",
+            "max_body_bytes",
+            "cache_entries",
+            "ws_max_sessions",
+            "ws_queue_frames",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
+        for rate in (self.default_rate, *self.tenant_rates.values()):
+            if rate.per_s <= 0 or rate.burst < 1:
+                raise ConfigError(f"{PREFIX} rate limits need tokens/s > 0 and burst ≥ 1, got {rate}")
+
+    def rate_for(self, tenant: str) -> RateLimit:
+        return self.tenant_rates.get(tenant, self.default_rate)
+
+    @classmethod
+    def from_env(cls) -> GatewaySettings:
+        keys = parse_api_keys(_get("API_KEYS", ""))
+        key_file = _get("API_KEYS_FILE", "")
+        if key_file:
+            try:
+                keys.update(parse_api_keys(Path(key_file).read_text(encoding="utf-8")))
+            except OSError as err:
+                raise ConfigError(f"{PREFIX}API_KEYS_FILE: cannot read {key_file}: {err.strerror}") from None
+        d = cls()
+        return cls(
+            host=_get("HOST", d.host),
+            port=_int("PORT", d.port),
+            api_keys=keys,
+            default_rate=RateLimit(
+                _float("RATE_PER_S", d.default_rate.per_s), _float("RATE_BURST", d.default_rate.burst)
+            ),
+            tenant_rates=parse_tenant_rates(_get("TENANT_RATES", "")),
+            max_text_chars=_int("MAX_TEXT_CHARS", d.max_text_chars),
+            max_body_bytes=_int("MAX_BODY_BYTES", d.max_body_bytes),
+            cache_entries=_int("CACHE_ENTRIES", d.cache_entries),
+            cache_ttl_s=_float("CACHE_TTL_S", d.cache_ttl_s),
+            request_timeout_s=_float("REQUEST_TIMEOUT_S", d.request_timeout_s),
+            history_lookback_s=_float("HISTORY_LOOKBACK_S", d.history_lookback_s),
+            presign=_get("PRESIGN", "1").lower() not in ("0", "false", "no"),
+            ws_idle_timeout_s=_float("WS_IDLE_TIMEOUT_S", d.ws_idle_timeout_s),
+            ws_max_sessions=_int("WS_MAX_SESSIONS", d.ws_max_sessions),
+            ws_queue_frames=_int("WS_QUEUE_FRAMES", d.ws_queue_frames),
+            ws_send_timeout_s=_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s),
+            worker_metrics_urls=tuple(u for u in _get("WORKER_METRICS_URLS", "").split(",") if u.strip()),
+        )
+
+
+def parse_api_keys(text: str) -> dict[str, str]:
+    """`key:tenant` pairs separated by commas or newlines; `#` starts a comment."""
+    keys: dict[str, str] = {}
+    for raw in re.split(r"[,\n]", text):
+        item = raw.split("#", 1)[0].strip()
+        if not item:
+            continue
+        key, sep, tenant = item.rpartition(":")
+        if not sep or not key.strip() or not tenant.strip():
+            raise ConfigError(f"{PREFIX}API_KEYS: expected key:tenant, got {item[:4]}…")
+        keys[key.strip()] = tenant.strip()
+    return keys
+
+
+def parse_tenant_rates(text: str) -> dict[str, RateLimit]:
+    rates: dict[str, RateLimit] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        try:
+            tenant, spec = item.split("=")
+            per_s, burst = spec.split(":")
+            rates[tenant.strip()] = RateLimit(float(per_s), float(burst))
+        except ValueError:
+            raise ConfigError(f"{PREFIX}TENANT_RATES: expected tenant=per_s:burst, got {item!r}") from None
+    return rates
+
+
+def _get(name: str, default: str) -> str:
+    return os.environ.get(PREFIX + name, default)
+
+
+def _int(name: str, default: int) -> int:
+    raw = _get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{PREFIX}{name} must be an integer, got {raw!r}") from None
+
+
+def _float(name: str, default: float) -> float:
+    raw = _get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{PREFIX}{name} must be a number, got {raw!r}") from None

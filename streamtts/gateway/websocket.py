@@ -1,0 +1,315 @@
+"""`WS /v1/stream`: text in (whole or sentence by sentence, as an LLM writes it), audio out.
+
+Each complete sentence becomes its own request (`<session>-<n>`, session id in metadata),
+submitted as soon as it is complete, so synthesis of sentence n+1 overlaps playback of n;
+audio is forwarded strictly in sentence order. Protocol (client → server, text frames):
+
+    {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm", "speed": 1.0, "store": false}
+    {"type": "text", "text": "Hello there. How are"}     (or a plain, non-JSON text frame)
+    {"type": "flush"}      submit what is buffered even without a sentence end
+    {"type": "end"}        flush, deliver the remaining audio, then close
+
+Server → client: JSON events `session`, `started`, `chunk` (followed by one binary frame with
+the chunk's audio: raw s16le for pcm, a complete file per chunk for wav/mp3/opus/flac),
+`degraded`, `completed`, `error`, `done`. Back-pressure: outbound frames go through a bounded
+queue; when the client reads slowly the queue fills and the session stops pulling audio (the
+chunks wait in the shared cache); a client that reads nothing for `ws_send_timeout_s` while
+the queue is full is disconnected (close code 1008).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from schemas.request import AudioFormat, Language
+from streamtts.gateway.errors import ApiError
+from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.http import authenticate, gateway
+from streamtts.gateway.service import Gateway, SpeechOptions
+
+# A sentence ends at . ! ? … followed by whitespace (so "3.5" and a half-written "Mr." at the
+# end of a fragment wait for more text), or at CJK full stops, which need no space.
+_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|[。！？；]+[”’」』）]*")
+_CLOSE = object()
+log = logging.getLogger("streamtts.gateway.websocket")
+
+
+class StartMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    voice: str = Field(default="auto", min_length=1, max_length=200)
+    language: Language = "auto"
+    format: AudioFormat = "pcm"
+    speed: float = Field(default=1.0, ge=0.5, le=2.0)
+    store: bool = False
+
+
+def split_sentences(buffer: str) -> tuple[list[str], str]:
+    """Complete sentences at the start of `buffer`, and the unfinished rest."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(buffer):
+        sentence = buffer[start : m.end()].strip()
+        if sentence:
+            out.append(sentence)
+        start = m.end()
+    return out, buffer[start:]
+
+
+class SlowConsumer(Exception):
+    pass
+
+
+@dataclass
+class Session:
+    ws: WebSocket
+    gw: Gateway
+    tenant: str
+    session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    config: StartMessage = field(default_factory=StartMessage)
+    buffer: str = ""
+    count: int = 0
+    pending: int = 0
+    """Sentences submitted whose audio is not fully forwarded yet."""
+    out: asyncio.Queue[Any] = field(init=False)
+    sentences: asyncio.Queue[RequestState | None] = field(default_factory=asyncio.Queue)
+
+    def __post_init__(self) -> None:
+        self.out = asyncio.Queue(maxsize=self.gw.settings.ws_queue_frames)
+
+    async def run(self) -> None:
+        await self._event(
+            {"type": "session", "session_id": self.session_id, "queue_frames": self.out.maxsize}
+        )
+        sender = asyncio.create_task(self._send_loop())
+        forwarder = asyncio.create_task(self._forward_loop())
+        receiver = asyncio.create_task(self._receive_loop())
+        tasks: tuple[asyncio.Task[Any], ...] = (sender, forwarder, receiver)
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            if receiver.done() and not receiver.cancelled() and receiver.exception() is None:
+                outcome = receiver.result()
+                if outcome == "end":  # deliver the remaining audio, then say done
+                    await forwarder
+                    await self._event({"type": "done", "sentences": self.count})
+                if outcome != "disconnect":
+                    await self.out.put(_CLOSE)
+                    async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
+                        await sender
+        except SlowConsumer:
+            pass
+        finally:
+            for task in tasks:
+                task.cancel()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            slow = any(isinstance(r, SlowConsumer) for r in results)
+            for task, r in zip(tasks, results, strict=True):
+                if isinstance(r, Exception) and not isinstance(r, (SlowConsumer, WebSocketDisconnect)):
+                    log.warning("session %s: %s failed: %r", self.session_id, task.get_name(), r)
+            if self.ws.application_state == WebSocketState.CONNECTED:
+                with contextlib.suppress(Exception):
+                    await self.ws.close(1008 if slow else 1000, "client reads too slowly" if slow else None)
+
+    async def _receive_loop(self) -> str:
+        """Read client frames until "end", "disconnect" or "idle" (timeout)."""
+        idle = self.gw.settings.ws_idle_timeout_s
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    msg = await self.ws.receive()
+            except TimeoutError:
+                if self.pending:
+                    continue  # audio still flowing: the session is not idle
+                await self._error("idle_timeout", f"no input for {idle:g} s")
+                return "idle"
+            if msg["type"] == "websocket.disconnect":
+                return "disconnect"
+            text = msg.get("text")
+            if text is None:
+                await self._error("invalid_message", "send text frames (JSON commands or plain text)")
+                continue
+            try:
+                if await self._handle(text):
+                    return "end"
+            except ApiError as err:
+                await self._error(err.code, err.message)
+
+    async def _handle(self, text: str) -> bool:
+        if not text.lstrip().startswith("{"):
+            await self._add_text(text, flush=False)
+            return False
+        try:
+            cmd = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise ApiError(400, "invalid_json", "a frame starting with '{' must be a JSON command") from None
+        kind = cmd.get("type") if isinstance(cmd, dict) else None
+        if kind == "start":
+            if self.count:
+                raise ApiError(400, "invalid_message", "start must come before any text")
+            try:
+                self.config = StartMessage.model_validate(cmd)
+            except ValidationError as err:
+                first = err.errors(include_url=False)[0]
+                raise ApiError(400, "invalid_request", f"{first.get('loc')}: {first.get('msg')}") from None
+            self.gw.voices.check(self.config.voice)
+            await self._event({"type": "configured", **self.config.model_dump()})
+        elif kind == "text":
+            await self._add_text(str(cmd.get("text", "")), flush=bool(cmd.get("flush", False)))
+        elif kind == "flush":
+            await self._add_text("", flush=True)
+        elif kind == "end":
+            await self._add_text("", flush=True)
+            await self.sentences.put(None)
+            return True
+        else:
+            raise ApiError(400, "invalid_message", f"unknown command type {kind!r}")
+        return False
+
+    async def _add_text(self, text: str, *, flush: bool) -> None:
+        self.buffer += text
+        if len(self.buffer) > self.gw.settings.max_text_chars:
+            self.buffer = ""
+            raise ApiError(
+                413, "text_too_long", f"unfinished sentence over {self.gw.settings.max_text_chars} characters"
+            )
+        sentences, self.buffer = split_sentences(self.buffer)
+        if flush and self.buffer.strip():
+            sentences.append(self.buffer.strip())
+            self.buffer = ""
+        for sentence in sentences:
+            await self._submit(sentence)
+
+    async def _submit(self, sentence: str) -> None:
+        index = self.count
+        rid = f"{self.session_id}-{index}"
+        opts = SpeechOptions(
+            text=sentence,
+            voice=self.config.voice,
+            language=self.config.language,
+            format=self.config.format,
+            speed=self.config.speed,
+            storage=self.config.store,
+            presign=False,
+            metadata={"session_id": self.session_id, "sentence": str(index)},
+        )
+        try:
+            state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
+        except ApiError as err:
+            await self._error(err.code, err.message, request_id=rid, index=index)
+            return
+        self.count += 1
+        self.pending += 1
+        await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
+        await self.sentences.put(state)
+
+    async def _forward_loop(self) -> None:
+        timeout = self.gw.settings.request_timeout_s
+        while (state := await self.sentences.get()) is not None:
+            index = int(state.request_id.rsplit("-", 1)[1])
+            base = {"request_id": state.request_id, "index": index}
+            try:
+                async for chunk in state.chunks_in_order(timeout):
+                    if chunk.seq == 0 and chunk.part == 0 and state.first_chunk_at is not None:
+                        self.gw.metrics.ttfa.labels("ws").observe(state.first_chunk_at - state.submitted_at)
+                    if chunk.degradation is not None:
+                        await self._put_frame(
+                            {
+                                "type": "degraded",
+                                **base,
+                                "degradation": chunk.degradation.model_dump(mode="json"),
+                            }
+                        )
+                    await self._put_frame(
+                        {
+                            "type": "chunk",
+                            **base,
+                            "seq": chunk.seq,
+                            "part": chunk.part,
+                            "last": chunk.last,
+                            "format": chunk.format,
+                            "sample_rate": chunk.sample_rate,
+                            "duration_ms": round(chunk.duration_ms, 1),
+                            "bytes": len(chunk.audio),
+                        }
+                    )
+                    await self._put_frame(chunk.audio)
+                    self.gw.metrics.ws_frames.inc()
+                    self.gw.metrics.audio_bytes.labels("ws").inc(len(chunk.audio))
+                await self._put_frame(
+                    {
+                        "type": "completed",
+                        **base,
+                        "duration_ms": round(state.audio_ms, 1),
+                        "chunks": len(state.chunks),
+                    }
+                )
+            except (StreamFailed, StreamIncomplete) as err:
+                await self._put_frame(
+                    {"type": "error", **base, "code": "request_failed", "message": str(err)}
+                )
+            except TimeoutError:
+                await self._put_frame(
+                    {"type": "error", **base, "code": "timeout", "message": "no audio in time"}
+                )
+            finally:
+                self.pending -= 1
+
+    async def _put_frame(self, frame: bytes | dict[str, Any]) -> None:
+        item = orjson.dumps(frame).decode() if isinstance(frame, dict) else frame
+        try:
+            async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
+                await self.out.put(item)
+        except TimeoutError:
+            raise SlowConsumer() from None
+
+    async def _send_loop(self) -> None:
+        while (frame := await self.out.get()) is not _CLOSE:
+            if isinstance(frame, bytes):
+                await self.ws.send_bytes(frame)
+            else:
+                await self.ws.send_text(frame)
+
+    async def _event(self, event: dict[str, Any]) -> None:
+        await self.out.put(orjson.dumps(event).decode())
+
+    async def _error(self, code: str, message: str, **extra: Any) -> None:
+        await self._event({"type": "error", "code": code, "message": message, **extra})
+
+
+async def stream(ws: WebSocket) -> None:
+    gw = gateway(ws)
+    await ws.accept()
+    try:
+        tenant = authenticate(ws, allow_query=True)
+    except ApiError as err:
+        await ws.send_text(orjson.dumps({"type": "error", "code": err.code, "message": err.message}).decode())
+        await ws.close(4401, "unauthorized")
+        return
+    if gw.ws_sessions >= gw.settings.ws_max_sessions:
+        gw.metrics.rejected.labels("too_many_sessions").inc()
+        message = f"the gateway is at its limit of {gw.settings.ws_max_sessions} sessions"
+        await ws.send_text(
+            orjson.dumps({"type": "error", "code": "too_many_sessions", "message": message}).decode()
+        )
+        await ws.close(1013, "try again later")
+        return
+    gw.ws_sessions += 1
+    gw.metrics.ws_sessions.set(gw.ws_sessions)
+    try:
+        await Session(ws, gw, tenant).run()
+    finally:
+        gw.ws_sessions -= 1
+        gw.metrics.ws_sessions.set(gw.ws_sessions)
+
+
+routes = [WebSocketRoute("/v1/stream", stream)]

@@ -1,0 +1,221 @@
+"""The gateway against the real pipeline: REST, OpenAI-compatible, WebSocket, auth and limits."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import numpy as np
+import orjson
+import pytest
+import websockets
+
+from processors.encode.encoders import decode_audio
+from tests.gateway.conftest import ACME, GLOBEX, TINY
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+TEXT = "Your order has shipped. It should arrive on Tuesday."
+
+
+def _seconds(data: bytes, fmt: str, sample_rate: int | None = None) -> float:
+    samples, rate = decode_audio(data, fmt, sample_rate=sample_rate)
+    assert np.sqrt(np.mean(samples**2)) > 0.01, "audio must not be silent"
+    return len(samples) / rate
+
+
+async def test_rest_submit_then_stream_status_and_stored_audio(live_gateway_url: str) -> None:
+    async with httpx.AsyncClient(base_url=live_gateway_url, headers=ACME, timeout=60) as client:
+        resp = await client.post(
+            "/v1/speech", json={"text": TEXT, "voice": "en_joe", "language": "en", "format": "wav"}
+        )
+        assert resp.status_code == 202, resp.text
+        accepted = resp.json()
+        rid = accepted["id"]
+        assert (
+            accepted["status_url"] == f"/v1/speech/{rid}"
+            and resp.headers["location"] == accepted["status_url"]
+        )
+
+        # Asked for right away, the audio streams as it is produced (chunked, no length).
+        async with client.stream("GET", accepted["audio_url"]) as audio:
+            assert audio.status_code == 200
+            assert audio.headers["content-type"] == "audio/wav"
+            assert (
+                audio.headers.get("transfer-encoding") == "chunked" and "content-length" not in audio.headers
+            )
+            pieces = [piece async for piece in audio.aiter_bytes()]
+        streamed = b"".join(pieces)
+
+        resp = await client.get(accepted["status_url"], params={"wait": 30})  # long poll until done
+        status = resp.json()
+        assert status["status"] == "completed", status
+        assert status["degradations"] == [] and status["error"] is None
+        assert status["time_to_first_audio_ms"] > 0
+        assert status["storage"]["key"].startswith("acme/"), "objects are keyed under the tenant"
+        expected_s = status["duration_ms"] / 1000
+        assert 2.0 < expected_s < 10.0, "two short sentences"
+        assert abs(_seconds(streamed, "wav") - expected_s) < 0.01  # wav is lossless: sample-exact
+
+        # Completed: the whole file (with a length), and the presigned URL serves the same.
+        whole = await client.get(accepted["audio_url"])
+        assert whole.status_code == 200 and int(whole.headers["content-length"]) == len(whole.content)
+        assert abs(_seconds(whole.content, "wav") - expected_s) < 0.01
+        presigned = await client.get(status["storage"]["url"], headers={"Authorization": ""})
+        assert presigned.status_code == 200
+        assert abs(_seconds(presigned.content, "wav") - expected_s) < 0.01
+
+        # Another tenant cannot see it: same answer as for an id that never existed.
+        globex = {"Authorization": "Bearer key-globex"}  # replaces the client's default key
+        other = await client.get(accepted["status_url"], headers=globex)
+        assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"
+        other_audio = await client.get(accepted["audio_url"], headers=globex)
+        assert other_audio.status_code == 404
+
+
+async def test_openai_compatible_endpoint_streams_audio_to_a_plain_http_client(live_gateway_url: str) -> None:
+    body = {"model": "tts-1", "input": TEXT, "voice": "alloy", "response_format": "mp3", "speed": 1.0}
+    async with httpx.AsyncClient(base_url=live_gateway_url, timeout=60) as client:
+        async with client.stream(
+            "POST", "/v1/audio/speech", json=body, headers={"Authorization": "Bearer key-acme"}
+        ) as resp:
+            assert resp.status_code == 200
+            assert resp.headers["content-type"] == "audio/mpeg"
+            assert resp.headers.get("transfer-encoding") == "chunked"
+            rid = resp.headers["x-request-id"]
+            mp3 = b"".join([piece async for piece in resp.aiter_bytes()])
+        assert 2.0 < _seconds(mp3, "mp3") < 10.0
+        status = (await client.get(f"/v1/speech/{rid}", params={"wait": 30}, headers=ACME)).json()
+        assert status["status"] == "completed"
+        assert abs(_seconds(mp3, "mp3") - status["duration_ms"] / 1000) < 0.15  # mp3 padding per chunk
+
+        # pcm is OpenAI's raw 24 kHz s16le; "pcm" at 24 kHz is what we return.
+        pcm = await client.post(
+            "/v1/audio/speech",
+            json={**body, "input": "Hello there.", "response_format": "pcm"},
+            headers={"Authorization": "Bearer key-acme"},
+        )
+        assert pcm.status_code == 200 and "rate=24000" in pcm.headers["content-type"]
+        assert 0.4 < _seconds(pcm.content, "pcm", sample_rate=24000) < 3.0
+
+
+async def test_websocket_streams_each_sentence_in_order_before_the_last_is_sent(
+    live_gateway_url: str,
+) -> None:
+    sentences = ["The first sentence is short.", "Here comes a second one.", "And this is the last."]
+    url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
+    events: list[dict] = []
+    audio: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    order: list[tuple[int, int, int]] = []
+
+    async def receive_until(predicate) -> None:  # type: ignore[no-untyped-def]
+        pending: dict | None = None
+        while not predicate():
+            frame = await ws.recv()
+            if isinstance(frame, bytes):
+                assert pending is not None and pending["bytes"] == len(frame)
+                audio[pending["index"]].append(frame)
+                pending = None
+                continue
+            event = orjson.loads(frame)
+            events.append(event)
+            assert event["type"] != "error", frame
+            if event["type"] == "chunk":
+                pending = event
+                order.append((event["index"], event["seq"], event["part"]))
+
+    async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
+        await ws.send(
+            orjson.dumps({"type": "start", "voice": "en_joe", "language": "en", "format": "pcm"}).decode()
+        )
+        # Text arrives as an LLM writes it: fragments, sentence ends mid-fragment.
+        await ws.send(orjson.dumps({"type": "text", "text": sentences[0][:9]}).decode())
+        await ws.send(
+            orjson.dumps({"type": "text", "text": sentences[0][9:] + " " + sentences[1][:5]}).decode()
+        )
+        await ws.send(sentences[1][5:] + " ")  # a plain text frame is text too
+        await receive_until(lambda: bool(audio[0]))
+        assert not any(e["type"] == "started" and e["index"] == 2 for e in events)
+        await ws.send(orjson.dumps({"type": "text", "text": sentences[2]}).decode())
+        await ws.send(orjson.dumps({"type": "end"}).decode())
+        await receive_until(lambda: events[-1]["type"] == "done")
+        with pytest.raises(websockets.ConnectionClosedOK):
+            await ws.recv()
+
+    session = events[0]["session_id"]
+    started = [e for e in events if e["type"] == "started"]
+    assert [(e["request_id"], e["text"]) for e in started] == [
+        (f"{session}-{i}", s) for i, s in enumerate(sentences)
+    ]
+    assert order == sorted(order), "sentence n's audio comes after all of sentence n-1's"
+    completed = [e for e in events if e["type"] == "completed"]
+    assert [e["index"] for e in completed] == [0, 1, 2]
+    for i, sentence_audio in audio.items():
+        seconds = _seconds(b"".join(sentence_audio), "pcm", sample_rate=24000)
+        assert abs(seconds * 1000 - completed[i]["duration_ms"]) < 1.0
+        assert 0.8 < seconds < 5.0, (i, seconds)
+
+
+async def test_keys_tenants_sizes_and_rates_are_enforced(gateway_url: str) -> None:
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=30) as client:
+        ok = {"text": "Hello.", "voice": "en_joe"}
+        wrong = await client.post("/v1/speech", json=ok, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "unauthorized"
+        assert (await client.post("/v1/speech", json=ok)).status_code == 401
+        assert (await client.get("/v1/speech/abc", headers={"X-API-Key": "nope"})).status_code == 401
+
+        mine = await client.post("/v1/speech", json=ok, headers=ACME)
+        assert mine.status_code == 202
+        rid = mine.json()["id"]
+        assert (await client.get(f"/v1/speech/{rid}", headers=ACME)).json()["status"] == "queued"
+        theirs = await client.get(f"/v1/speech/{rid}", headers=GLOBEX)
+        assert theirs.status_code == 404 and theirs.json()["error"]["code"] == "not_found"
+        assert (await client.get("/v1/speech/never-submitted", headers=ACME)).status_code == 404
+
+        too_long = await client.post("/v1/speech", json={"text": "a" * 401}, headers=ACME)
+        assert too_long.status_code == 413 and too_long.json()["error"]["code"] == "text_too_long"
+        huge = await client.post("/v1/speech", content=b"{" + b" " * 9000 + b"}", headers=ACME)
+        assert huge.status_code == 413 and huge.json()["error"]["code"] == "body_too_large"
+        openai_long = await client.post(
+            "/v1/audio/speech", json={"input": "a" * 401, "voice": "alloy"}, headers=ACME
+        )
+        assert openai_long.status_code == 413
+
+        other = await client.post("/v1/speech", json={**ok, "tenant": "globex"}, headers=ACME)
+        assert other.status_code == 403 and other.json()["error"]["code"] == "forbidden"
+        reply = await client.post("/v1/speech", json={**ok, "delivery": {"reply_topic": "x"}}, headers=ACME)
+        assert reply.status_code == 403
+        bad_voice = await client.post("/v1/speech", json={**ok, "voice": "nobody"}, headers=ACME)
+        assert bad_voice.status_code == 400 and bad_voice.json()["error"]["code"] == "unknown_voice"
+        bad_format = await client.post(
+            "/v1/audio/speech",
+            json={"input": "Hi.", "voice": "alloy", "response_format": "aac"},
+            headers=ACME,
+        )
+        assert bad_format.status_code == 400
+
+        codes = [(await client.post("/v1/speech", json=ok, headers=TINY)).status_code for _ in range(3)]
+        assert codes == [202, 202, 429]
+        limited = await client.post("/v1/speech", json=ok, headers=TINY)
+        assert limited.json()["error"]["code"] == "rate_limited" and int(limited.headers["retry-after"]) >= 1
+        assert (await client.post("/v1/speech", json=ok, headers=ACME)).status_code == 202, "per tenant"
+
+        ws_url = gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=nope"
+        async with websockets.connect(ws_url) as ws:
+            assert orjson.loads(await ws.recv())["code"] == "unauthorized"
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+
+        assert (await client.get("/healthz")).status_code == 200
+        assert (await client.get("/readyz")).json()["ready"] is True
+        metrics = (await client.get("/metrics")).text
+        assert 'streamtts_gateway_rejected_total{code="rate_limited"} 2.0' in metrics
+        assert 'streamtts_gateway_submitted_total{endpoint="speech",tenant="acme"} 2.0' in metrics
+        voices = (await client.get("/v1/voices")).json()
+        assert (
+            "en_joe" in [v["voice_id"] for v in voices["voices"]]
+            and voices["openai_voices"]["alloy"] == "en_joe"
+        )
+        doc = (await client.get("/openapi.json")).json()
+        assert doc["openapi"].startswith("3.") and "/v1/audio/speech" in doc["paths"]

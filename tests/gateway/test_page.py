@@ -1,0 +1,67 @@
+"""The web page in headless Chromium: it loads, streams a sentence over the WebSocket, plays it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+
+async def test_page_streams_speech_in_chromium(
+    live_gateway_url: str, results_dir: Path, record_property: pytest.RecordProperty
+) -> None:
+    from playwright.async_api import async_playwright
+
+    # Not skipped when missing: scripts/bootstrap.sh installs it for the test extras.
+    assert Path(CHROMIUM).exists(), "needs Debian's Chromium: apt-get install chromium"
+
+    shot = results_dir / "page.png"
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1000, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(f"{live_gateway_url}/?key=key-acme")
+            await page.wait_for_selector("#voice option[value=en_joe]", state="attached")
+            await page.select_option("#voice", "en_joe")
+            await page.select_option("#format", "pcm")
+            await page.fill("#text", "Hello from the browser. This sentence streams over a WebSocket.")
+            await page.click("#speak")
+            await page.wait_for_selector("#status[data-state=completed]", timeout=60_000)
+            duration_ms = float(await page.get_attribute("#duration", "data-ms") or 0)
+            ttfa_ms = float(await page.get_attribute("#ttfa", "data-ms") or -1)
+            chunks = int(await page.text_content("#chunks") or 0)
+            # The pipeline-health table summarises the worker's own /metrics.
+            await page.wait_for_function(
+                "document.querySelector('#health').textContent.includes('\"completed\":')"
+                " && document.querySelector('#health').dataset.ready === 'true'",
+                timeout=15_000,
+            )
+            health = await page.text_content("#health") or ""
+            await page.screenshot(path=str(shot), full_page=True)
+        finally:
+            await browser.close()
+    record_property("screenshot", str(shot))
+    print(f"screenshot: {shot}")
+    assert not errors, errors
+    assert 2000 < duration_ms < 10_000, duration_ms  # two short sentences of decoded audio
+    assert 0 < ttfa_ms < 30_000 and chunks >= 2
+    assert '"completed":' in health and "/metrics" in health
+    assert shot.stat().st_size > 10_000
