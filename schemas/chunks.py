@@ -11,7 +11,7 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from schemas.base import SCHEMA_VERSION, AudioBytes, Contract
+from schemas.base import AudioBytes, Contract
 from schemas.context import RequestContext
 from schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
 from schemas.segment import SpanLanguage
@@ -45,7 +45,7 @@ class PcmChunk(Contract):
 
     contract_name: ClassVar[str] = "pcm_chunk"
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     request_id: str
     seq: int = Field(ge=0)
     total: int = Field(ge=1)
@@ -78,7 +78,7 @@ class AudioChunk(Contract):
 
     contract_name: ClassVar[str] = "audio_chunk"
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     request_id: str = Field(pattern=ID_PATTERN)
     tenant: str = Field(pattern=TENANT_PATTERN)
     seq: int = Field(ge=0)

@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import AwareDatetime, Field
 
-from schemas.base import SCHEMA_VERSION, AudioBytes, Contract
+from schemas.base import AudioBytes, Contract
 
 Stage = Literal["submit", "segment", "synthesize", "encode", "sink"]
 
@@ -18,7 +18,7 @@ Stage = Literal["submit", "segment", "synthesize", "encode", "sink"]
 class DeadLetter(Contract):
     contract_name: ClassVar[str] = "dead_letter"
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     stage: Stage
     topic: str
     partition: int = Field(ge=0)

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from schemas.base import SCHEMA_VERSION, Contract
+from schemas.base import Contract
 
 AudioFormat = Literal["wav", "pcm", "mp3", "opus", "flac"]
 Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
@@ -53,7 +53,7 @@ class TTSRequest(Contract):
 
     contract_name: ClassVar[str] = "request"
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     request_id: str = Field(pattern=ID_PATTERN)
     """Unique id chosen by the caller (or generated); the Kafka key everywhere downstream."""
     tenant: str = Field(default="default", pattern=TENANT_PATTERN)

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from schemas.base import SCHEMA_VERSION, Contract
+from schemas.base import Contract
 from schemas.chunks import Degradation
 from schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
 
@@ -28,7 +28,7 @@ class StorageRef(BaseModel):
 class CompletionResult(Contract):
     contract_name: ClassVar[str] = "result"
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     request_id: str = Field(pattern=ID_PATTERN)
     tenant: str = Field(pattern=TENANT_PATTERN)
     status: Literal["completed", "failed"]

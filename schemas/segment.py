@@ -6,7 +6,7 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, Field, model_validator
 
-from schemas.base import SCHEMA_VERSION, Contract
+from schemas.base import Contract
 from schemas.context import RequestContext
 
 SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other"]
@@ -17,7 +17,7 @@ class Segment(Contract):
 
     contract_name: ClassVar[str] = "segment"
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     request_id: str
     seq: int = Field(ge=0)
     total: int = Field(ge=1)

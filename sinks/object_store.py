@@ -100,7 +100,7 @@ class ObjectStore:
             bucket=self.bucket,
             key=key,
             size=len(data),
-            etag=result.etag,
+            etag=result.etag or "",
             content_type=ctype,
             url=url,
         )

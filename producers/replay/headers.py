@@ -24,7 +24,7 @@ def header_pairs(headers: object) -> tuple[tuple[str, bytes], ...]:
     if not headers:
         return ()
     items = headers.items() if isinstance(headers, Mapping) else headers
-    return tuple((str(k), bytes(v) if v is not None else b"") for k, v in items)  # type: ignore[union-attr]
+    return tuple((str(k), bytes(v) if v is not None else b"") for k, v in items)  # type: ignore[attr-defined]
 
 
 def header(headers: object, name: str) -> bytes | None:

@@ -47,7 +47,7 @@ class OpsServer:
             await self._runner.cleanup()
             raise ConfigError(f"ops port {self.port} is not available: {err.strerror or err}") from None
         server = site._server
-        self.port = server.sockets[0].getsockname()[1] if server and server.sockets else self.port  # type: ignore[union-attr]
+        self.port = server.sockets[0].getsockname()[1] if server and server.sockets else self.port  # type: ignore[attr-defined]
         self._lag_task = asyncio.create_task(self._measure_lag())
         return self.port
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from aiokafka import TopicPartition
 
@@ -76,6 +77,6 @@ class LagMonitor:
         return out
 
 
-async def _partitions(admin, topic: str) -> set[int]:  # type: ignore[no-untyped-def]
+async def _partitions(admin: Any, topic: str) -> set[int]:
     described = await admin.describe_topics([topic])
     return {p["partition"] for t in described if t["error_code"] == 0 for p in t["partitions"]}
