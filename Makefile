@@ -15,6 +15,7 @@ bootstrap:
 lint:
 	@.venv/bin/ruff check .
 	@.venv/bin/ruff format --check .
+	@.venv/bin/mypy schemas producers sinks streamtts/ops streamtts/settings.py streamtts/config_file.py infra
 
 infra-up:
 	@.venv/bin/streamtts infra up
