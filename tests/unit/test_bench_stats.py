@@ -4,6 +4,7 @@ workload mixes and the capacity search."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import random
 import statistics
@@ -63,7 +64,7 @@ def test_poisson_schedule_rate_and_exponential_gaps() -> None:
     times = poisson_schedule(5.0, 2000.0, rng)
     assert times == sorted(times) and 0 < times[0] and times[-1] < 2000.0
     assert len(times) / 2000.0 == pytest.approx(5.0, rel=0.05)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     # Exponential: mean = stdev = 1/rate.
     assert statistics.mean(gaps) == pytest.approx(0.2, rel=0.05)
     assert statistics.stdev(gaps) == pytest.approx(0.2, rel=0.08)
