@@ -125,6 +125,9 @@ class PipelineSettings:
     """Longest PCM chunk on Kafka (24 kHz s16 → 240 KB, ~320 KB as base64): far below 1 MB."""
     synth_threads: int = 0
     """onnxruntime intra-op threads per inference; 0 = all cores."""
+    synth_lookahead: int = 32
+    """Segments a synthesize worker reads ahead so a new request's first segment can overtake
+    queued later segments of other requests (head-of-line blocking)."""
     synth_workers: int = 1
     """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
     warm_voices: tuple[str, ...] = ("jm_kumo",)
@@ -196,6 +199,7 @@ class PipelineSettings:
             chunk_max_ms=_env_int("CHUNK_MAX_MS", cls.chunk_max_ms),
             synth_threads=_env_int("SYNTH_THREADS", cls.synth_threads),
             synth_workers=_env_int("SYNTH_WORKERS", cls.synth_workers),
+            synth_lookahead=_env_int("SYNTH_LOOKAHEAD", cls.synth_lookahead),
             warm_voices=warm,
             long_text_chars=_env_int("LONG_TEXT_CHARS", cls.long_text_chars),
             ops_port=_env_int("OPS_PORT", cls.ops_port),

@@ -9,11 +9,13 @@ One agent per process keeps each request's segments in order; scale out with pro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from processors.stage import FaustStage
+from processors.stage import FaustStage, aimed_elsewhere
+from processors.synthesize.scheduling import FirstSegmentsFirst
 from processors.synthesize.chunker import pcm_chunks
 from processors.synthesize.renderer import SegmentRenderer
 from schemas import ContractError, Segment
@@ -51,6 +53,46 @@ class SynthesizeStage(FaustStage):
         )
         source = self.topics.segments_long if pool == "long" else self.topics.segments
         self.app.agent(self.topic(source), name=self.group)(self._agent)
+
+    async def _agent(self, stream: Any) -> None:
+        """Reads ahead into a bounded first-segments-first queue while one task synthesizes.
+
+        Manual acks, as in the base class: a record is acked only after its PCM was handed to
+        the producer; anything still queued at shutdown or rebalance is left unacked and goes
+        to the partition's next owner.
+        """
+        manual = stream.noack()
+        queue: FirstSegmentsFirst[Any] = FirstSegmentsFirst(max(1, self.pipeline.synth_lookahead))
+        worker = asyncio.create_task(self._drain(queue, manual), name=f"{self.group}-drain")
+        try:
+            async for event in manual.events():
+                if aimed_elsewhere(event, self.name):
+                    await manual.ack(event)
+                    continue
+                await queue.put(event, first=_is_first_segment(event.message.value))
+                if worker.done():  # surface a crashed drain task instead of filling the queue
+                    worker.result()
+        finally:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+
+    async def _drain(self, queue: FirstSegmentsFirst[Any], manual: Any) -> None:
+        inflight = self.telemetry.inflight.labels(self.name)
+        seconds = self.telemetry.stage_seconds.labels(self.name)
+        while True:
+            event = await queue.get()
+            if event.message.generation_id != self.app.consumer_generation_id:
+                continue  # read before a rebalance: its partition may be someone else's now
+            started = time.perf_counter()
+            inflight.inc()
+            try:
+                outcome = await self.handle(event)
+            finally:
+                inflight.dec()
+            await manual.ack(event)
+            seconds.observe(time.perf_counter() - started)
+            self.telemetry.records.labels(self.name, outcome or "ok").inc()
 
     async def handle(self, event: Any) -> str | None:
         try:
@@ -101,3 +143,12 @@ class SynthesizeStage(FaustStage):
     async def stop(self) -> None:
         await super().stop()
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+_FIRST_MARK = b'"seq":0,'
+
+
+def _is_first_segment(value: bytes | None) -> bool:
+    """seq == 0, read without a full parse (orjson writes `"seq":0,` for the first segment;
+    a malformed record just sorts as "not first" and is dead-lettered when handled)."""
+    return bool(value) and _FIRST_MARK in value[:200]  # type: ignore[operator]

@@ -243,3 +243,40 @@ async def test_submit_wait_out_and_listen_write_playable_files(
     assert abs(len(heard) / hrate - len(samples) / rate) < 0.2
     bad = await asyncio.to_thread(cli, "submit", "--out", str(out), "x")
     assert bad.returncode == 1 and bad.stderr.strip() == "streamtts: error: --out needs --wait"
+
+
+async def test_a_new_requests_first_segment_overtakes_queued_segments(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    """Head-of-line blocking: B's first audio must not wait for all of A's queued sentences."""
+    a = TTSRequest.new(
+        " ".join(f"Sentence {i} of the first request, which is long." for i in range(5)),
+        language="en",
+        voice="jm_kumo",
+        format="mp3",
+    )
+    b = TTSRequest.new("Second caller here.", language="en", voice="jm_kumo", format="mp3")
+    assert len(a.text) < 300, "both in the short pool: the same synthesize worker and queue"
+    async with AudioSubscriber(kafka_settings, topics.audio, request_ids=[a.request_id, b.request_id]) as sub:
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit(a)
+            done = {}
+            async for audio in _until_first_chunk(sub, a.request_id, done):
+                pass
+            await producer.submit(b)  # A's later sentences are queued by now
+        async for audio in sub.completed(timeout_s=180):
+            done[audio.request_id] = audio
+            if len(done) == 2:
+                break
+    assert set(done) == {a.request_id, b.request_id}
+    b_first = done[b.request_id].first_chunk_at
+    a_last = done[a.request_id].completed_at
+    assert b_first < a_last, "B's first chunk left before A's last sentence"
+
+
+async def _until_first_chunk(sub: AudioSubscriber, rid: str, done: dict):  # type: ignore[no-untyped-def]
+    while rid not in sub.first_chunk_at:
+        async for audio in sub.completed(timeout_s=0.3):
+            done[audio.request_id] = audio
+    return
+    yield  # pragma: no cover - makes this an async generator
