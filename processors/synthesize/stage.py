@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from processors.stage import FaustStage, aimed_elsewhere
-from processors.synthesize.scheduling import FirstSegmentsFirst
 from processors.synthesize.chunker import pcm_chunks
 from processors.synthesize.renderer import SegmentRenderer
+from processors.synthesize.scheduling import FirstSegmentsFirst
 from schemas import ContractError, Segment
 from streamtts.jsonlog import log_event
 from streamtts.ops.telemetry import BREAKER_STATES, Telemetry
