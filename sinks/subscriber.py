@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -105,6 +106,8 @@ class AudioSubscriber(AsyncLifecycle):
             kafka, group_id=group_id, auto_offset_reset="latest" if start == "end" else "earliest"
         )
         self._partial: dict[str, _Partial] = {}
+        self._ready: deque[ReceivedAudio] = deque()
+        self._yielded: set[str] = set()
         self.first_chunk_at: dict[str, float] = {}
 
     async def start(self) -> None:
@@ -141,18 +144,34 @@ class AudioSubscriber(AsyncLifecycle):
         (when ids were given) or at the timeout."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout_s is None else loop.time() + timeout_s
-        done: set[str] = set()
-        while self.wanted is None or not self.wanted <= done:
-            wait_ms = 500 if deadline is None else int(max(0.0, min(0.5, deadline - loop.time())) * 1000)
+        while True:
+            while self._ready:
+                audio = self._ready.popleft()
+                self._yielded.add(audio.request_id)
+                yield audio
+            if self.wanted is not None and self.wanted <= self._yielded:
+                return
             if deadline is not None and loop.time() >= deadline:
                 return
-            batch = await self._consumer.getmany(timeout_ms=wait_ms)
-            for records in batch.values():
-                for record in records:
-                    audio = self._accept(record.value)
-                    if audio is not None and audio.request_id not in done:
-                        done.add(audio.request_id)
-                        yield audio
+            await self._pump(
+                500 if deadline is None else int(max(0.0, min(0.5, deadline - loop.time())) * 1000)
+            )
+
+    async def wait_first_chunk(self, request_id: str, timeout_s: float) -> float:
+        """Wait until `request_id`'s first chunk arrived; returns its monotonic arrival time.
+        Requests completing meanwhile are kept for `completed()`."""
+        async with asyncio.timeout(timeout_s):
+            while request_id not in self.first_chunk_at:
+                await self._pump(300)
+        return self.first_chunk_at[request_id]
+
+    async def _pump(self, wait_ms: int) -> None:
+        batch = await self._consumer.getmany(timeout_ms=wait_ms)
+        for records in batch.values():
+            for record in records:
+                audio = self._accept(record.value)
+                if audio is not None and audio.request_id not in self._yielded:
+                    self._ready.append(audio)
 
     def _accept(self, value: bytes) -> ReceivedAudio | None:
         try:

@@ -162,8 +162,7 @@ async def test_short_request_overtakes_a_long_one_through_its_pool(
         async with RequestProducer(kafka_settings) as producer:
             await producer.submit(long_req)
             # The long request is in flight (its first audio is out) before the short one is sent.
-            async for _ in _first_chunk(sub, long_req.request_id):
-                break
+            await sub.wait_first_chunk(long_req.request_id, timeout_s=120)
             await producer.submit(short_req)
         order: list[str] = []
         results = await waiter.wait([short_req.request_id], timeout_s=120)
@@ -172,13 +171,6 @@ async def test_short_request_overtakes_a_long_one_through_its_pool(
         order.append(long_req.request_id)
     assert order == [short_req.request_id, long_req.request_id]
     assert results[short_req.request_id].completed_at < rest[long_req.request_id].completed_at
-
-
-async def _first_chunk(sub: AudioSubscriber, rid: str):  # type: ignore[no-untyped-def]
-    while rid not in sub.first_chunk_at:
-        async for _ in sub.completed(timeout_s=0.5):
-            pass
-    yield rid
 
 
 async def test_sigterm_mid_request_loses_nothing(kafka_settings: KafkaSettings, services: Services) -> None:

@@ -260,23 +260,10 @@ async def test_a_new_requests_first_segment_overtakes_queued_segments(
     async with AudioSubscriber(kafka_settings, topics.audio, request_ids=[a.request_id, b.request_id]) as sub:
         async with RequestProducer(kafka_settings) as producer:
             await producer.submit(a)
-            done = {}
-            async for audio in _until_first_chunk(sub, a.request_id, done):
-                pass
+            await sub.wait_first_chunk(a.request_id, timeout_s=120)
             await producer.submit(b)  # A's later sentences are queued by now
-        async for audio in sub.completed(timeout_s=180):
-            done[audio.request_id] = audio
-            if len(done) == 2:
-                break
+        done = {audio.request_id: audio async for audio in sub.completed(timeout_s=180)}
     assert set(done) == {a.request_id, b.request_id}
     b_first = done[b.request_id].first_chunk_at
     a_last = done[a.request_id].completed_at
     assert b_first < a_last, "B's first chunk left before A's last sentence"
-
-
-async def _until_first_chunk(sub: AudioSubscriber, rid: str, done: dict):  # type: ignore[no-untyped-def]
-    while rid not in sub.first_chunk_at:
-        async for audio in sub.completed(timeout_s=0.3):
-            done[audio.request_id] = audio
-    return
-    yield  # pragma: no cover - makes this an async generator
