@@ -71,22 +71,25 @@ class FaustStage:
         handling is cancelled by shutdown or a rebalance, committing work never done — the
         SIGTERM test lost a segment that way. Unacked, the record goes to the next owner.
         """
-        inflight = self.telemetry.inflight.labels(self.name)
-        seconds = self.telemetry.stage_seconds.labels(self.name)
         manual = stream.noack()
         async for event in manual.events():
             if aimed_elsewhere(event, self.name):
                 await manual.ack(event)  # a replay for the other consumer of this topic
                 continue
-            started = time.perf_counter()
-            inflight.inc()
-            try:
-                outcome = await self.handle(event)
-            finally:
-                inflight.dec()
-            await manual.ack(event)
-            seconds.observe(time.perf_counter() - started)
-            self.telemetry.records.labels(self.name, outcome or "ok").inc()
+            await self.process(event, manual)
+
+    async def process(self, event: Any, manual: Any) -> None:
+        """Handle one record, then ack it (outputs first, ack second), with its metrics."""
+        started = time.perf_counter()
+        inflight = self.telemetry.inflight.labels(self.name)
+        inflight.inc()
+        try:
+            outcome = await self.handle(event)
+        finally:
+            inflight.dec()
+        await manual.ack(event)
+        self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started)
+        self.telemetry.records.labels(self.name, outcome or "ok").inc()
 
     async def handle(self, event: Any) -> str | None:
         """Process one record; return an outcome label ("ok", "dead_lettered") or None."""

@@ -78,21 +78,11 @@ class SynthesizeStage(FaustStage):
                 await worker
 
     async def _drain(self, queue: FirstSegmentsFirst[Any], manual: Any) -> None:
-        inflight = self.telemetry.inflight.labels(self.name)
-        seconds = self.telemetry.stage_seconds.labels(self.name)
         while True:
             event = await queue.get()
             if event.message.generation_id != self.app.consumer_generation_id:
                 continue  # read before a rebalance: its partition may be someone else's now
-            started = time.perf_counter()
-            inflight.inc()
-            try:
-                outcome = await self.handle(event)
-            finally:
-                inflight.dec()
-            await manual.ack(event)
-            seconds.observe(time.perf_counter() - started)
-            self.telemetry.records.labels(self.name, outcome or "ok").inc()
+            await self.process(event, manual)
 
     async def handle(self, event: Any) -> str | None:
         try:
