@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,10 @@ def _local_stack() -> Iterator[Services]:
     )
     stack = LocalStack.from_settings(Settings(kafka=kafka, s3=s3), paths)
     already_running = stack.kafka.pid() is not None and stack.minio.pid() is not None
-    stack.up(timeout_s=120)
+    # In a thread: `up` uses asyncio.run for its readiness checks, which would reset the main
+    # thread's current event loop under pytest-asyncio's session loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(stack.up, timeout_s=120).result()
     try:
         yield Services(kafka, s3, "local-stack")
     finally:

@@ -3,7 +3,6 @@ workload mixes and the capacity search."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import math
 import random
@@ -111,14 +110,14 @@ def test_round_rate_two_significant_digits() -> None:
     assert round_rate(0) == 0.0
 
 
-def test_capacity_search_brackets_and_refines() -> None:
+async def test_capacity_search_brackets_and_refines() -> None:
     true_capacity = 2.3
 
     async def measure(rate: float) -> Step:
         recs = [_rec(0.0, 0.5 if rate <= true_capacity else 2.0, 1.0)]
         return Step(rate, summarize(recs))
 
-    cap = asyncio.run(search("v", measure, 1.0, growth=1.5, max_steps=8, refine=2))
+    cap = await search("v", measure, 1.0, growth=1.5, max_steps=8, refine=2)
     rates = [s.rate for s in cap.steps]
     assert rates[:4] == [1.0, 1.5, 2.2, 3.3]
     assert cap.best is not None and cap.best.rate <= true_capacity
@@ -126,10 +125,10 @@ def test_capacity_search_brackets_and_refines() -> None:
     assert cap.rate == 2.2 or cap.rate > 2.2
 
 
-def test_capacity_search_goes_down_when_the_start_fails() -> None:
+async def test_capacity_search_goes_down_when_the_start_fails() -> None:
     async def measure(rate: float) -> Step:
         return Step(rate, summarize([_rec(0.0, 0.5 if rate <= 0.5 else 3.0, 1.0)]))
 
-    cap = asyncio.run(search("v", measure, 1.0, growth=2.0, max_steps=5, refine=0))
+    cap = await search("v", measure, 1.0, growth=2.0, max_steps=5, refine=0)
     assert [s.rate for s in cap.steps] == [1.0, 0.5]
     assert cap.rate == 0.5
