@@ -13,7 +13,12 @@ from typing import Any
 
 import orjson
 
-_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+# LogRecord's own attributes are not event fields; uvicorn adds an ANSI-coloured duplicate.
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 TEXT_SNIPPET_CHARS = 40
 
 

@@ -38,8 +38,15 @@ async def _serve(settings: object) -> int:
     from streamtts.settings import Settings
 
     assert isinstance(settings, GatewaySettings)
+    import os
+
+    from streamtts import jsonlog
+
+    # A service logs JSON lines; log_config=None keeps uvicorn from installing its own text
+    # handlers, so its access and error logs go through ours too.
+    jsonlog.configure(os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"), quiet_clients=False)
     app = create_app(settings, Settings.from_env())
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_level="info")
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None)
     print(f"streamtts gateway on http://{settings.host}:{settings.port}/", flush=True)
     await uvicorn.Server(config).serve()
     return 0
