@@ -17,6 +17,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import for_code
 
 from streamtts.errors import ConfigError, InfraError
+from streamtts.kafka import describe_partitions
 
 SPEC_PATH = Path(__file__).resolve().parent / "topics.yaml"
 
@@ -123,8 +124,7 @@ async def apply_spec(
 
 
 async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
-    topics = await admin.describe_topics(names)
-    return {t["topic"]: len(t["partitions"]) for t in topics if t["error_code"] == 0}
+    return {name: len(ids) for name, ids in (await describe_partitions(admin, names)).items()}
 
 
 async def _topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:

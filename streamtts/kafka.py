@@ -51,12 +51,17 @@ def make_admin(kafka: KafkaSettings, **overrides: Any) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(**kwargs)
 
 
+async def describe_partitions(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, set[int]]:
+    """Partition ids of each existing topic in `topics`, from fresh cluster metadata."""
+    described = await admin.describe_topics(topics)
+    return {t["topic"]: {p["partition"] for p in t["partitions"]} for t in described if t["error_code"] == 0}
+
+
 async def topic_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
-    """Partition ids of `topic` from fresh cluster metadata (empty if it does not exist)."""
+    """Partition ids of `topic` (empty if it does not exist), with a short-lived admin client."""
     admin = make_admin(kafka)
     await admin.start()
     try:
-        described = await admin.describe_topics([topic])
+        return (await describe_partitions(admin, [topic])).get(topic, set())
     finally:
         await admin.close()
-    return {p["partition"] for t in described if t["error_code"] == 0 for p in t["partitions"]}

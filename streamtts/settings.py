@@ -8,35 +8,34 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from streamtts.errors import ConfigError
 
 ENV_PREFIX = "STREAMTTS_"
+N = TypeVar("N", int, float)
 
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(ENV_PREFIX + name, default)
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number(name: str, default: N, cast: type[N], kind: str) -> N:
     raw = os.environ.get(ENV_PREFIX + name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        return cast(raw)
     except ValueError:
-        raise ConfigError(f"{ENV_PREFIX}{name} must be an integer, got {raw!r}") from None
+        raise ConfigError(f"{ENV_PREFIX}{name} must be {kind}, got {raw!r}") from None
+
+
+def _env_int(name: str, default: int) -> int:
+    return _env_number(name, default, int, "an integer")
 
 
 def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(ENV_PREFIX + name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"{ENV_PREFIX}{name} must be a number, got {raw!r}") from None
+    return _env_number(name, default, float, "a number")
 
 
 @dataclass(frozen=True)

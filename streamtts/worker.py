@@ -68,7 +68,6 @@ class Worker:
         self.ops: Any = None
         self.canary: Any = None
         self._lag: Any = None
-        self._watch: asyncio.Task[None] | None = None
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -96,8 +95,10 @@ class Worker:
                 await service.start()
                 self.services.append(service)
                 log_event(log, "stage_started", stage=getattr(service, "group", service.name))
+        self.readiness.assignments = lambda: {
+            getattr(s, "group", s.name): bool(s.assigned) for s in self.services
+        }
         self.readiness.stages_started = True
-        self._watch = asyncio.create_task(self._watch_assignments())
         # 4. Lag of every group this process belongs to, as metrics.
         if self._ops_enabled:
             from streamtts.ops.lag import LagMonitor
@@ -177,7 +178,9 @@ class Worker:
             ]
         from processors.segment.stage import SegmentStage
 
-        return [SegmentStage(kafka, pipe, self.topics, telemetry=tel)]
+        # Reuse the synthesizer's registry when this process has one (voice packs load once).
+        voices = self._renderer.synth.registry if self._renderer is not None else None
+        return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel)]
 
     def _sources(self, service: Any) -> list[str]:
         t = self.topics
@@ -190,18 +193,9 @@ class Worker:
             "sink": [t.pcm],
         }[name]
 
-    async def _watch_assignments(self) -> None:
-        # Readiness: every stage has joined its group (assignment callbacks set the flags).
-        while True:
-            self.readiness.assigned = {getattr(s, "group", s.name): bool(s.assigned) for s in self.services}
-            await asyncio.sleep(0.5)  # a refresh schedule for a status flag, not synchronisation
-
     async def stop(self) -> None:
         # Upstream first: stop taking new work, let downstream drain what is in flight.
         self.readiness.stages_started = False
-        for task in (self._watch,):
-            if task:
-                task.cancel()
         if self.canary:
             await self.canary.stop()
         for service in reversed(self.services):

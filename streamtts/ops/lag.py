@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 from aiokafka import TopicPartition
 
 from streamtts.jsonlog import log_event
-from streamtts.kafka import make_admin, make_consumer
+from streamtts.kafka import describe_partitions, make_admin, make_consumer
 from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import KafkaSettings
 
@@ -60,11 +59,8 @@ class LagMonitor:
         try:
             for group, topics in self.groups.items():
                 committed = await admin.list_consumer_group_offsets(group)
-                tps = [
-                    TopicPartition(t, p)
-                    for t in topics
-                    for p in (consumer.partitions_for_topic(t) or await _partitions(admin, t))
-                ]
+                partitions = await describe_partitions(admin, topics)
+                tps = [TopicPartition(t, p) for t, ps in partitions.items() for p in sorted(ps)]
                 ends = await consumer.end_offsets(tps) if tps else {}
                 for tp in tps:
                     meta = committed.get(tp)
@@ -75,8 +71,3 @@ class LagMonitor:
             await consumer.stop()
             await admin.close()
         return out
-
-
-async def _partitions(admin: Any, topic: str) -> set[int]:
-    described = await admin.describe_topics([topic])
-    return {p["partition"] for t in described if t["error_code"] == 0 for p in t["partitions"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -16,7 +17,8 @@ class Readiness:
     model_ready: bool = False
     canary_ok: bool = True
     canary_reason: str = ""
-    assigned: dict[str, bool] = field(default_factory=dict)
+    assignments: Callable[[], dict[str, bool]] = dict
+    """Stage → joined its group yet; read from the services when asked, not copied."""
     started_at: float = field(default_factory=time.monotonic)
 
     def problems(self) -> list[str]:
@@ -25,7 +27,7 @@ class Readiness:
             out.append("stages not started")
         if self.needs_model and not self.model_ready:
             out.append("model not loaded/warmed")
-        out += [f"{stage}: no partition assignment yet" for stage, ok in self.assigned.items() if not ok]
+        out += [f"{stage}: no partition assignment yet" for stage, ok in self.assignments().items() if not ok]
         if not self.canary_ok:
             out.append(f"canary failing: {self.canary_reason}")
         return out
