@@ -6,8 +6,10 @@ into the per-machine cache once, and the broker runs with the machine's Java via
 
 from __future__ import annotations
 
+import base64
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,8 +168,8 @@ class KafkaNode:
                 f"{self.libs_dir}/*",
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                # "=" form: a base64url id may begin with "-", which argparse reads as a flag.
+                f"--cluster-id={cluster_id}",
                 "-c",
                 str(self.config_file),
             ],
@@ -178,8 +180,13 @@ class KafkaNode:
         )
 
 
-def _cluster_id() -> str:
-    # KRaft cluster ids are 16 random bytes, base64url without padding (22 chars).
-    import base64
+def _cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A KRaft cluster id: 16 random bytes, base64url without padding (22 chars).
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    Like Kafka's own Uuid.randomUuid, ids beginning with "-" are redrawn: command-line
+    tools would take them for an option.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(random_bytes()).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
