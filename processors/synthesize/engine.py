@@ -92,7 +92,11 @@ def import_onnxruntime() -> Any:
 
 
 def make_session(
-    model: bytes | str, *, threads: int, providers: Sequence[str] | None = None
+    model: bytes | str,
+    *,
+    threads: int,
+    providers: Sequence[str] | None = None,
+    spin: bool = False,
 ) -> onnxruntime.InferenceSession:
     """Create an onnxruntime session.
 
@@ -100,11 +104,14 @@ def make_session(
         model: serialized ONNX bytes or a path.
         threads: intra-op threads (1–2 on small machines; inter-op is kept at 1).
         providers: explicit provider list; by default CUDA first when available, then CPU.
+        spin: let idle intra-op threads busy-wait (onnxruntime's default). Off here: on a
+            shared node the spinning takes CPU from Kafka and the other stages.
     """
     ort = import_onnxruntime()
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = max(1, threads)
     opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     opts.log_severity_level = 3  # warnings about unused initializers are noise here
     if providers is None:
         available = ort.get_available_providers()

@@ -122,6 +122,7 @@ class KokoroEngine:
         threads: int = 2,
         providers: Sequence[str] | None = None,
         g2p: G2PBank | None = None,
+        spin: bool = False,
     ) -> KokoroEngine:
         """Load the model from the installed packages (nothing is written to disk).
 
@@ -129,12 +130,13 @@ class KokoroEngine:
             threads: onnxruntime intra-op threads.
             providers: onnxruntime providers (default: CUDA if available, then CPU).
             g2p: phonemizer bank to share; a new one is created if None.
+            spin: busy-waiting intra-op threads (see `make_session`).
         Raises:
             ModelLoadError: missing or corrupted model packages.
         """
         model = read_model_bytes()
         try:
-            session = make_session(model, threads=threads, providers=providers)
+            session = make_session(model, threads=threads, providers=providers, spin=spin)
         except Exception as err:  # onnxruntime raises its own exception types
             raise ModelLoadError(f"cannot load the Kokoro model: {err}") from err
         vocab_text = (resources.files(_DATA_PACKAGE) / "data" / "vocab.json").read_text("utf-8")

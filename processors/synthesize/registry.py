@@ -64,9 +64,11 @@ class VoiceRegistry:
         user_voice_dir: Path | None = None,
         base_voices: Mapping[str, str] | None = None,
         g2p: G2PBank | None = None,
+        spin: bool = False,
     ) -> None:
         """Args:
         threads: onnxruntime intra-op threads per engine.
+        spin: let onnxruntime's idle intra-op threads busy-wait (see `make_session`).
         providers: onnxruntime providers (default: CUDA when available, then CPU).
         user_voice_dir: directory with extra voices (see module doc); ignored if None.
         base_voices: language → voice id overrides of `DEFAULT_BASE_VOICES`.
@@ -76,6 +78,7 @@ class VoiceRegistry:
             UnknownVoiceError: a base voice is not registered.
         """
         self.threads = threads
+        self.spin = spin
         self.providers = providers
         self.g2p = g2p or G2PBank()
         self._lock = threading.RLock()
@@ -241,7 +244,9 @@ class VoiceRegistry:
         if key == KOKORO:
             from processors.synthesize.kokoro import KokoroEngine
 
-            return KokoroEngine.load(threads=self.threads, providers=self.providers, g2p=self.g2p)
+            return KokoroEngine.load(
+                threads=self.threads, providers=self.providers, g2p=self.g2p, spin=self.spin
+            )
         from processors.synthesize.piper import PiperEngine
 
         model, config = self._piper_sources[key]
@@ -251,6 +256,7 @@ class VoiceRegistry:
             threads=self.threads,
             providers=self.providers,
             name=key.removeprefix("piper:"),
+            spin=self.spin,
         )
 
     def loaded_engines(self) -> dict[str, SpeechEngine]:

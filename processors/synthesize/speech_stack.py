@@ -20,8 +20,10 @@ def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
     """Load and warm the engines (blocking: call it in a thread at start-up)."""
     started = time.perf_counter()
     threads = pipeline.synth_threads or (os.cpu_count() or 2)
-    registry = VoiceRegistry(threads=threads)
-    log_event(log, "model_loading", voices=list(pipeline.warm_voices), threads=threads)
+    registry = VoiceRegistry(threads=threads, spin=pipeline.synth_spin)
+    log_event(
+        log, "model_loading", voices=list(pipeline.warm_voices), threads=threads, spin=pipeline.synth_spin
+    )
     # Every phonemizer is warmed: a cold one (jieba, OpenJTalk) would blow the G2P budget.
     registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja", "ko"))
     renderer = SegmentRenderer(

@@ -13,6 +13,7 @@ from processors.segment.exceptions import SegmentationError
 from processors.segment.normalize import is_speakable_char
 from processors.synthesize.exceptions import InvalidParameterError, UnknownVoiceError
 from processors.synthesize.kokoro import MAX_PHONEMES, split_phonemes
+from processors.synthesize.piper import PiperEngine
 from processors.synthesize.registry import VoiceRegistry
 from processors.synthesize.synthesizer import Synthesizer
 from tests.speech.helpers import assert_clean_speech, boundary_jumps
@@ -81,6 +82,14 @@ def test_piper_engine_direct(registry: VoiceRegistry) -> None:
     assert 0.8 <= chunks[0].duration_s <= 4.0
     fast = next(iter(engine.synthesize("Testing one two three.", "en", spec, 1.5)))
     assert fast.duration_s < chunks[0].duration_s
+
+
+def test_inference_threads_do_not_spin_unless_asked() -> None:
+    quiet = PiperEngine.load(threads=2)
+    spinning = PiperEngine.load(threads=2, spin=True)
+    entry = "session.intra_op.allow_spinning"
+    assert quiet.session.get_session_options().get_session_config_entry(entry) == "0"
+    assert spinning.session.get_session_options().get_session_config_entry(entry) == "1"
 
 
 def test_chunk_boundaries_do_not_click(synthesizer: Synthesizer) -> None:

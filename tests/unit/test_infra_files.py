@@ -12,6 +12,7 @@ import yaml
 from streamtts.config_file import apply_config, load_config_file
 from streamtts.errors import ConfigError
 from streamtts.ops.telemetry import Telemetry
+from streamtts.settings import PipelineSettings
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"
 METRIC = re.compile(r"\bstreamtts_[a-z_]+\b")
@@ -108,3 +109,19 @@ def test_environment_wins_over_the_file(tmp_path: Path) -> None:
     applied = apply_config(path, env)
     assert applied == {"STREAMTTS_FIRST_MAX_CHARS": "30"}
     assert env == {"STREAMTTS_MAX_CHARS": "200", "STREAMTTS_FIRST_MAX_CHARS": "30"}
+
+
+@pytest.mark.parametrize(("raw", "spin"), [("", False), ("1", True), ("true", True), ("off", False)])
+def test_synth_spin_reads_booleans(monkeypatch: pytest.MonkeyPatch, raw: str, spin: bool) -> None:
+    monkeypatch.setenv("STREAMTTS_SYNTH_SPIN", raw)
+    assert PipelineSettings.from_env().synth_spin is spin
+
+
+def test_a_bad_boolean_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("STREAMTTS_SYNTH_SPIN", "maybe")
+    with pytest.raises(ConfigError, match="STREAMTTS_SYNTH_SPIN must be true or false"):
+        PipelineSettings.from_env()
+    path = tmp_path / "c.toml"
+    path.write_text("[pipeline]\nsynth_spin = 1\n")
+    with pytest.raises(ConfigError, match=re.escape("pipeline.synth_spin must be true or false")):
+        load_config_file(path)
