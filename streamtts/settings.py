@@ -164,6 +164,9 @@ class PipelineSettings:
     storage_retries: int = 8
     """In-place attempts (capped exponential backoff, 0.25 s doubling to 8 s) before a
     storage failure is dead-lettered: ~32 s, covering a storage restart."""
+    sink_stale_s: float = 300.0
+    """A request whose next audio has not reached the sink for this long is failed visibly
+    (a segment lost upstream). Raise it where the long pool can queue a request longer."""
     g2p_budget_ms: int = 200
     """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
     inference_budget_s: float = 4.0
@@ -181,6 +184,7 @@ class PipelineSettings:
             "synth_workers",
             "long_text_chars",
             "storage_retries",
+            "sink_stale_s",
             "g2p_budget_ms",
             "breaker_threshold",
         )
@@ -226,6 +230,7 @@ class PipelineSettings:
             session_timeout_s=_env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
             presign_expiry_s=_env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
             storage_retries=_env_int("STORAGE_RETRIES", cls.storage_retries),
+            sink_stale_s=_env_float("SINK_STALE_S", cls.sink_stale_s),
             g2p_budget_ms=_env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
             inference_budget_s=_env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
             breaker_threshold=_env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
