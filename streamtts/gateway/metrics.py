@@ -39,6 +39,12 @@ class GatewayMetrics:
             "streamtts_gateway_cache_entries", "Requests in the status cache", registry=r
         )
         self.ws_sessions = Gauge("streamtts_gateway_ws_sessions", "Open WebSocket sessions", registry=r)
+        self.ws_closed = Counter(
+            "streamtts_gateway_ws_closed",
+            "WebSocket sessions ended, by why: end, idle, disconnect, slow_reader, error",
+            ["reason"],
+            registry=r,
+        )
         self.ws_frames = Counter(
             "streamtts_gateway_ws_audio_frames", "Audio frames sent on WebSockets", registry=r
         )

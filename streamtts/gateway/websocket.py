@@ -95,10 +95,11 @@ class Session:
         forwarder = asyncio.create_task(self._forward_loop())
         receiver = asyncio.create_task(self._receive_loop())
         tasks: tuple[asyncio.Task[Any], ...] = (sender, forwarder, receiver)
+        reason = "error"
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if receiver.done() and not receiver.cancelled() and receiver.exception() is None:
-                outcome = receiver.result()
+                outcome = reason = receiver.result()
                 if outcome == "end":  # deliver the remaining audio, then say done
                     await forwarder
                     await self._event({"type": "done", "sentences": self.count})
@@ -116,9 +117,13 @@ class Session:
             for task, r in zip(tasks, results, strict=True):
                 if isinstance(r, Exception) and not isinstance(r, (SlowConsumer, WebSocketDisconnect)):
                     log.warning("session %s: %s failed: %r", self.session_id, task.get_name(), r)
+            self.gw.metrics.ws_closed.labels("slow_reader" if slow else reason).inc()
             if self.ws.application_state == WebSocketState.CONNECTED:
+                # Bounded: with a stalled reader the close frame waits behind a full socket.
                 with contextlib.suppress(Exception):
-                    await self.ws.close(1008 if slow else 1000, "client reads too slowly" if slow else None)
+                    async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
+                        code, why = (1008, "client reads too slowly") if slow else (1000, None)
+                        await self.ws.close(code, why)
 
     async def _receive_loop(self) -> str:
         """Read client frames until "end", "disconnect" or "idle" (timeout)."""
