@@ -15,7 +15,7 @@ bootstrap:
 lint:
 	@.venv/bin/ruff check .
 	@.venv/bin/ruff format --check .
-	@.venv/bin/mypy schemas producers sinks streamtts/ops streamtts/settings.py streamtts/config_file.py infra
+	@.venv/bin/mypy streamtts schemas producers processors sinks infra bench
 
 infra-up:
 	@.venv/bin/streamtts infra up

@@ -52,7 +52,7 @@ class FaustStage:
         self.log = logging.getLogger(f"streamtts.{self.name}")
         self.assigned = False
         """True once the group gave this worker its partitions (readiness)."""
-        self.app.on_partitions_assigned.connect(self._on_assigned)
+        self.app.on_partitions_assigned.connect(self._on_assigned)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
 
     async def _on_assigned(self, app: Any, assigned: Any, **kwargs: Any) -> None:
         self.assigned = True

@@ -12,7 +12,7 @@ import logging
 import signal
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from streamtts.errors import ConfigError
 from streamtts.jsonlog import log_event
@@ -20,6 +20,9 @@ from streamtts.ops.readiness import Readiness
 from streamtts.ops.telemetry import Telemetry
 from streamtts.settings import PipelineSettings, Settings
 from streamtts.topics import TopicNames
+
+if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
+    from processors.synthesize.renderer import SegmentRenderer
 
 STAGE_NAMES: tuple[str, ...] = ("segment", "synthesize", "encode", "sink")
 POOLS: tuple[str, ...] = ("short", "long")
@@ -43,7 +46,7 @@ class Worker:
         settings: Settings,
         pipeline: PipelineSettings,
         *,
-        renderer: Any | None = None,
+        renderer: SegmentRenderer | None = None,
         sink_namespace: str = "",
         pools: Sequence[str] = POOLS,
         ops: bool = True,
@@ -124,9 +127,9 @@ class Worker:
         from processors.synthesize.speech_stack import build_renderer
         from streamtts.ops.canary import Canary
 
-        if self._renderer is None:
-            self._renderer = await asyncio.to_thread(build_renderer, self.pipeline)
         renderer = self._renderer
+        if renderer is None:
+            renderer = self._renderer = await asyncio.to_thread(build_renderer, self.pipeline)
         voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
         spec = renderer.synth.registry.spec(voice)
         lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
@@ -172,6 +175,7 @@ class Worker:
         if stage == "synthesize":
             from processors.synthesize.stage import SynthesizeStage
 
+            assert self._renderer is not None, "the model is loaded before the synthesize stage starts"
             return [
                 SynthesizeStage(kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel)
                 for p in self.pools

@@ -24,6 +24,7 @@ from processors.synthesize.breaker import CircuitBreaker
 from processors.synthesize.exceptions import SynthesisError
 from processors.synthesize.synthesizer import Synthesizer
 from schemas import Degradation, Segment
+from schemas.chunks import DegradationStep
 from streamtts.jsonlog import log_event
 
 log = logging.getLogger("streamtts.synthesize")
@@ -144,7 +145,7 @@ class SegmentRenderer:
                         segment, samples, used, "fallback_voice", "voice_lacks_language", started
                     )
                 return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
-        step = "breaker_open" if reason == "breaker_open" else "fallback_voice"
+        step: DegradationStep = "breaker_open" if reason == "breaker_open" else "fallback_voice"
         # Step 2: the base voice of the request's main language, then of the span's language.
         speak_lang = {"yue": "zh", "other": "en"}.get(lang, lang)
         for fallback_lang in _unique((main_lang, speak_lang)):
@@ -209,7 +210,7 @@ class SegmentRenderer:
         segment: Segment,
         samples: np.ndarray,
         used: str,
-        step: str,
+        step: DegradationStep,
         reason: str,
         started: float,
     ) -> RenderedSegment:
@@ -218,7 +219,7 @@ class SegmentRenderer:
             seq=segment.seq,
             step=step,
             reason=reason,
-            lang=segment.lang,  # type: ignore[arg-type]
+            lang=segment.lang,
             voice_requested=ctx.voice,
             voice_used=used,
         )

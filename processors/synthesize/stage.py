@@ -141,4 +141,4 @@ _FIRST_MARK = b'"seq":0,'
 def _is_first_segment(value: bytes | None) -> bool:
     """seq == 0, read without a full parse (orjson writes `"seq":0,` for the first segment;
     a malformed record just sorts as "not first" and is dead-lettered when handled)."""
-    return bool(value) and _FIRST_MARK in value[:200]  # type: ignore[operator]
+    return value is not None and _FIRST_MARK in value[:200]

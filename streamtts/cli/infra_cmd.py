@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infra.local.stack import LocalStack, ServiceStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,14 +20,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions.add_parser("status", help="show endpoints, pids, readiness, RSS").set_defaults(func=_status)
 
 
-def _stack():  # type: ignore[no-untyped-def]
+def _stack() -> LocalStack:
     from infra.local.stack import LocalStack
     from streamtts.settings import Settings
 
     return LocalStack.from_settings(Settings.from_env())
 
 
-def _print_status(rows) -> None:  # type: ignore[no-untyped-def]
+def _print_status(rows: list[ServiceStatus]) -> None:
     for r in rows:
         state = "ready" if r.ready else ("starting" if r.pid else "stopped")
         rss = f"{r.rss_mib:.0f} MiB" if r.rss_mib is not None else "-"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Literal
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,7 @@ async def _listen(args: argparse.Namespace) -> int:
     except OSError as err:
         raise ConfigError(f"cannot create {out}: {err.strerror or err}") from None
     topic = args.topic or TopicNames(settings.kafka.topic_prefix).audio
-    start = "beginning" if args.from_beginning or args.request_ids else "end"
+    start: Literal["beginning", "end"] = "beginning" if args.from_beginning or args.request_ids else "end"
     sub = AudioSubscriber(settings.kafka, topic, request_ids=args.request_ids, start=start)
     try:
         await sub.start()

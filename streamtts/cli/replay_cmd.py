@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Coroutine
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from streamtts.errors import ConfigError
+
+if TYPE_CHECKING:
+    from producers.replay.summary import ReplaySummary
 
 STAGES = ("submit", "segment", "synthesize", "encode", "sink")
 
@@ -66,14 +71,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replay again what the ledger says was replayed")
 
 
-def _print(summary, title: str) -> int:  # type: ignore[no-untyped-def]
+def _print(summary: ReplaySummary, title: str) -> int:
     for line in summary.planned:
         print(f"would move: {line}")
     print(f"{title}: " + "\n".join(summary.lines()))
     return 1 if summary.failed else 0
 
 
-def _guard(coro):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def _guard(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     from aiokafka.errors import KafkaError

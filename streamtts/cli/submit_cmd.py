@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.request import AUDIO_FORMATS, LANGUAGES
+
+if TYPE_CHECKING:
+    from producers.inputs import ParsedInput
+    from schemas import CompletionResult, TTSRequest
+    from streamtts.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +60,7 @@ def _defaults(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _read_inputs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _read_inputs(args: argparse.Namespace) -> ParsedInput:
     from producers.inputs import ParsedInput, parse_jsonl, request_from_fields
     from streamtts.errors import ConfigError
 
@@ -113,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _submit(args: argparse.Namespace, requests) -> None:  # type: ignore[no-untyped-def]
+async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> None:
     from aiokafka.errors import KafkaError
 
     from producers.request_producer import RequestProducer
@@ -146,7 +151,7 @@ async def _submit(args: argparse.Namespace, requests) -> None:  # type: ignore[n
             await waiter.stop()
 
 
-async def _write_out(settings, request, result, path: str) -> None:  # type: ignore[no-untyped-def]
+async def _write_out(settings: Settings, request: TTSRequest, result: CompletionResult, path: str) -> None:
     """Fetch the stored file named by the result's claim check, or rebuild it from the chunks."""
     import asyncio
 

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infra.topics import TopicSpec
+    from streamtts.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(_apply(settings, specs, args.dry_run))
 
 
-async def _apply(settings, specs, dry_run: bool) -> int:  # type: ignore[no-untyped-def]
+async def _apply(settings: Settings, specs: list[TopicSpec], dry_run: bool) -> int:
     from aiokafka.errors import KafkaError
 
     from infra.topics import apply_spec
