@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def gateway_settings(gateway_settings: GatewaySettings) -> GatewaySettings:
-    return replace(gateway_settings, ws_max_sessions=1, ws_idle_timeout_s=0.5)
+    return replace(gateway_settings, ws_max_sessions=1, ws_idle_timeout_s=2.0)
 
 
 async def _next_event(ws: websockets.ClientConnection) -> dict:
@@ -38,9 +38,10 @@ async def test_sessions_over_the_limit_are_refused_and_idle_ones_closed(gateway_
                     await second.recv()
                 assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
 
-            # The first session sends nothing, so the gateway ends it after the idle timeout.
+            # The first session sends nothing, so the gateway ends it after the idle timeout (2 s: long
+            # enough that the second connection is refused while the first is surely still open).
             idle = await _next_event(first)
-            assert idle == {"type": "error", "code": "idle_timeout", "message": "no input for 0.5 s"}
+            assert idle == {"type": "error", "code": "idle_timeout", "message": "no input for 2 s"}
             with pytest.raises(websockets.ConnectionClosedOK):
                 await first.recv()
 
