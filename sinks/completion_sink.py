@@ -52,13 +52,12 @@ class CompletionSink:
         topics: TopicNames | None = None,
         *,
         namespace: str = "",
-        stale_after_s: float | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.pipeline = pipeline
         self.namespace = namespace
-        self.stale_after_s = pipeline.sink_stale_s if stale_after_s is None else stale_after_s
+        self.stale_after_s = pipeline.sink_stale_s
         self.consumer = make_consumer(
             kafka,
             group_id=group_id(kafka, "sink"),
