@@ -13,6 +13,7 @@ Every problem fails at start with one line naming the key.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping, MutableMapping
@@ -135,6 +136,7 @@ def effective_config() -> dict[str, Any]:
     pipeline = PipelineSettings.from_env()
     mask = "****"
     return {
+        "log_level": os.environ.get(ENV_PREFIX + "LOG_LEVEL", "INFO"),
         "kafka": {
             "bootstrap": settings.kafka.bootstrap_servers,
             "security_protocol": settings.kafka.security_protocol,
@@ -144,13 +146,49 @@ def effective_config() -> dict[str, Any]:
             "topic_prefix": settings.kafka.topic_prefix,
         },
         "s3": {
-            "endpoint": settings.s3.endpoint,
-            "secure": settings.s3.secure,
+            # The scheme carries `secure`, as in STREAMTTS_S3_ENDPOINT.
+            "endpoint": ("https://" if settings.s3.secure else "http://") + settings.s3.endpoint,
             "access_key": settings.s3.access_key,
             "secret_key": mask if settings.s3.secret_key else None,
             "region": settings.s3.region,
             "bucket": settings.s3.bucket,
         },
         "pipeline": {f.name: getattr(pipeline, f.name) for f in fields(PipelineSettings)},
-        "log_level": os.environ.get(ENV_PREFIX + "LOG_LEVEL", "INFO"),
     }
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def render_toml(config: Mapping[str, Any]) -> str:
+    """`effective_config()` as a TOML file that `--config` accepts back: unset values and
+    secrets (environment only) become comments."""
+    lines: list[str] = []
+
+    def emit(key: str, full: str, value: Any) -> None:
+        if full in SECRET_KEYS:
+            env = f"{ENV_PREFIX}{full.replace('.', '_').upper()}"
+            shown = "****" if value else "(unset)"
+            lines.append(f"# {key} = {shown}  (secret: set {env} in the environment)")
+        elif value is None:
+            lines.append(f"# {key} = (unset)")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+
+    # Top-level keys first: in TOML a key after a [table] header belongs to that table.
+    for key, value in config.items():
+        if not isinstance(value, Mapping):
+            emit(key, key, value)
+    for section, values in config.items():
+        if isinstance(values, Mapping):
+            lines += ["", f"[{section}]"]
+            for key, value in values.items():
+                emit(key, f"{section}.{key}", value)
+    return "\n".join(lines) + "\n"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -125,3 +127,37 @@ def test_a_bad_boolean_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_p
     path.write_text("[pipeline]\nsynth_spin = 1\n")
     with pytest.raises(ConfigError, match=re.escape("pipeline.synth_spin must be true or false")):
         load_config_file(path)
+
+
+def test_config_show_prints_a_file_that_loads_back_with_secrets_masked(tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "STREAMTTS_KAFKA_BOOTSTRAP": "kafka-1:9093",
+        "STREAMTTS_KAFKA_SASL_PASSWORD": "sasl-hunter2",
+        "STREAMTTS_S3_ENDPOINT": "https://s3.example.com",
+        "STREAMTTS_S3_SECRET_KEY": "s3-hunter2",
+        "STREAMTTS_MAX_CHARS": "120",
+        "STREAMTTS_SYNTH_SPIN": "1",
+        "STREAMTTS_WARM_VOICES": "en_joe,jm_kumo",
+        "STREAMTTS_MARKUP": "strip",
+        "STREAMTTS_LOG_LEVEL": "DEBUG",
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "streamtts.cli.main", "config", "show"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=True,
+    ).stdout
+    assert "hunter2" not in shown and "STREAMTTS_S3_SECRET_KEY" in shown
+    path = tmp_path / "shown.toml"
+    path.write_text(shown)
+    loaded = load_config_file(path)
+    secrets = {"STREAMTTS_KAFKA_SASL_PASSWORD", "STREAMTTS_S3_SECRET_KEY", "PATH"}
+    expected = {k: v for k, v in env.items() if k not in secrets}
+    assert {k: loaded[k] for k in expected} == expected | {"STREAMTTS_SYNTH_SPIN": "1"}
+    # Every other shown value is a default, and reads back as one.
+    defaults = PipelineSettings()
+    assert loaded["STREAMTTS_CHUNK_MAX_MS"] == str(defaults.chunk_max_ms)
+    assert loaded["STREAMTTS_SINK_STALE_S"] == str(defaults.sink_stale_s)
