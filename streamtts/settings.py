@@ -134,7 +134,7 @@ class PipelineSettings:
     chunk_max_ms: int = 5_000
     """Longest PCM chunk on Kafka (24 kHz s16 → 240 KB, ~320 KB as base64): far below 1 MB."""
     synth_threads: int = 0
-    """onnxruntime intra-op threads per inference; 0 = all cores."""
+    """onnxruntime intra-op threads per inference; 0 = every CPU this process may use (its affinity mask)."""
     synth_spin: bool = False
     """Let onnxruntime's intra-op threads busy-wait between operators. Off by default: on a
     node shared with Kafka and the other stages, spinning threads burn the cores those need

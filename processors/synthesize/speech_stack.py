@@ -16,10 +16,18 @@ from streamtts.settings import PipelineSettings
 log = logging.getLogger("streamtts.synthesize")
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, which containers' cpusets set), not
+    the host's count: more inference threads than usable CPUs only oversubscribe them."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 2
+
+
 def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
     """Load and warm the engines (blocking: call it in a thread at start-up)."""
     started = time.perf_counter()
-    threads = pipeline.synth_threads or (os.cpu_count() or 2)
+    threads = pipeline.synth_threads or usable_cpus()
     registry = VoiceRegistry(threads=threads, spin=pipeline.synth_spin)
     log_event(
         log, "model_loading", voices=list(pipeline.warm_voices), threads=threads, spin=pipeline.synth_spin
