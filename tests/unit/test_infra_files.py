@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -161,3 +162,16 @@ def test_config_show_prints_a_file_that_loads_back_with_secrets_masked(tmp_path:
     defaults = PipelineSettings()
     assert loaded["STREAMTTS_CHUNK_MAX_MS"] == str(defaults.chunk_max_ms)
     assert loaded["STREAMTTS_SINK_STALE_S"] == str(defaults.sink_stale_s)
+
+
+def test_default_inference_threads_follow_the_cpus_the_process_may_use() -> None:
+    probe = "from processors.synthesize.speech_stack import usable_cpus; print(usable_cpus())"
+    pinned = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
+    )
+    assert pinned.stdout.strip() == "1"
