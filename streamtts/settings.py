@@ -20,33 +20,34 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(ENV_PREFIX + name, default)
 
 
-def _env_number(name: str, default: N, cast: type[N], kind: str) -> N:
-    raw = os.environ.get(ENV_PREFIX + name)
+def env_number(name: str, default: N, cast: type[N], kind: str, prefix: str = ENV_PREFIX) -> N:
+    """`prefix + name` from the environment as a number; unset or empty → `default`."""
+    raw = os.environ.get(prefix + name)
     if raw is None or raw == "":
         return default
     try:
         return cast(raw)
     except ValueError:
-        raise ConfigError(f"{ENV_PREFIX}{name} must be {kind}, got {raw!r}") from None
+        raise ConfigError(f"{prefix}{name} must be {kind}, got {raw!r}") from None
 
 
-def _env_int(name: str, default: int) -> int:
-    return _env_number(name, default, int, "an integer")
+def env_int(name: str, default: int, prefix: str = ENV_PREFIX) -> int:
+    return env_number(name, default, int, "an integer", prefix)
 
 
-def _env_float(name: str, default: float) -> float:
-    return _env_number(name, default, float, "a number")
+def env_float(name: str, default: float, prefix: str = ENV_PREFIX) -> float:
+    return env_number(name, default, float, "a number", prefix)
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(ENV_PREFIX + name, "").strip().lower()
+def env_bool(name: str, default: bool, prefix: str = ENV_PREFIX) -> bool:
+    raw = os.environ.get(prefix + name, "").strip().lower()
     if raw == "":
         return default
     if raw in ("1", "true", "yes", "on"):
         return True
     if raw in ("0", "false", "no", "off"):
         return False
-    raise ConfigError(f"{ENV_PREFIX}{name} must be true or false (1/0), got {raw!r}")
+    raise ConfigError(f"{prefix}{name} must be true or false (1/0), got {raw!r}")
 
 
 @dataclass(frozen=True)
@@ -212,27 +213,27 @@ class PipelineSettings:
             raise ConfigError(f"{ENV_PREFIX}MARKUP must be reject or strip, got {markup!r}")
         warm = tuple(v for v in _env("WARM_VOICES", ",".join(cls.warm_voices)).split(",") if v)
         return cls(
-            first_max_chars=_env_int("FIRST_MAX_CHARS", cls.first_max_chars),
-            max_chars=_env_int("MAX_CHARS", cls.max_chars),
-            max_text_chars=_env_int("MAX_TEXT_CHARS", cls.max_text_chars),
-            chunk_max_ms=_env_int("CHUNK_MAX_MS", cls.chunk_max_ms),
-            synth_threads=_env_int("SYNTH_THREADS", cls.synth_threads),
-            synth_spin=_env_bool("SYNTH_SPIN", cls.synth_spin),
-            synth_workers=_env_int("SYNTH_WORKERS", cls.synth_workers),
-            synth_lookahead=_env_int("SYNTH_LOOKAHEAD", cls.synth_lookahead),
+            first_max_chars=env_int("FIRST_MAX_CHARS", cls.first_max_chars),
+            max_chars=env_int("MAX_CHARS", cls.max_chars),
+            max_text_chars=env_int("MAX_TEXT_CHARS", cls.max_text_chars),
+            chunk_max_ms=env_int("CHUNK_MAX_MS", cls.chunk_max_ms),
+            synth_threads=env_int("SYNTH_THREADS", cls.synth_threads),
+            synth_spin=env_bool("SYNTH_SPIN", cls.synth_spin),
+            synth_workers=env_int("SYNTH_WORKERS", cls.synth_workers),
+            synth_lookahead=env_int("SYNTH_LOOKAHEAD", cls.synth_lookahead),
             warm_voices=warm,
-            long_text_chars=_env_int("LONG_TEXT_CHARS", cls.long_text_chars),
-            ops_port=_env_int("OPS_PORT", cls.ops_port),
-            canary_interval_s=_env_float("CANARY_INTERVAL_S", cls.canary_interval_s),
-            shutdown_timeout_s=_env_float("SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s),
+            long_text_chars=env_int("LONG_TEXT_CHARS", cls.long_text_chars),
+            ops_port=env_int("OPS_PORT", cls.ops_port),
+            canary_interval_s=env_float("CANARY_INTERVAL_S", cls.canary_interval_s),
+            shutdown_timeout_s=env_float("SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s),
             markup=markup,
             processing_guarantee=guarantee,
-            session_timeout_s=_env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
-            presign_expiry_s=_env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
-            storage_retries=_env_int("STORAGE_RETRIES", cls.storage_retries),
-            sink_stale_s=_env_float("SINK_STALE_S", cls.sink_stale_s),
-            g2p_budget_ms=_env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
-            inference_budget_s=_env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
-            breaker_threshold=_env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
-            breaker_open_s=_env_float("BREAKER_OPEN_S", cls.breaker_open_s),
+            session_timeout_s=env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
+            presign_expiry_s=env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
+            storage_retries=env_int("STORAGE_RETRIES", cls.storage_retries),
+            sink_stale_s=env_float("SINK_STALE_S", cls.sink_stale_s),
+            g2p_budget_ms=env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
+            inference_budget_s=env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
+            breaker_threshold=env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
+            breaker_open_s=env_float("BREAKER_OPEN_S", cls.breaker_open_s),
         )

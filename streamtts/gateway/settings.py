@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtts.errors import ConfigError
+from streamtts.settings import env_float, env_int
 
 PREFIX = "STREAMTTS_GATEWAY_"
 _TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -87,23 +88,24 @@ class GatewaySettings:
         d = cls()
         return cls(
             host=_get("HOST", d.host),
-            port=_int("PORT", d.port),
+            port=env_int("PORT", d.port, PREFIX),
             api_keys=keys,
             default_rate=RateLimit(
-                _float("RATE_PER_S", d.default_rate.per_s), _float("RATE_BURST", d.default_rate.burst)
+                env_float("RATE_PER_S", d.default_rate.per_s, PREFIX),
+                env_float("RATE_BURST", d.default_rate.burst, PREFIX),
             ),
             tenant_rates=parse_tenant_rates(_get("TENANT_RATES", "")),
-            max_text_chars=_int("MAX_TEXT_CHARS", d.max_text_chars),
-            max_body_bytes=_int("MAX_BODY_BYTES", d.max_body_bytes),
-            cache_entries=_int("CACHE_ENTRIES", d.cache_entries),
-            cache_ttl_s=_float("CACHE_TTL_S", d.cache_ttl_s),
-            request_timeout_s=_float("REQUEST_TIMEOUT_S", d.request_timeout_s),
-            history_lookback_s=_float("HISTORY_LOOKBACK_S", d.history_lookback_s),
+            max_text_chars=env_int("MAX_TEXT_CHARS", d.max_text_chars, PREFIX),
+            max_body_bytes=env_int("MAX_BODY_BYTES", d.max_body_bytes, PREFIX),
+            cache_entries=env_int("CACHE_ENTRIES", d.cache_entries, PREFIX),
+            cache_ttl_s=env_float("CACHE_TTL_S", d.cache_ttl_s, PREFIX),
+            request_timeout_s=env_float("REQUEST_TIMEOUT_S", d.request_timeout_s, PREFIX),
+            history_lookback_s=env_float("HISTORY_LOOKBACK_S", d.history_lookback_s, PREFIX),
             presign=_get("PRESIGN", "1").lower() not in ("0", "false", "no"),
-            ws_idle_timeout_s=_float("WS_IDLE_TIMEOUT_S", d.ws_idle_timeout_s),
-            ws_max_sessions=_int("WS_MAX_SESSIONS", d.ws_max_sessions),
-            ws_queue_frames=_int("WS_QUEUE_FRAMES", d.ws_queue_frames),
-            ws_send_timeout_s=_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s),
+            ws_idle_timeout_s=env_float("WS_IDLE_TIMEOUT_S", d.ws_idle_timeout_s, PREFIX),
+            ws_max_sessions=env_int("WS_MAX_SESSIONS", d.ws_max_sessions, PREFIX),
+            ws_queue_frames=env_int("WS_QUEUE_FRAMES", d.ws_queue_frames, PREFIX),
+            ws_send_timeout_s=env_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s, PREFIX),
             worker_metrics_urls=tuple(u for u in _get("WORKER_METRICS_URLS", "").split(",") if u.strip()),
         )
 
@@ -138,19 +140,3 @@ def parse_tenant_rates(text: str) -> dict[str, RateLimit]:
 
 def _get(name: str, default: str) -> str:
     return os.environ.get(PREFIX + name, default)
-
-
-def _int(name: str, default: int) -> int:
-    raw = _get(name, "")
-    try:
-        return int(raw) if raw else default
-    except ValueError:
-        raise ConfigError(f"{PREFIX}{name} must be an integer, got {raw!r}") from None
-
-
-def _float(name: str, default: float) -> float:
-    raw = _get(name, "")
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        raise ConfigError(f"{PREFIX}{name} must be a number, got {raw!r}") from None
