@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtts.errors import ConfigError
-from streamtts.settings import env_float, env_int
+from streamtts.settings import env_bool, env_float, env_int
 
 PREFIX = "STREAMTTS_GATEWAY_"
 _TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -101,7 +101,7 @@ class GatewaySettings:
             cache_ttl_s=env_float("CACHE_TTL_S", d.cache_ttl_s, PREFIX),
             request_timeout_s=env_float("REQUEST_TIMEOUT_S", d.request_timeout_s, PREFIX),
             history_lookback_s=env_float("HISTORY_LOOKBACK_S", d.history_lookback_s, PREFIX),
-            presign=_get("PRESIGN", "1").lower() not in ("0", "false", "no"),
+            presign=env_bool("PRESIGN", True, PREFIX),
             ws_idle_timeout_s=env_float("WS_IDLE_TIMEOUT_S", d.ws_idle_timeout_s, PREFIX),
             ws_max_sessions=env_int("WS_MAX_SESSIONS", d.ws_max_sessions, PREFIX),
             ws_queue_frames=env_int("WS_QUEUE_FRAMES", d.ws_queue_frames, PREFIX),

@@ -53,3 +53,15 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  
     assert s.api_keys == {"key1": "tenant-a", "filekey": "fromfile"}
     assert s.rate_for("tenant-a") == RateLimit(0.5, 3.0) and s.rate_for("other") == s.default_rate
     assert s.ws_max_sessions == 7
+
+
+@pytest.mark.parametrize(("raw", "presign"), [("", True), ("off", False), ("no", False), ("true", True)])
+def test_presign_reads_booleans(monkeypatch: pytest.MonkeyPatch, raw: str, presign: bool) -> None:
+    monkeypatch.setenv("STREAMTTS_GATEWAY_PRESIGN", raw)
+    assert GatewaySettings.from_env().presign is presign
+
+
+def test_a_bad_presign_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMTTS_GATEWAY_PRESIGN", "sometimes")
+    with pytest.raises(ConfigError, match="STREAMTTS_GATEWAY_PRESIGN must be true or false"):
+        GatewaySettings.from_env()
