@@ -300,7 +300,8 @@ class CompletionSink:
             tenant=tenant,
             attempts=attempts,
         )
-        self.telemetry.dead_letters.labels(self.name, failure_reason(err)).inc()
+        reason = failure_reason(err)
+        self.telemetry.dead_letters.labels(self.name, reason).inc()
         await self._send(self.topics.dlq(self.name), source.key, value, headers)
         log_event(
             log,
@@ -308,7 +309,7 @@ class CompletionSink:
             logging.WARNING,
             stage=self.name,
             request_id=request_id,
-            reason=failure_reason(err),
+            reason=reason,
             error=str(err)[:300],
             topic=source.topic,
             partition=source.partition,
