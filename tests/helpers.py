@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from streamtts.settings import KafkaSettings, S3Settings
 
 
@@ -22,3 +24,14 @@ def cli_env(kafka: KafkaSettings, s3: S3Settings | None = None, **extra: str) ->
         )
     env.update({f"STREAMTTS_{k.upper()}": v for k, v in extra.items()})
     return env
+
+
+def metric(text: str, sample: str, **labels: str) -> float:
+    """Sum of the samples named `sample` (e.g. `x_total`, `x_count`) whose labels include
+    `labels`, in a Prometheus text exposition; 0.0 when none."""
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
+    )

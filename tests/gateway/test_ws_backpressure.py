@@ -29,12 +29,12 @@ from streamtts.gateway.settings import GatewaySettings
 from streamtts.kafka import make_producer
 from streamtts.settings import KafkaSettings
 from streamtts.topics import TopicNames
+from tests.helpers import metric
 
 pytestmark = pytest.mark.integration
 
 CHUNKS = 24
 CHUNK_BYTES = 512 * 1024  # 12 MB in all: far more than the sockets between us and the gateway hold
-SLOW = 'streamtts_gateway_ws_closed_total{reason="slow_reader"}'
 
 
 @pytest.fixture
@@ -106,11 +106,8 @@ class RawClient:
         self.sock.close()
 
 
-async def _counter(http: httpx.AsyncClient, sample: str) -> float:
-    for line in (await http.get("/metrics")).text.splitlines():
-        if line.startswith(sample + " "):
-            return float(line.split()[-1])
-    return 0.0
+async def _metric(http: httpx.AsyncClient, sample: str, **labels: str) -> float:
+    return metric((await http.get("/metrics")).text, sample, **labels)
 
 
 def _chunks(request_id: str) -> Iterator[AudioChunk]:
@@ -159,7 +156,7 @@ async def test_a_client_that_stops_reading_is_disconnected_and_its_slot_freed(
 
             # The client reads nothing now. The only outside sign of the gateway giving up is
             # its counter, so poll it (bounded by the timeout above).
-            while await _counter(http, SLOW) < 1:  # noqa: ASYNC110
+            while await _metric(http, "streamtts_gateway_ws_closed_total", reason="slow_reader") < 1:  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
 
             received, code = await client.drain()
@@ -167,7 +164,7 @@ async def test_a_client_that_stops_reading_is_disconnected_and_its_slot_freed(
             client.close()
         assert received < CHUNKS, "the stalled client was still sent everything"
         assert code == 1008
-        assert await _counter(http, "streamtts_gateway_ws_sessions") == 0
+        assert await _metric(http, "streamtts_gateway_ws_sessions") == 0
 
         # A client that keeps reading gets a session (its slot was freed).
         again = RawClient(url)

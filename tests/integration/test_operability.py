@@ -22,7 +22,7 @@ from streamtts.jsonlog import JsonFormatter
 from streamtts.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.topics import TopicNames
 from streamtts.worker import Worker
-from tests.helpers import cli_env
+from tests.helpers import cli_env, metric
 from tests.services import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -31,20 +31,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.model]
 async def _get(port: int, path: str) -> tuple[int, bytes]:
     async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}{path}") as resp:
         return resp.status, await resp.read()
-
-
-def _metric(text: str, name: str, **labels: str) -> float:
-    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name + ("{" if labels else "")) and (
-            not labels or all(f'{k}="{v}"' in line for k, v in labels.items())
-        ):
-            if not labels and not (line.startswith(name + " ") or line.startswith(name + "{")):
-                continue
-            total += float(line.rsplit(" ", 1)[1])
-    assert want is not None
-    return total
 
 
 async def test_probes_follow_warm_up_and_canary(
@@ -90,7 +76,7 @@ async def test_probes_follow_warm_up_and_canary(
         assert (await worker.canary.run_once()).ok
         assert (await _get(worker.ops_port, "/readyz"))[0] == 200
         _, metrics = await _get(worker.ops_port, "/metrics")
-        assert _metric(metrics.decode(), "streamtts_canary_runs_total", outcome="failed") == 1
+        assert metric(metrics.decode(), "streamtts_canary_runs_total", outcome="failed") == 1
     finally:
         if not starting.done():
             starting.cancel()
@@ -127,15 +113,15 @@ async def test_metrics_count_a_known_workload_and_logs_are_json(
         logger.setLevel(old_level)
     _, body = await _get(running_pipeline.ops_port, "/metrics")
     text = body.decode()
-    assert _metric(text, "streamtts_requests_completed_total", status="completed") == 5
-    assert _metric(text, "streamtts_records_total", stage="segment", outcome="ok") == 5
-    assert _metric(text, "streamtts_time_to_first_audio_seconds_count", format="mp3") == 5
-    assert _metric(text, "streamtts_request_latency_seconds_count", format="mp3") == 5
-    synthesized = _metric(text, "streamtts_records_total", stage="synthesize", outcome="ok")
+    assert metric(text, "streamtts_requests_completed_total", status="completed") == 5
+    assert metric(text, "streamtts_records_total", stage="segment", outcome="ok") == 5
+    assert metric(text, "streamtts_time_to_first_audio_seconds_count", format="mp3") == 5
+    assert metric(text, "streamtts_request_latency_seconds_count", format="mp3") == 5
+    synthesized = metric(text, "streamtts_records_total", stage="synthesize", outcome="ok")
     events = [orjson.loads(line) for line in buf.getvalue().splitlines()]
     segs = [e for e in events if e["event"] == "synthesized"]
     assert synthesized == len(segs) > 5, "every segment is counted once"
-    assert _metric(text, "streamtts_audio_seconds_total", voice="en_joe") == pytest.approx(
+    assert metric(text, "streamtts_audio_seconds_total", voice="en_joe") == pytest.approx(
         sum(e["audio_s"] for e in segs), rel=1e-3
     )
     for name in ("segmented", "synthesized", "encoded", "completed"):
