@@ -15,7 +15,7 @@ bootstrap:
 lint:
 	@.venv/bin/ruff check .
 	@.venv/bin/ruff format --check .
-	@.venv/bin/mypy streamtts schemas producers processors sinks infra bench
+	@.venv/bin/mypy streamtts
 
 infra-up:
 	@.venv/bin/streamtts infra up

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bench.stats import Summary
+from streamtts.bench.stats import Summary
 
 P99_TTFA_TARGET_S = 1.2
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from bench.stats import RequestRecord
-from bench.workloads import WorkItem
+from streamtts.bench.stats import RequestRecord
+from streamtts.bench.workloads import WorkItem
 
 REQUEST_SAMPLE_RATE = 24_000
 """The request contract's default output rate; the pipeline resamples to it, so the baseline does."""
@@ -19,9 +19,9 @@ class DirectSynth:
     """Loads and warms the engines once; `run` times each text from call to first chunk/last chunk."""
 
     def __init__(self, threads: int, voices: Sequence[str]) -> None:
-        import processors.synthesize  # noqa: F401  (disables onnxruntime telemetry first)
-        from processors.synthesize.registry import VoiceRegistry
-        from processors.synthesize.synthesizer import Synthesizer
+        import streamtts.processors.synthesize  # noqa: F401  (disables onnxruntime telemetry first)
+        from streamtts.processors.synthesize.registry import VoiceRegistry
+        from streamtts.processors.synthesize.synthesizer import Synthesizer
 
         self.registry = VoiceRegistry(threads=threads)
         # The same warm-up as a worker (build_renderer), so neither side pays a cold phonemizer.
@@ -32,12 +32,17 @@ class DirectSynth:
         return self.registry.spec(voice).languages
 
     def one(self, item: WorkItem, voice: str, fmt: str = "mp3") -> RequestRecord:
-        from processors.encode.encoders import encode_chunk
+        from streamtts.audio.codecs import encode_chunk
+        from streamtts.processors.direct import synthesize_text
 
         rec = RequestRecord("direct", len(item.text), item.lang, item.kind, sent_at=time.monotonic())
         serial = 0
-        for _span, chunk in self.synth.synthesize_text(
-            item.text, lang_hint=item.request_language, voice_id=voice, sample_rate=REQUEST_SAMPLE_RATE
+        for _span, chunk in synthesize_text(
+            self.synth,
+            item.text,
+            lang_hint=item.request_language,
+            voice_id=voice,
+            sample_rate=REQUEST_SAMPLE_RATE,
         ):
             serial += 1
             encode_chunk(chunk.samples, chunk.sample_rate, fmt, serial=serial)

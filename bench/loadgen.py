@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bench.stats import RequestRecord
-from bench.workloads import BurstPhase, WorkItem
-from streamtts.settings import KafkaSettings
-from streamtts.topics import STAGES, TopicNames
+from streamtts.bench.stats import RequestRecord
+from streamtts.bench.workloads import BurstPhase, WorkItem
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import STAGES, TopicNames
 
 
 def poisson_schedule(rate: float, duration_s: float, rng: random.Random) -> list[float]:
@@ -56,9 +56,9 @@ class PipelineClient:
     record of the (fresh, per-scenario) topic prefix."""
 
     def __init__(self, kafka: KafkaSettings) -> None:
-        from producers.request_producer import RequestProducer
-        from sinks.subscriber import AudioSubscriber
-        from streamtts.kafka import make_consumer
+        from streamtts.producers.request_producer import RequestProducer
+        from streamtts.runtime.kafka import make_consumer
+        from streamtts.sinks.subscriber import AudioSubscriber
 
         self.kafka = kafka
         self.topics = TopicNames(kafka.topic_prefix)
@@ -72,7 +72,7 @@ class PipelineClient:
     async def start(self) -> None:
         from aiokafka import TopicPartition
 
-        from streamtts.kafka import topic_partitions
+        from streamtts.runtime.kafka import topic_partitions
 
         await self.subscriber.start()
         await self._results.start()
@@ -96,7 +96,7 @@ class PipelineClient:
         await self._results.stop()
 
     async def send(self, item: WorkItem, shape: RequestShape) -> RequestRecord:
-        from schemas import TTSRequest
+        from streamtts.schemas import TTSRequest
 
         request = TTSRequest.new(
             item.text, voice=shape.voice, language=item.request_language, format=shape.format
@@ -143,7 +143,7 @@ class PipelineClient:
             rec.first_chunk_at = at
 
     async def _read_results(self) -> None:
-        from schemas import CompletionResult, ContractError
+        from streamtts.schemas import CompletionResult, ContractError
 
         while True:
             batch = await self._results.getmany(timeout_ms=500)
@@ -166,7 +166,7 @@ class PipelineClient:
         """Records on each stage's dead-letter topic (the prefix is fresh: all of them are ours)."""
         from aiokafka import TopicPartition
 
-        from streamtts.kafka import make_consumer
+        from streamtts.runtime.kafka import make_consumer
 
         consumer = make_consumer(self.kafka, group_id=None)
         await consumer.start()

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.capacity import P99_TTFA_TARGET_S
-from bench.run import SUSTAIN_RATE, BenchResult, LoadRun
-from bench.stats import ratio
+from streamtts.bench.capacity import P99_TTFA_TARGET_S
+from streamtts.bench.run import SUSTAIN_RATE, BenchResult, LoadRun
+from streamtts.bench.stats import ratio
 
 THROUGHPUT_TARGET = 0.85
 ADDED_TTFA_TARGET_S = 0.050

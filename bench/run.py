@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.capacity import Capacity, Step, round_rate, search
-from bench.loadgen import (
+from streamtts.bench.capacity import Capacity, Step, round_rate, search
+from streamtts.bench.loadgen import (
     PipelineClient,
     Progress,
     RequestShape,
@@ -31,11 +31,11 @@ from bench.loadgen import (
     poisson_schedule,
     progress_line,
 )
-from bench.stats import RequestRecord, Summary, summarize
-from bench.worker_procs import ProcUsage, Topology, UsageWindow, WorkerSet
-from bench.workloads import WorkItem, draw_mix, load_burst_profile, load_texts, speakable
+from streamtts.bench.stats import RequestRecord, Summary, summarize
+from streamtts.bench.worker_procs import ProcUsage, Topology, UsageWindow, WorkerSet
+from streamtts.bench.workloads import WorkItem, draw_mix, load_burst_profile, load_texts, speakable
 from streamtts.errors import ConfigError, StreamTTSError
-from streamtts.settings import KafkaSettings, Settings
+from streamtts.runtime.settings import KafkaSettings, Settings
 
 SUSTAIN_RATE = 1.2
 """100 000 requests/day ≈ 1.16 req/s."""
@@ -238,7 +238,7 @@ class Bench:
         """One in-process pass over every voice's texts. Two passes (before the first and after
         the last worker) are pooled: a noisy neighbour then hits the baseline about as much as
         it hits the pipeline runs in between."""
-        from bench.direct import DirectSynth
+        from streamtts.bench.direct import DirectSynth
 
         plan = self.plan
         say(f"baseline pass {n}: loading {', '.join(plan.voices)} in-process ({plan.threads} threads)")
@@ -633,8 +633,8 @@ class Bench:
 
 
 async def _apply_topics(settings: Settings, prefix: str) -> None:
-    from infra.topics import apply_spec, load_spec
-    from streamtts.kafka import make_admin
+    from streamtts.infra.topics import apply_spec, load_spec
+    from streamtts.runtime.kafka import make_admin
 
     admin = make_admin(settings.kafka)
     try:
@@ -652,8 +652,8 @@ async def _apply_topics(settings: Settings, prefix: str) -> None:
 
 async def _drop_topics(settings: Settings, prefix: str) -> None:
     """A bench prefix is single-use: delete its topics so repeated runs do not pile up."""
-    from infra.topics import load_spec
-    from streamtts.kafka import make_admin
+    from streamtts.infra.topics import load_spec
+    from streamtts.runtime.kafka import make_admin
 
     admin = make_admin(settings.kafka)
     try:
@@ -668,7 +668,7 @@ async def _drop_topics(settings: Settings, prefix: str) -> None:
 def _infra_pids(settings: Settings) -> dict[str, int]:
     """Local Kafka/MinIO pids (their CPU is part of the pipeline's cost), if this clone runs them."""
     try:
-        from infra.local.stack import LocalStack
+        from streamtts.infra.local.stack import LocalStack
 
         return {s.name: s.pid for s in LocalStack.from_settings(settings).status() if s.pid and s.ready}
     except Exception:

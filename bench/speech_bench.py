@@ -1,7 +1,7 @@
 """Speech-core benchmark (not a test): our Kokoro vs kokoro-onnx 0.6.1 on the same model, voice,
 phonemes and thread count, plus our Piper engine, G2P cost, load/warm-up time and peak RSS.
 
-    PYTHONPATH=. python -m bench.speech_bench [--threads 2] [--repeats 3]
+    PYTHONPATH=. python -m streamtts.bench.speech_bench [--threads 2] [--repeats 3]
 
 Prints a Markdown table and writes results/speech_bench.json. kokoro-onnx needs files on disk:
 the model and voices are written to the project's ignored .local/bench/ folder (benchmark only).
@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import processors.synthesize  # noqa: F401  (disables onnxruntime telemetry before any import)
+import streamtts.processors.synthesize  # noqa: F401  (disables onnxruntime telemetry before any import)
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES: dict[str, list[str]] = {
@@ -78,10 +78,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from processors.synthesize.engine import make_session
-    from processors.synthesize.kokoro import KokoroEngine, bundled_voice_packs, read_model_bytes
-    from processors.synthesize.registry import VoiceRegistry
-    from processors.synthesize.synthesizer import Synthesizer
+    from streamtts.processors.direct import synthesize_text
+    from streamtts.processors.synthesize.engine import make_session
+    from streamtts.processors.synthesize.kokoro import KokoroEngine, bundled_voice_packs, read_model_bytes
+    from streamtts.processors.synthesize.registry import VoiceRegistry
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
 
     results: dict[str, Any] = {"threads": args.threads, "repeats": args.repeats, "voice": VOICE}
 
@@ -147,7 +148,7 @@ def main() -> None:
                 record(
                     f"ours kokoro {lang}",
                     *timed_stream(
-                        partial(synth.synthesize_text, s, lang, VOICE),
+                        partial(synthesize_text, synth, s, lang, VOICE),
                         lambda pair: pair[1].duration_s,
                     ),
                 )
@@ -162,7 +163,7 @@ def main() -> None:
             record(
                 "ours piper en",
                 *timed_stream(
-                    partial(synth.synthesize_text, s, "en", "en_joe"),
+                    partial(synthesize_text, synth, s, "en", "en_joe"),
                     lambda pair: pair[1].duration_s,
                 ),
             )
@@ -171,14 +172,14 @@ def main() -> None:
         record(
             "ours kokoro paragraph",
             *timed_stream(
-                lambda: synth.synthesize_text(PARAGRAPH, "en", VOICE),
+                lambda: synthesize_text(synth, PARAGRAPH, "en", VOICE),
                 lambda pair: pair[1].duration_s,
             ),
         )
         record(
             "ours piper paragraph",
             *timed_stream(
-                lambda: synth.synthesize_text(PARAGRAPH, "en", "en_joe"),
+                lambda: synthesize_text(synth, PARAGRAPH, "en", "en_joe"),
                 lambda pair: pair[1].duration_s,
             ),
         )

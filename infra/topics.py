@@ -17,7 +17,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import for_code
 
 from streamtts.errors import ConfigError, InfraError
-from streamtts.kafka import describe_partitions
+from streamtts.runtime.kafka import describe_partitions
 
 SPEC_PATH = Path(__file__).resolve().parent / "topics.yaml"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from schemas import ContractError, TTSRequest
+from streamtts.schemas import ContractError, TTSRequest
 
 
 @dataclass(frozen=True)

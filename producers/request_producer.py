@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 from aiokafka.structs import RecordMetadata
 
-from schemas import TTSRequest
-from streamtts.kafka import make_producer
-from streamtts.lifecycle import AsyncLifecycle
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
 
 
 class RequestProducer(AsyncLifecycle):

@@ -12,12 +12,12 @@ from collections.abc import Iterable
 
 from aiokafka import TopicPartition
 
-from schemas import CompletionResult, ContractError
 from streamtts.errors import StreamTTSError
-from streamtts.kafka import make_consumer, topic_partitions
-from streamtts.lifecycle import AsyncLifecycle
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import CompletionResult, ContractError
 
 
 class ResultTimeout(StreamTTSError):

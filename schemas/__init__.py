@@ -1,13 +1,14 @@
 """Versioned wire contracts of streamtts (orjson-serialized, strictly validated)."""
 
-from schemas.base import SCHEMA_VERSION, Contract
-from schemas.chunks import AudioChunk, Degradation, PcmChunk
-from schemas.context import RequestContext
-from schemas.dead_letter import DeadLetter
-from schemas.exceptions import ContractError
-from schemas.request import AUDIO_FORMATS, LANGUAGES, Delivery, TTSRequest
-from schemas.result import CompletionResult, StorageRef
-from schemas.segment import Segment
+from streamtts.schemas.base import SCHEMA_VERSION, Contract
+from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk
+from streamtts.schemas.context import RequestContext
+from streamtts.schemas.dead_letter import DeadLetter
+from streamtts.schemas.exceptions import ContractError
+from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
+from streamtts.schemas.result import CompletionResult, StorageRef
+from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls

@@ -20,7 +20,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from schemas.exceptions import ContractError
+from streamtts.schemas.exceptions import ContractError
 
 SCHEMA_VERSION = 1
 

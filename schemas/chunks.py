@@ -11,10 +11,10 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from schemas.base import AudioBytes, Contract
-from schemas.context import RequestContext
-from schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
-from schemas.segment import SpanLanguage
+from streamtts.schemas.base import AudioBytes, Contract
+from streamtts.schemas.context import RequestContext
+from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
+from streamtts.schemas.segment import SpanLanguage
 
 DegradationStep = Literal["fallback_voice", "please_wait_clip", "breaker_open"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from schemas.request import (
+from streamtts.schemas.request import (
     ID_PATTERN,
     TENANT_PATTERN,
     AudioFormat,

@@ -10,9 +10,8 @@ from typing import ClassVar, Literal
 
 from pydantic import AwareDatetime, Field
 
-from schemas.base import AudioBytes, Contract
-
-Stage = Literal["submit", "segment", "synthesize", "encode", "sink"]
+from streamtts.schemas.base import AudioBytes, Contract
+from streamtts.schemas.names import Stage
 
 
 class DeadLetter(Contract):

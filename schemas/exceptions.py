@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from streamtts.errors import RecordError
 
-class ContractError(ValueError):
+
+class ContractError(RecordError, ValueError):
     """A payload does not satisfy its contract. The message names the field and the problem.
 
     Attributes:

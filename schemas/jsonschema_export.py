@@ -1,6 +1,6 @@
 """Export the contracts as JSON Schema files so non-Python producers can validate too.
 
-`python -m schemas.jsonschema_export` rewrites `schemas/jsonschema/*.json`; a test fails when
+`python -m streamtts.schemas.jsonschema_export` rewrites `schemas/jsonschema/*.json`; a test fails when
 the checked-in files drift from the Python definitions.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from schemas import CONTRACTS, SCHEMA_VERSION
+from streamtts.schemas import CONTRACTS, SCHEMA_VERSION
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "jsonschema"
 

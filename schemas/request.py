@@ -8,13 +8,12 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from schemas.base import Contract
+from streamtts.schemas.base import Contract
+from streamtts.schemas.names import AudioFormat
 
-AudioFormat = Literal["wav", "pcm", "mp3", "opus", "flac"]
 Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
 Priority = Literal["interactive", "normal", "batch"]
 
-AUDIO_FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3", "opus", "flac")
 LANGUAGES: tuple[str, ...] = ("auto", "zh", "en", "ja", "ko", "yue")
 
 # Ids become Kafka keys and object-storage path parts: keep them path- and header-safe.

@@ -6,9 +6,9 @@ from typing import ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from schemas.base import Contract
-from schemas.chunks import Degradation
-from schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
+from streamtts.schemas.base import Contract
+from streamtts.schemas.chunks import Degradation
+from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
 
 
 class StorageRef(BaseModel):

@@ -6,8 +6,8 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, Field, model_validator
 
-from schemas.base import Contract
-from schemas.context import RequestContext
+from streamtts.schemas.base import Contract
+from streamtts.schemas.context import RequestContext
 
 SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other"]
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas import Degradation, PcmChunk, RequestContext
+from streamtts.schemas import Degradation, PcmChunk, RequestContext
 
 TopicPart = tuple[str, int]
 

@@ -21,24 +21,27 @@ import numpy as np
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
-from processors.app import group_id
-from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason, worker_id
-from processors.encode.encoders import encode_file
-from producers.replay.headers import REPLAY_STAGE, header, header_pairs
-from schemas import CompletionResult, ContractError, PcmChunk, StorageRef
-from sinks.assembler import AssembledRequest, RequestAssembler
-from sinks.object_store import ObjectStore
-from streamtts.jsonlog import log_event
-from streamtts.kafka import make_consumer, make_producer
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings
-from streamtts.topics import TopicNames
+from streamtts.audio.codecs import encode_file
+from streamtts.errors import TransientError, failure_reason
+from streamtts.runtime.dead_letters import SourceRecord, dead_letter_record, worker_id
+from streamtts.runtime.faust_app import group_id
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import make_consumer, make_producer
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import CompletionResult, ContractError, PcmChunk, StorageRef
+from streamtts.schemas.headers import REPLAY_STAGE, header, header_pairs
+from streamtts.sinks.assembler import AssembledRequest, RequestAssembler
+from streamtts.sinks.object_store import ObjectStore
 
 log = logging.getLogger("streamtts.sink")
 
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(TransientError):
     """Object storage kept failing through every retry (a transient fault, dead-lettered)."""
+
+    reason = "storage_unavailable"
 
 
 class CompletionSink:

@@ -13,9 +13,9 @@ from datetime import timedelta
 import urllib3
 from minio import Minio
 
-from processors.encode.encoders import CONTENT_TYPES, EXTENSIONS
-from schemas import RequestContext, StorageRef
-from streamtts.settings import S3Settings
+from streamtts.audio.codecs import CONTENT_TYPES, EXTENSIONS
+from streamtts.runtime.settings import S3Settings
+from streamtts.schemas import RequestContext, StorageRef
 
 
 def object_key(ctx: RequestContext, namespace: str = "") -> str:

@@ -17,12 +17,12 @@ from typing import Literal
 
 from aiokafka import TopicPartition
 
-from processors.encode.encoders import assemble
-from schemas import AudioChunk, ContractError
+from streamtts.audio.codecs import assemble
 from streamtts.errors import StreamTTSError
-from streamtts.kafka import make_consumer, topic_partitions
-from streamtts.lifecycle import AsyncLifecycle
-from streamtts.settings import KafkaSettings
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.schemas import AudioChunk, ContractError
 
 
 @dataclass

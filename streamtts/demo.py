@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas import CompletionResult, TTSRequest
-from streamtts.settings import PipelineSettings, Settings
+from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.schemas import CompletionResult, TTSRequest
 
 SAMPLES: tuple[dict[str, object], ...] = (
     {
@@ -59,8 +59,8 @@ class Row:
 
 
 def run_demo(out_dir: str, timeout_s: float) -> int:
-    from infra.local.stack import LocalStack
-    from streamtts import jsonlog
+    from streamtts.infra.local.stack import LocalStack
+    from streamtts.runtime import jsonlog
 
     jsonlog.configure("WARNING")
     settings = Settings.from_env()
@@ -73,8 +73,8 @@ def run_demo(out_dir: str, timeout_s: float) -> int:
 
 
 async def _apply_topics(settings: Settings) -> None:
-    from infra.topics import apply_spec, load_spec
-    from streamtts.kafka import make_admin
+    from streamtts.infra.topics import apply_spec, load_spec
+    from streamtts.runtime.kafka import make_admin
 
     admin = make_admin(settings.kafka)
     await admin.start()
@@ -85,17 +85,18 @@ async def _apply_topics(settings: Settings) -> None:
 
 
 async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
-    from processors.encode.encoders import EXTENSIONS
-    from producers.request_producer import RequestProducer
-    from producers.result_waiter import ResultWaiter
-    from sinks.subscriber import AudioSubscriber
-    from streamtts.topics import TopicNames
-    from streamtts.worker import STAGE_NAMES, Worker
+    from streamtts.audio.codecs import EXTENSIONS
+    from streamtts.producers.request_producer import RequestProducer
+    from streamtts.producers.result_waiter import ResultWaiter
+    from streamtts.runtime.topics import TopicNames
+    from streamtts.schemas.names import STAGES
+    from streamtts.sinks.subscriber import AudioSubscriber
+    from streamtts.worker import Worker
 
     pipeline = PipelineSettings.from_env()
     pipeline = PipelineSettings(**{**pipeline.__dict__, "warm_voices": ("jm_kumo", "en_joe", "jf_alpha")})
     say("3/4 workers: segment → synthesize → encode → sink (loading and warming the model)")
-    worker = Worker(list(STAGE_NAMES), settings, pipeline)
+    worker = Worker(list(STAGES), settings, pipeline)
     started = time.monotonic()
     await worker.start()
     say(f"    workers ready in {time.monotonic() - started:.1f} s")

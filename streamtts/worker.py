@@ -15,17 +15,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from streamtts.errors import ConfigError
-from streamtts.jsonlog import log_event
-from streamtts.ops.readiness import Readiness
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import PipelineSettings, Settings
-from streamtts.topics import TopicNames
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.readiness import Readiness
+from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas.names import POOLS, STAGES
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
-    from processors.synthesize.renderer import SegmentRenderer
+    from streamtts.processors.synthesize.renderer import SegmentRenderer
 
-STAGE_NAMES: tuple[str, ...] = ("segment", "synthesize", "encode", "sink")
-POOLS: tuple[str, ...] = ("short", "long")
 log = logging.getLogger("streamtts.worker")
 
 
@@ -51,13 +50,13 @@ class Worker:
         pools: Sequence[str] = POOLS,
         ops: bool = True,
     ) -> None:
-        unknown = [s for s in stages if s not in STAGE_NAMES]
+        unknown = [s for s in stages if s not in STAGES]
         if unknown:
-            raise ConfigError(f"unknown stage {unknown[0]!r}; stages are {', '.join(STAGE_NAMES)}")
+            raise ConfigError(f"unknown stage {unknown[0]!r}; stages are {', '.join(STAGES)}")
         bad_pool = [p for p in pools if p not in POOLS]
         if bad_pool or not pools:
             raise ConfigError(f"unknown pool {bad_pool[0] if bad_pool else ''!r}; pools are short, long")
-        self.stages = [s for s in STAGE_NAMES if s in stages]
+        self.stages = [s for s in STAGES if s in stages]
         self.pools = [p for p in POOLS if p in pools]
         self.settings = settings
         self.pipeline = pipeline
@@ -83,7 +82,7 @@ class Worker:
         kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
         # 1. Probes first: liveness answers while the model loads; readiness says why not yet.
         if self._ops_enabled:
-            from streamtts.ops.http_server import OpsServer
+            from streamtts.runtime.ops_server import OpsServer
 
             self.ops = OpsServer(self.readiness, tel, port=pipe.ops_port)
             port = await self.ops.start()
@@ -104,7 +103,7 @@ class Worker:
         self.readiness.stages_started = True
         # 4. Lag of every group this process belongs to, as metrics.
         if self._ops_enabled:
-            from streamtts.ops.lag import LagMonitor
+            from streamtts.runtime.lag import LagMonitor
 
             groups = {
                 f"{kafka.topic_prefix}streamtts-{getattr(s, 'group', s.name)}": self._sources(s)
@@ -124,8 +123,8 @@ class Worker:
         )
 
     async def _load_model(self) -> None:
-        from processors.synthesize.speech_stack import build_renderer
-        from streamtts.ops.canary import Canary
+        from streamtts.processors.synthesize.speech_stack import build_renderer
+        from streamtts.runtime.canary import Canary
 
         renderer = self._renderer
         if renderer is None:
@@ -161,7 +160,7 @@ class Worker:
     def _build(self, stage: str) -> list[Any]:
         kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
         if stage == "sink":
-            from sinks.completion_sink import CompletionSink
+            from streamtts.sinks.completion_sink import CompletionSink
 
             return [
                 CompletionSink(
@@ -169,21 +168,23 @@ class Worker:
                 )
             ]
         if stage == "encode":
-            from processors.encode.stage import EncodeStage
+            from streamtts.processors.encode.stage import EncodeStage
 
             return [EncodeStage(kafka, pipe, self.topics, telemetry=tel)]
         if stage == "synthesize":
-            from processors.synthesize.stage import SynthesizeStage
+            from streamtts.processors.synthesize.stage import SynthesizeStage
 
             assert self._renderer is not None, "the model is loaded before the synthesize stage starts"
             return [
                 SynthesizeStage(kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel)
                 for p in self.pools
             ]
-        from processors.segment.stage import SegmentStage
+        from streamtts.processors.segment.stage import SegmentStage
+        from streamtts.processors.synthesize.registry import VoiceRegistry
 
-        # Reuse the synthesizer's registry when this process has one (voice packs load once).
-        voices = self._renderer.synth.registry if self._renderer is not None else None
+        # Reuse the synthesizer's registry when this process has one (voice packs load once);
+        # otherwise one that only resolves names (engines load lazily, never in this stage).
+        voices = self._renderer.synth.registry if self._renderer is not None else VoiceRegistry(threads=1)
         return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel)]
 
     def _sources(self, service: Any) -> list[str]:

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings
-from streamtts.topics import TopicNames
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
+from streamtts.runtime.topics import TopicNames
 from tests.services import Services, provide_services
 
 
@@ -34,8 +34,8 @@ def topic_prefix() -> str:
 @pytest.fixture
 async def kafka_settings(services: Services, topic_prefix: str) -> AsyncIterator[KafkaSettings]:
     """Kafka settings with this test's prefix, its topics created from infra/topics.yaml."""
-    from infra.topics import apply_spec, load_spec
-    from streamtts.kafka import make_admin
+    from streamtts.infra.topics import apply_spec, load_spec
+    from streamtts.runtime.kafka import make_admin
 
     settings = replace(services.kafka, topic_prefix=topic_prefix)
     admin = make_admin(settings)
@@ -59,7 +59,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def registry():  # type: ignore[no-untyped-def]
     """One registry (one Kokoro and one Piper session) for every model test of the session."""
-    from processors.synthesize.registry import VoiceRegistry
+    from streamtts.processors.synthesize.registry import VoiceRegistry
 
     return VoiceRegistry(threads=2)
 
@@ -67,8 +67,8 @@ def registry():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def speech_renderer(registry):  # type: ignore[no-untyped-def]
     """The real model, warmed as a synthesize worker warms it, shared by pipeline tests."""
-    from processors.synthesize.renderer import SegmentRenderer
-    from processors.synthesize.synthesizer import Synthesizer
+    from streamtts.processors.synthesize.renderer import SegmentRenderer
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
 
     registry.warm_up(("jm_kumo", "en_joe"), langs=("zh", "en", "ja", "ko"))
     renderer = SegmentRenderer(Synthesizer(registry))
@@ -78,7 +78,7 @@ def speech_renderer(registry):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def pipeline_settings() -> PipelineSettings:
-    from streamtts.settings import PipelineSettings
+    from streamtts.runtime.settings import PipelineSettings
 
     # Short session timeout: a killed worker's partitions move within seconds in tests.
     return PipelineSettings(synth_threads=2, session_timeout_s=6.0, storage_retries=2)
@@ -87,7 +87,7 @@ def pipeline_settings() -> PipelineSettings:
 @pytest.fixture
 async def running_pipeline(kafka_settings, services, speech_renderer, pipeline_settings):  # type: ignore[no-untyped-def]
     """All four stages in this process on this test's topics, with the shared model."""
-    from streamtts.settings import Settings
+    from streamtts.runtime.settings import Settings
     from streamtts.worker import Worker
 
     worker = Worker(
@@ -117,10 +117,10 @@ def _free_port_pair() -> int:
 @pytest.fixture
 def own_stack(tmp_path):  # type: ignore[no-untyped-def]
     """A private Kafka + MinIO (not started): for tests that stop and restart them."""
-    from infra.local.kafka_server import KafkaNode
-    from infra.local.minio_server import MinioNode
-    from infra.local.paths import LocalPaths
-    from infra.local.stack import LocalStack
+    from streamtts.infra.local.kafka_server import KafkaNode
+    from streamtts.infra.local.minio_server import MinioNode
+    from streamtts.infra.local.paths import LocalPaths
+    from streamtts.infra.local.stack import LocalStack
     from tests.services import TEST_S3_SECRET, TEST_S3_USER
 
     paths = LocalPaths(cache_dir=LocalPaths.from_env().cache_dir, state_dir=tmp_path / "stack")

@@ -6,7 +6,7 @@ import os
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamtts.settings import KafkaSettings, S3Settings
+from streamtts.runtime.settings import KafkaSettings, S3Settings
 
 
 def cli_env(kafka: KafkaSettings, s3: S3Settings | None = None, **extra: str) -> dict[str, str]:

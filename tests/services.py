@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamtts.settings import KafkaSettings, S3Settings
+from streamtts.runtime.settings import KafkaSettings, S3Settings
 
 TEST_KAFKA_PORT = int(os.environ.get("STREAMTTS_TEST_KAFKA_PORT", "19092"))
 TEST_MINIO_PORT = int(os.environ.get("STREAMTTS_TEST_MINIO_PORT", "19000"))
@@ -49,7 +49,7 @@ def provide_services() -> Iterator[Services]:
     kafka_env = os.environ.get("STREAMTTS_KAFKA_BOOTSTRAP")
     s3_env = os.environ.get("STREAMTTS_S3_ENDPOINT")
     if kafka_env and s3_env:
-        from streamtts.settings import Settings
+        from streamtts.runtime.settings import Settings
 
         settings = Settings.from_env()
         yield Services(settings.kafka, settings.s3, "env")
@@ -80,9 +80,9 @@ def _testcontainers() -> Iterator[Services]:
 
 @contextmanager
 def _local_stack() -> Iterator[Services]:
-    from infra.local.paths import PROJECT_ROOT, LocalPaths
-    from infra.local.stack import LocalStack
-    from streamtts.settings import Settings
+    from streamtts.infra.local.paths import PROJECT_ROOT, LocalPaths
+    from streamtts.infra.local.stack import LocalStack
+    from streamtts.runtime.settings import Settings
 
     kafka = KafkaSettings(bootstrap_servers=f"127.0.0.1:{TEST_KAFKA_PORT}")
     s3 = S3Settings(

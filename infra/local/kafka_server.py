@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.local import processes
-from infra.local.installer import Say, require_tool, run_step
-from infra.local.paths import LocalPaths
 from streamtts.errors import InfraError
+from streamtts.infra.local import processes
+from streamtts.infra.local.installer import Say, require_tool, run_step
+from streamtts.infra.local.paths import LocalPaths
 
 KAFKA_VERSION = "4.1.1"
 POM = Path(__file__).resolve().parents[1] / "kafka" / "pom.xml"

@@ -13,10 +13,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.local import processes
-from infra.local.installer import Say, require_tool, run_step
-from infra.local.paths import LocalPaths
 from streamtts.errors import InfraError
+from streamtts.infra.local import processes
+from streamtts.infra.local.installer import Say, require_tool, run_step
+from streamtts.infra.local.paths import LocalPaths
 
 # MinIO publishes no module tags any more; this pseudo-version is the one verified to build.
 MINIO_MODULE = "github.com/minio/minio"

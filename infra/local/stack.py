@@ -10,13 +10,13 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from infra.local import processes
-from infra.local.installer import Say, say_stderr
-from infra.local.kafka_server import KAFKA_VERSION, KafkaNode
-from infra.local.minio_server import MINIO_VERSION, MinioNode, minio_credentials_valid
-from infra.local.paths import LocalPaths
 from streamtts.errors import InfraError
-from streamtts.settings import Settings
+from streamtts.infra.local import processes
+from streamtts.infra.local.installer import Say, say_stderr
+from streamtts.infra.local.kafka_server import KAFKA_VERSION, KafkaNode
+from streamtts.infra.local.minio_server import MINIO_VERSION, MinioNode, minio_credentials_valid
+from streamtts.infra.local.paths import LocalPaths
+from streamtts.runtime.settings import Settings
 
 
 def _host_port(endpoint: str, default_port: int) -> tuple[str, int]:

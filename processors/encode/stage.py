@@ -1,7 +1,7 @@
 """Encode stage: tts.pcm → audio chunks on tts.audio and the request's reply topic (faust).
 
 Each chunk is encoded on its own (stateless), so a rebalance mid-request loses nothing and
-the concatenation of chunks plays (see `processors.encode.encoders`).
+the concatenation of chunks plays (see `streamtts.audio.codecs`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from processors.encode.encoders import encode_chunk
-from processors.encode.exceptions import EncodingError
-from processors.stage import FaustStage
-from schemas import AudioChunk, ContractError, PcmChunk
-from sinks.chunk_routes import chunk_topics
-from streamtts.jsonlog import log_event
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import KafkaSettings, PipelineSettings
-from streamtts.topics import TopicNames
+from streamtts.audio.codecs import encode_chunk
+from streamtts.audio.exceptions import EncodingError
+from streamtts.runtime.faust_stage import FaustStage
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import AudioChunk, ContractError, PcmChunk
 
 
 def encode_pcm_chunk(chunk: PcmChunk) -> AudioChunk:
@@ -89,7 +88,7 @@ class EncodeStage(FaustStage):
         key = chunk.request_id.encode()
         sends = [
             await self._out(name).send(key=key, value=value)
-            for name in chunk_topics(chunk.request.delivery, self.topics)
+            for name in self.topics.chunk_topics(chunk.request.delivery)
         ]
         if chunk.seq == 0 and chunk.part == 0 and sends:
             # Time to first audio: acked by the broker, i.e. a subscriber can now read it.

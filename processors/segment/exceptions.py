@@ -1,14 +1,31 @@
-"""Errors raised by the text front-end."""
+"""Errors raised by the text front-end (all permanent: the same text fails again)."""
+
+from __future__ import annotations
+
+from streamtts.errors import RecordError
 
 
-class SegmentationError(ValueError):
-    """The text cannot be segmented into speakable spans (empty, nothing speakable, too long,
-    or an unsupported language hint). `str(err)` is a one-line message for the requester."""
+class SegmentationError(RecordError, ValueError):
+    """The text cannot be segmented into speakable spans. `str(err)` is a one-line message
+    for the requester."""
+
+    reason = "nothing_speakable"
+
+
+class TextTooLong(SegmentationError):
+    reason = "text_too_long"
+
+
+class EmptyText(SegmentationError):
+    reason = "empty_text"
+
+
+class UnsupportedLanguageHint(SegmentationError):
+    reason = "unsupported_language"
 
 
 class InputRejected(SegmentationError):
-    """Request text refused by the input policy (before segmentation). `reason` is the
-    short cause used in dead letters and metrics."""
+    """Request text refused by the input policy (before segmentation); `reason` names the rule."""
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from processors.segment.exceptions import InputRejected
+from streamtts.processors.segment.exceptions import InputRejected
 
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

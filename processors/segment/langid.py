@@ -13,8 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from processors.segment.exceptions import SegmentationError
-from processors.segment.numbers import TOKEN_RE
+from streamtts.processors.segment.exceptions import UnsupportedLanguageHint
+from streamtts.processors.segment.numbers import TOKEN_RE
 
 LANGS: frozenset[str] = frozenset({"zh", "en", "ja", "ko", "yue", "other"})
 CJK_LANGS: frozenset[str] = frozenset({"zh", "ja", "ko", "yue"})
@@ -83,7 +83,7 @@ def normalize_lang_hint(hint: str | None) -> str | None:
     base = key.split("-", 1)[0]
     if base in _HINT_ALIASES:
         return _HINT_ALIASES[base]
-    raise SegmentationError(
+    raise UnsupportedLanguageHint(
         f"unsupported language hint {hint!r}; use one of zh, en, ja, ko, yue (or omit it)"
     )
 

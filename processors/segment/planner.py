@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from processors.segment.input_policy import check_text
-from processors.segment.segmenter import segment_text
-from schemas import RequestContext, Segment, TTSRequest
+from streamtts.processors.segment.input_policy import check_text
+from streamtts.processors.segment.segmenter import segment_text
+from streamtts.schemas import RequestContext, Segment, TTSRequest
 
 # Span languages the contract knows; anything else the segmenter reports is "other".
 _CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue"}

@@ -11,11 +11,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from processors.segment.exceptions import SegmentationError
-from processors.segment.langid import normalize_lang_hint, tag_runs
-from processors.segment.normalize import has_speakable, normalize_text
-from processors.segment.numbers import verbalize_numbers
-from processors.segment.splitter import CLAUSE_END, ClauseSplitter
+from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong
+from streamtts.processors.segment.langid import normalize_lang_hint, tag_runs
+from streamtts.processors.segment.normalize import has_speakable, normalize_text
+from streamtts.processors.segment.numbers import verbalize_numbers
+from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
 
 DEFAULT_FIRST_MAX_CHARS = 40
 DEFAULT_MAX_CHARS = 150
@@ -76,11 +76,11 @@ def segment_text(
         SegmentationError: empty text, nothing speakable, text too long, or unknown hint.
     """
     if len(text) > max_text_chars:
-        raise SegmentationError(f"text has {len(text)} characters; the limit is {max_text_chars}")
+        raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
     hint = normalize_lang_hint(lang_hint)
     clean = normalize_text(text, strip_markup=strip_markup)
     if not clean:
-        raise SegmentationError("text is empty")
+        raise EmptyText("text is empty")
     if not has_speakable(clean):
         raise SegmentationError("text has nothing speakable (only punctuation, symbols or emoji)")
     splitter = ClauseSplitter(max_chars=max_chars, first_max_chars=first_max_chars)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
-from processors.segment.exceptions import SegmentationError
-from processors.segment.planner import plan_segments
-from processors.stage import FaustStage
-from processors.synthesize.exceptions import SynthesisError
-from processors.synthesize.registry import VoiceRegistry
-from schemas import ContractError, TTSRequest
-from streamtts.jsonlog import log_event, snippet
-from streamtts.kafka import topic_partitions
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import KafkaSettings, PipelineSettings
-from streamtts.topics import TopicNames
+from streamtts.errors import RecordError
+from streamtts.processors.segment.planner import plan_segments
+from streamtts.runtime.faust_stage import FaustStage
+from streamtts.runtime.jsonlog import log_event, snippet
+from streamtts.runtime.kafka import topic_partitions
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
+
+
+class VoiceCatalog(Protocol):
+    """What the segment stage needs of the voice registry: reject unknown voices up front."""
+
+    def spec(self, voice_id: str) -> object:
+        """Resolve `voice_id`; raise a `RecordError` (reason "unknown_voice") if it is not known."""
+        ...
 
 
 def pool_for(request: TTSRequest, long_text_chars: int) -> str:
@@ -27,8 +33,10 @@ def pool_for(request: TTSRequest, long_text_chars: int) -> str:
     return "short"
 
 
-class UnknownReplyTopicError(ValueError):
+class UnknownReplyTopicError(RecordError, ValueError):
     """The request names a reply topic that does not exist (auto-creation is off)."""
+
+    reason = "unknown_reply_topic"
 
 
 class SegmentStage(FaustStage):
@@ -39,13 +47,14 @@ class SegmentStage(FaustStage):
         kafka: KafkaSettings,
         pipeline: PipelineSettings,
         topics: TopicNames | None = None,
-        voices: VoiceRegistry | None = None,
+        *,
+        voices: VoiceCatalog,
         source_topics: list[str] | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         # The registry only resolves names here (engines load lazily, never in this stage).
-        self.voices = voices or VoiceRegistry(threads=1)
+        self.voices = voices
         # Length-aware pools: interactive/short requests and long/batch ones go to separate
         # topics read by separate synthesize groups, so a chapter never delays a prompt.
         self.out_short = self.topic(self.topics.segments)
@@ -72,13 +81,7 @@ class SegmentStage(FaustStage):
                 max_text_chars=self.pipeline.max_text_chars,
                 markup=self.pipeline.markup,
             )
-        except (
-            ContractError,
-            SegmentationError,
-            SynthesisError,
-            UnknownReplyTopicError,
-            ValueError,
-        ) as err:
+        except (RecordError, ValueError) as err:  # permanent: this record can never succeed
             return await self.dead_letter(
                 event,
                 err,

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import numpy as np
-
-from processors.synthesize.renderer import RenderedSegment
-from schemas import PcmChunk, Segment
-
-
-def to_int16(samples: np.ndarray) -> np.ndarray:
-    return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2")
+from streamtts.audio.pcm import to_int16
+from streamtts.processors.synthesize.renderer import RenderedSegment
+from streamtts.schemas import PcmChunk, Segment
 
 
 def pcm_chunks(segment: Segment, rendered: RenderedSegment, chunk_max_ms: int) -> list[PcmChunk]:
     """Split the segment's audio into parts of at most `chunk_max_ms` (at least one part)."""
-    pcm = to_int16(rendered.samples)
+    pcm = to_int16(rendered.samples).astype("<i2")
     per_part = max(1, int(rendered.sample_rate * chunk_max_ms / 1000))
     bounds = list(range(0, len(pcm), per_part)) or [0]
     now = datetime.now(UTC)

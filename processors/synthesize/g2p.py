@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from processors.synthesize.exceptions import UnsupportedLanguageError
+from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
 
 G2P_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
-from processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
-from processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
+from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
+from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
+from streamtts.processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
 
 SAMPLE_RATE = 24_000
 MAX_PHONEMES = 510

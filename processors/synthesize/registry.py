@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from processors.synthesize.engine import SpeechEngine, VoiceSpec
-from processors.synthesize.exceptions import (
+from streamtts.processors.synthesize.engine import SpeechEngine, VoiceSpec
+from streamtts.processors.synthesize.exceptions import (
     InvalidVoiceError,
     UnknownVoiceError,
     UnsupportedLanguageError,
 )
-from processors.synthesize.g2p import G2PBank
-from processors.synthesize.kokoro import KOKORO_LANGS, bundled_voice_packs
+from streamtts.processors.synthesize.g2p import G2PBank
+from streamtts.processors.synthesize.kokoro import KOKORO_LANGS, bundled_voice_packs
 
 KOKORO = "kokoro"
 JOE_VOICE_ID = "en_joe"
@@ -242,12 +242,12 @@ class VoiceRegistry:
 
     def _load_engine(self, key: str) -> SpeechEngine:
         if key == KOKORO:
-            from processors.synthesize.kokoro import KokoroEngine
+            from streamtts.processors.synthesize.kokoro import KokoroEngine
 
             return KokoroEngine.load(
                 threads=self.threads, providers=self.providers, g2p=self.g2p, spin=self.spin
             )
-        from processors.synthesize.piper import PiperEngine
+        from streamtts.processors.synthesize.piper import PiperEngine
 
         model, config = self._piper_sources[key]
         return PiperEngine.load(

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from processors.synthesize.breaker import CircuitBreaker
-from processors.synthesize.exceptions import SynthesisError
-from processors.synthesize.synthesizer import Synthesizer
-from schemas import Degradation, Segment
-from schemas.chunks import DegradationStep
-from streamtts.jsonlog import log_event
+from streamtts.errors import failure_reason
+from streamtts.processors.synthesize.breaker import CircuitBreaker
+from streamtts.processors.synthesize.exceptions import SynthesisError
+from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.runtime.jsonlog import log_event
+from streamtts.schemas import Degradation, Segment
+from streamtts.schemas.chunks import DegradationStep
 
 log = logging.getLogger("streamtts.synthesize")
 
@@ -243,8 +244,6 @@ class SegmentRenderer:
 
 
 def _reason(err: BaseException) -> str:
-    from processors.dead_letters import failure_reason
-
     if isinstance(err, BudgetExceeded):
         return f"{err.what}_timeout"
 

@@ -6,12 +6,12 @@ import logging
 import os
 import time
 
-from processors.synthesize.breaker import CircuitBreaker
-from processors.synthesize.registry import VoiceRegistry
-from processors.synthesize.renderer import Budgets, SegmentRenderer
-from processors.synthesize.synthesizer import Synthesizer
-from streamtts.jsonlog import log_event
-from streamtts.settings import PipelineSettings
+from streamtts.processors.synthesize.breaker import CircuitBreaker
+from streamtts.processors.synthesize.registry import VoiceRegistry
+from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
+from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.settings import PipelineSettings
 
 log = logging.getLogger("streamtts.synthesize")
 

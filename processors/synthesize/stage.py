@@ -14,15 +14,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from processors.stage import FaustStage, aimed_elsewhere
-from processors.synthesize.chunker import pcm_chunks
-from processors.synthesize.renderer import SegmentRenderer
-from processors.synthesize.scheduling import FirstSegmentsFirst
-from schemas import ContractError, Segment
-from streamtts.jsonlog import log_event
-from streamtts.ops.telemetry import BREAKER_STATES, Telemetry
-from streamtts.settings import KafkaSettings, PipelineSettings
-from streamtts.topics import TopicNames
+from streamtts.processors.synthesize.chunker import pcm_chunks
+from streamtts.processors.synthesize.renderer import SegmentRenderer
+from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst
+from streamtts.runtime.faust_stage import FaustStage, aimed_elsewhere
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import ContractError, Segment
 
 
 class SynthesizeStage(FaustStage):

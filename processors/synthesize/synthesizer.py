@@ -1,6 +1,6 @@
-"""High-level synthesis used by the Kafka synthesize stage and the CLI: text → post-processed
-audio chunks, streamed span by span (a generator: the first chunk is yielded before later spans
-are synthesized)."""
+"""Span synthesis used by the synthesize stage and the direct path (`processors.direct`): one
+span in one language → post-processed audio chunks (a generator: the first chunk is yielded
+before later parts are synthesized)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from processors.segment.segmenter import (
-    DEFAULT_FIRST_MAX_CHARS,
-    DEFAULT_MAX_CHARS,
-    DEFAULT_MAX_TEXT_CHARS,
-    Span,
-    segment_text,
-)
-from processors.synthesize import postprocess
-from processors.synthesize.engine import AudioChunk
-from processors.synthesize.exceptions import InvalidParameterError, UnsupportedLanguageError
-from processors.synthesize.registry import VoiceRegistry
+from streamtts.audio import effects
+from streamtts.audio.pcm import resample
+from streamtts.processors.synthesize.engine import AudioChunk
+from streamtts.processors.synthesize.exceptions import InvalidParameterError
+from streamtts.processors.synthesize.registry import VoiceRegistry
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +24,8 @@ MIN_RATE, MAX_RATE = 8_000, 48_000
 
 @dataclass(frozen=True)
 class SynthesisSettings:
-    """Front-end budgets and post-processing knobs."""
+    """Post-processing knobs."""
 
-    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS
-    """Size of the first span of a request (time to first audio)."""
-    max_chars: int = DEFAULT_MAX_CHARS
-    """Size of later spans (CJK characters count double)."""
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
-    """Longest accepted request text."""
     trim_pad_ms: float = 40.0
     """Silence kept around speech when trimming an engine's own leading/trailing silence."""
     fade_ms: float = 5.0
@@ -80,7 +68,7 @@ class Synthesizer:
         Raises:
             UnknownVoiceError, UnsupportedLanguageError, InvalidParameterError.
         """
-        _check_rate(sample_rate)
+        check_rate(sample_rate)
         spec, substituted = self.registry.voice_for(voice_id, lang)
         if substituted:
             log.info("voice %s cannot speak %s; using %s", voice_id, lang, spec.voice_id)
@@ -95,63 +83,6 @@ class Synthesizer:
         if pending is not None:
             yield self._finish(pending, engine.sample_rate, out_rate, pause_after_ms, spec.voice_id)
 
-    def synthesize_text(
-        self,
-        text: str,
-        lang_hint: str | None = None,
-        voice_id: str | None = None,
-        speed: float | None = None,
-        sample_rate: int | None = None,
-    ) -> Iterator[tuple[Span, AudioChunk]]:
-        """Segment `text` and stream its audio span by span.
-
-        Args:
-            text: request text.
-            lang_hint: request language (decides Han characters; see `segment_text`).
-            voice_id: requested voice; spans in a language it cannot speak use that language's
-                base voice. None: the base voice of each span's language.
-            speed: 0.5–2.0 or None.
-            sample_rate: output rate for all chunks; None uses the rate of the first voice
-                used, so that all chunks of one request share one rate.
-        Yields:
-            (span, chunk) pairs in order; a span split by the engine yields several chunks.
-        Raises:
-            SegmentationError: empty/unspeakable/too long text (before any audio).
-            UnsupportedLanguageError: no span could be spoken (e.g. only Cyrillic text).
-            UnknownVoiceError, InvalidParameterError: before any audio.
-        """
-        _check_rate(sample_rate)
-        if voice_id:
-            self.registry.spec(voice_id)  # unknown voice fails before any work
-        s = self.settings
-        spans = segment_text(
-            text,
-            lang_hint=lang_hint,
-            first_max_chars=s.first_max_chars,
-            max_chars=s.max_chars,
-            max_text_chars=s.max_text_chars,
-        )
-        spoken = 0
-        for span in spans:
-            if span.lang not in self.registry.base_voices:
-                log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
-                continue
-            if sample_rate is None:
-                sample_rate = self.registry.voice_for(voice_id, span.lang)[0].sample_rate
-            for chunk in self.synthesize_span(
-                span.text,
-                span.lang,
-                voice_id,
-                speed,
-                sample_rate,
-                pause_after_ms=span.pause_after_ms,
-            ):
-                spoken += 1
-                yield span, chunk
-        if spoken == 0:
-            langs = sorted({span.lang for span in spans})
-            raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")
-
     def _finish(
         self, raw: AudioChunk, rate_in: int, rate_out: int, pause_ms: float, voice_id: str
     ) -> AudioChunk:
@@ -162,13 +93,13 @@ class Synthesizer:
         4. fades at both edges (chunk starts and ends at zero: no clicks when concatenated),
         5. append the span's pause as exact zeros."""
         s = self.settings
-        samples = postprocess.trim_silence(raw.samples, rate_in, pad_ms=s.trim_pad_ms)
-        samples = postprocess.resample(samples, rate_in, rate_out)
+        samples = effects.trim_silence(raw.samples, rate_in, pad_ms=s.trim_pad_ms)
+        samples = resample(samples, rate_in, rate_out)
         if s.loudness_dbfs is not None:
-            samples = postprocess.normalize_loudness(samples, target_dbfs=s.loudness_dbfs)
-        samples = postprocess.limit_peaks(samples, rate_out, ceiling=s.ceiling)
-        samples = postprocess.apply_fades(samples, rate_out, fade_ms=s.fade_ms)
-        samples = postprocess.append_silence(samples, rate_out, pause_ms)
+            samples = effects.normalize_loudness(samples, target_dbfs=s.loudness_dbfs)
+        samples = effects.limit_peaks(samples, rate_out, ceiling=s.ceiling)
+        samples = effects.apply_fades(samples, rate_out, fade_ms=s.fade_ms)
+        samples = effects.append_silence(samples, rate_out, pause_ms)
         return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id)
 
 
@@ -178,7 +109,7 @@ def _check_speed(speed: float) -> float:
     return float(speed)
 
 
-def _check_rate(sample_rate: int | None) -> None:
+def check_rate(sample_rate: int | None) -> None:
     if sample_rate is not None and not MIN_RATE <= sample_rate <= MAX_RATE:
         raise InvalidParameterError(
             f"sample rate must be between {MIN_RATE} and {MAX_RATE} Hz, got {sample_rate}"

@@ -5,8 +5,8 @@ what; a compacted ledger topic remembers what was re-driven so repeating a repla
 duplicate final outputs unless forced.
 """
 
-from producers.replay.dlq import DlqFilter, replay_dlq
-from producers.replay.requests import replay_requests, replay_window
-from producers.replay.summary import ReplaySummary
+from streamtts.producers.replay.dlq import DlqFilter, replay_dlq
+from streamtts.producers.replay.requests import replay_requests, replay_window
+from streamtts.producers.replay.summary import ReplaySummary
 
 __all__ = ["DlqFilter", "ReplaySummary", "replay_dlq", "replay_requests", "replay_window"]

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from producers.replay.reader import snapshot
-from streamtts.settings import KafkaSettings
+from streamtts.producers.replay.reader import snapshot
+from streamtts.runtime.settings import KafkaSettings
 
 
 class ReplayLedger:

@@ -11,8 +11,8 @@ from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from streamtts.errors import ConfigError
-from streamtts.kafka import make_consumer, topic_partitions
-from streamtts.settings import KafkaSettings
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.settings import KafkaSettings
 
 
 async def snapshot(

@@ -8,16 +8,16 @@ from typing import Any
 
 from aiokafka.partitioner import DefaultPartitioner
 
-from producers.replay.headers import replay_headers
-from producers.replay.ledger import ReplayLedger
-from producers.replay.pacing import Pacer, Progress
-from producers.replay.reader import snapshot
-from producers.replay.summary import ReplaySummary
-from schemas import ContractError, TTSRequest
 from streamtts.errors import ConfigError
-from streamtts.kafka import make_producer, topic_partitions
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.producers.replay.ledger import ReplayLedger
+from streamtts.producers.replay.pacing import Pacer, Progress
+from streamtts.producers.replay.reader import snapshot
+from streamtts.producers.replay.summary import ReplaySummary
+from streamtts.runtime.kafka import make_producer, topic_partitions
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import ContractError, TTSRequest
+from streamtts.schemas.headers import replay_headers
 
 
 def _rewrite(

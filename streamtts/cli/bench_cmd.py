@@ -111,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     voices = tuple(dict.fromkeys(args.voice or ("en_joe", "jm_kumo")))
 
-    from processors.synthesize.exceptions import UnknownVoiceError
-    from processors.synthesize.registry import VoiceRegistry
+    from streamtts.processors.synthesize.exceptions import UnknownVoiceError
+    from streamtts.processors.synthesize.registry import VoiceRegistry
 
     registry = VoiceRegistry(threads=1)  # resolves ids only; loads no model
     for voice in voices:
@@ -122,9 +122,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(str(err)) from None
 
     _import_path()
-    from bench.plots import plot_all
-    from bench.report import markdown, write_json
-    from bench.run import CustomLoad, Plan, run_bench
+    from streamtts.bench.plots import plot_all
+    from streamtts.bench.report import markdown, write_json
+    from streamtts.bench.run import CustomLoad, Plan, run_bench
 
     custom = None
     if args.rate is not None or args.concurrency is not None or args.workload or args.duration:

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from streamtts.config_file import effective_config, render_toml
+    from streamtts.runtime.config_file import effective_config, render_toml
 
     print(render_toml(effective_config()), end="")
     return 0

@@ -35,12 +35,12 @@ async def _serve(settings: object) -> int:
 
     from streamtts.gateway.app import create_app
     from streamtts.gateway.settings import GatewaySettings
-    from streamtts.settings import Settings
+    from streamtts.runtime.settings import Settings
 
     assert isinstance(settings, GatewaySettings)
     import os
 
-    from streamtts import jsonlog
+    from streamtts.runtime import jsonlog
 
     # A service logs JSON lines; log_config=None keeps uvicorn from installing its own text
     # handlers, so its access and error logs go through ours too.

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from infra.local.stack import LocalStack, ServiceStatus
+    from streamtts.infra.local.stack import LocalStack, ServiceStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _stack() -> LocalStack:
-    from infra.local.stack import LocalStack
-    from streamtts.settings import Settings
+    from streamtts.infra.local.stack import LocalStack
+    from streamtts.runtime.settings import Settings
 
     return LocalStack.from_settings(Settings.from_env())
 

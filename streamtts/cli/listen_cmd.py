@@ -36,11 +36,11 @@ async def _listen(args: argparse.Namespace) -> int:
 
     from aiokafka.errors import KafkaError
 
-    from processors.encode.encoders import EXTENSIONS
-    from sinks.subscriber import AudioSubscriber
+    from streamtts.audio.codecs import EXTENSIONS
     from streamtts.errors import ConfigError, InfraError
-    from streamtts.settings import Settings
-    from streamtts.topics import TopicNames
+    from streamtts.runtime.settings import Settings
+    from streamtts.runtime.topics import TopicNames
+    from streamtts.sinks.subscriber import AudioSubscriber
 
     settings = Settings.from_env()
     out = Path(args.out_dir)

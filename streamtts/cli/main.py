@@ -53,15 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from streamtts import jsonlog
+    from streamtts.runtime import jsonlog
 
     # CLI commands speak in plain lines; client-library chatter would bury the one error line.
     jsonlog.configure(getattr(args, "log_level", None) or "WARNING")
     try:
         import os
 
-        from streamtts.config_file import apply_config
-        from streamtts.settings import PipelineSettings, Settings
+        from streamtts.runtime.config_file import apply_config
+        from streamtts.runtime.settings import PipelineSettings, Settings
 
         apply_config(args.config or os.environ.get("STREAMTTS_CONFIG"))
         Settings.from_env()  # invalid configuration fails here, before any work, naming the key

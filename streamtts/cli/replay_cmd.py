@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from streamtts.errors import ConfigError
 
 if TYPE_CHECKING:
-    from producers.replay.summary import ReplaySummary
+    from streamtts.producers.replay.summary import ReplaySummary
 
 STAGES = ("submit", "segment", "synthesize", "encode", "sink")
 
@@ -95,8 +95,8 @@ def _guard(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def _dlq(args: argparse.Namespace) -> int:
-    from producers.replay import DlqFilter, replay_dlq
-    from streamtts.settings import Settings
+    from streamtts.producers.replay import DlqFilter, replay_dlq
+    from streamtts.runtime.settings import Settings
 
     if args.since and args.until and args.since >= args.until:
         raise ConfigError("--since must be before --until")
@@ -123,8 +123,8 @@ def _dlq(args: argparse.Namespace) -> int:
 
 
 def _request(args: argparse.Namespace) -> int:
-    from producers.replay import replay_requests
-    from streamtts.settings import Settings
+    from streamtts.producers.replay import replay_requests
+    from streamtts.runtime.settings import Settings
 
     summary, mapping = _guard(
         replay_requests(
@@ -151,8 +151,8 @@ def _request(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
-    from producers.replay import replay_window
-    from streamtts.settings import Settings
+    from streamtts.producers.replay import replay_window
+    from streamtts.runtime.settings import Settings
 
     if args.since >= args.until:
         raise ConfigError(f"--from ({args.since.isoformat()}) must be before --to ({args.until.isoformat()})")

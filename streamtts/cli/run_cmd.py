@@ -31,13 +31,14 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import os
 
-    from streamtts import jsonlog
-    from streamtts.settings import PipelineSettings, Settings
-    from streamtts.worker import POOLS, STAGE_NAMES, Worker, run_until_signalled
+    from streamtts.runtime import jsonlog
+    from streamtts.runtime.settings import PipelineSettings, Settings
+    from streamtts.schemas.names import POOLS, STAGES
+    from streamtts.worker import Worker, run_until_signalled
 
     jsonlog.configure(args.log_level or os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"), quiet_clients=False)
     worker = Worker(
-        args.stage or list(STAGE_NAMES),
+        args.stage or list(STAGES),
         Settings.from_env(),
         PipelineSettings.from_env(),
         pools=args.pool or list(POOLS),

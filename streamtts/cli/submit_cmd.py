@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from schemas.request import AUDIO_FORMATS, LANGUAGES
+from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.schemas.request import LANGUAGES
 
 if TYPE_CHECKING:
-    from producers.inputs import ParsedInput
-    from schemas import CompletionResult, TTSRequest
-    from streamtts.settings import Settings
+    from streamtts.producers.inputs import ParsedInput
+    from streamtts.runtime.settings import Settings
+    from streamtts.schemas import CompletionResult, TTSRequest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,8 +62,8 @@ def _defaults(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _read_inputs(args: argparse.Namespace) -> ParsedInput:
-    from producers.inputs import ParsedInput, parse_jsonl, request_from_fields
     from streamtts.errors import ConfigError
+    from streamtts.producers.inputs import ParsedInput, parse_jsonl, request_from_fields
 
     defaults = _defaults(args)
     if args.file and args.text:
@@ -86,7 +87,7 @@ def _read_inputs(args: argparse.Namespace) -> ParsedInput:
     if args.request_id and len(texts) > 1:
         raise ConfigError("--request-id needs exactly one request")
     extra = {"request_id": args.request_id} if args.request_id else {}
-    from schemas import ContractError
+    from streamtts.schemas import ContractError
 
     try:
         return ParsedInput([request_from_fields({"text": t, **extra}, defaults) for t in texts], [])
@@ -121,10 +122,10 @@ def _run(args: argparse.Namespace) -> int:
 async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> None:
     from aiokafka.errors import KafkaError
 
-    from producers.request_producer import RequestProducer
-    from producers.result_waiter import ResultWaiter
     from streamtts.errors import InfraError
-    from streamtts.settings import Settings
+    from streamtts.producers.request_producer import RequestProducer
+    from streamtts.producers.result_waiter import ResultWaiter
+    from streamtts.runtime.settings import Settings
 
     settings = Settings.from_env()
     waiter = ResultWaiter(settings.kafka) if args.wait else None
@@ -155,10 +156,10 @@ async def _write_out(settings: Settings, request: TTSRequest, result: Completion
     """Fetch the stored file named by the result's claim check, or rebuild it from the chunks."""
     import asyncio
 
-    from sinks.object_store import ObjectStore
-    from sinks.subscriber import AudioSubscriber
     from streamtts.errors import StreamTTSError
-    from streamtts.topics import TopicNames
+    from streamtts.runtime.topics import TopicNames
+    from streamtts.sinks.object_store import ObjectStore
+    from streamtts.sinks.subscriber import AudioSubscriber
 
     if result.status != "completed":
         raise StreamTTSError(f"request {result.request_id} failed: {result.error}")

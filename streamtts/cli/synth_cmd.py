@@ -83,12 +83,13 @@ def run(args: argparse.Namespace) -> int:
     if args.out.parent and not args.out.parent.exists():
         raise ConfigError(f"output directory {args.out.parent} does not exist")
 
-    from processors.encode.encoders import assemble, encode_chunk
-    from processors.encode.exceptions import EncodingError
-    from processors.segment.exceptions import SegmentationError
-    from processors.synthesize.exceptions import SynthesisError
-    from processors.synthesize.registry import VoiceRegistry
-    from processors.synthesize.synthesizer import Synthesizer
+    from streamtts.audio.codecs import assemble, encode_chunk
+    from streamtts.audio.exceptions import EncodingError
+    from streamtts.processors.direct import synthesize_text
+    from streamtts.processors.segment.exceptions import SegmentationError
+    from streamtts.processors.synthesize.exceptions import SynthesisError
+    from streamtts.processors.synthesize.registry import VoiceRegistry
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
 
     started = time.perf_counter()
     try:
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         audio_s = 0.0
         rate = 0
         substitutions: set[str] = set()
-        for _span, chunk in synthesizer.synthesize_text(
+        for _span, chunk in synthesize_text(
+            synthesizer,
             text,
             lang_hint=args.lang,
             voice_id=args.voice,

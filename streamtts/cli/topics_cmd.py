@@ -7,8 +7,8 @@ import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from infra.topics import TopicSpec
-    from streamtts.settings import Settings
+    from streamtts.infra.topics import TopicSpec
+    from streamtts.runtime.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from infra.topics import SPEC_PATH, load_spec
-    from streamtts.settings import Settings
+    from streamtts.infra.topics import SPEC_PATH, load_spec
+    from streamtts.runtime.settings import Settings
 
     settings = Settings.from_env()
     prefix = settings.kafka.topic_prefix if args.prefix is None else args.prefix
@@ -40,9 +40,9 @@ def _run(args: argparse.Namespace) -> int:
 async def _apply(settings: Settings, specs: list[TopicSpec], dry_run: bool) -> int:
     from aiokafka.errors import KafkaError
 
-    from infra.topics import apply_spec
     from streamtts.errors import InfraError
-    from streamtts.kafka import make_admin
+    from streamtts.infra.topics import apply_spec
+    from streamtts.runtime.kafka import make_admin
 
     admin = make_admin(settings.kafka)
     try:

@@ -19,7 +19,7 @@ from streamtts.gateway import routes_openai, routes_ops, routes_speech, websocke
 from streamtts.gateway.errors import ApiError, api_error_handler, http_error_handler
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.settings import GatewaySettings
-from streamtts.settings import Settings
+from streamtts.runtime.settings import Settings
 
 
 class MetricsMiddleware:

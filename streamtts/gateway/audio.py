@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import Response, StreamingResponse
 
-from processors.encode.encoders import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, assemble
-from schemas import AudioChunk
+from streamtts.audio.codecs import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, assemble
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.service import Gateway
+from streamtts.schemas import AudioChunk
 
 
 def content_type(fmt: str, sample_rate: int) -> str:

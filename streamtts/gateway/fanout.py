@@ -23,11 +23,11 @@ from typing import Literal
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from schemas import AudioChunk, CompletionResult, ContractError, DeadLetter, Degradation
 from streamtts.gateway.metrics import GatewayMetrics
-from streamtts.kafka import make_consumer, topic_partitions
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import AudioChunk, CompletionResult, ContractError, DeadLetter, Degradation
 
 log = logging.getLogger("streamtts.gateway.fanout")
 Status = Literal["queued", "streaming", "completed", "failed"]

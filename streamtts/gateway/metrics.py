@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from streamtts.ops.telemetry import LATENCY_BUCKETS
+from streamtts.runtime.telemetry import LATENCY_BUCKETS
 
 
 class GatewayMetrics:

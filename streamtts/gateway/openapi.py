@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.request import AUDIO_FORMATS, LANGUAGES
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import OPENAI_VOICES
+from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.schemas.request import LANGUAGES
 
 
 def _error(description: str) -> dict[str, Any]:

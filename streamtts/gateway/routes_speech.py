@@ -10,12 +10,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from schemas.request import AudioFormat, Language
 from streamtts.gateway.audio import audio_response
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState
 from streamtts.gateway.http import authenticate, gateway, read_body
 from streamtts.gateway.service import SpeechOptions
+from streamtts.schemas.request import AudioFormat, Language
 
 MAX_WAIT_S = 30.0
 

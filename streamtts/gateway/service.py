@@ -7,10 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from processors.encode.encoders import EXTENSIONS
-from producers.request_producer import RequestProducer
-from schemas import ContractError, TTSRequest
-from sinks.object_store import ObjectStore
+from streamtts.audio.codecs import EXTENSIONS
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
@@ -18,7 +15,10 @@ from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import VoiceCatalog
-from streamtts.settings import Settings
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.settings import Settings
+from streamtts.schemas import ContractError, TTSRequest
+from streamtts.sinks.object_store import ObjectStore
 
 
 @dataclass

@@ -35,7 +35,7 @@ class VoiceCatalog:
 
     @classmethod
     def load(cls) -> VoiceCatalog:
-        from processors.synthesize.registry import VoiceRegistry
+        from streamtts.processors.synthesize.registry import VoiceRegistry
 
         return cls(tuple(VoiceRegistry(threads=1).describe()))  # describes without loading models
 

@@ -32,11 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from schemas.request import AudioFormat, Language
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.http import authenticate, gateway
 from streamtts.gateway.service import Gateway, SpeechOptions
+from streamtts.schemas.request import AudioFormat, Language
 
 # A sentence ends at . ! ? … followed by whitespace (so "3.5" and a half-written "Mr." at the
 # end of a fragment wait for more text), or at CJK full stops, which need no space.

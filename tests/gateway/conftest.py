@@ -12,7 +12,7 @@ import pytest
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
 from streamtts.gateway.settings import GatewaySettings, RateLimit
-from streamtts.settings import KafkaSettings, Settings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from tests.services import Services
 
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "gateway"

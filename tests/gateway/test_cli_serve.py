@@ -10,7 +10,7 @@ import sys
 import httpx
 import orjson
 
-from streamtts.settings import KafkaSettings
+from streamtts.runtime.settings import KafkaSettings
 from tests.helpers import cli_env
 from tests.services import Services
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 import websockets
 
-from processors.encode.encoders import decode_audio
+from streamtts.audio.codecs import decode_audio
 from tests.gateway.conftest import ACME, GLOBEX, TINY
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]

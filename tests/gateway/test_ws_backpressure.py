@@ -24,11 +24,11 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
-from schemas import AudioChunk
 from streamtts.gateway.settings import GatewaySettings
-from streamtts.kafka import make_producer
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import AudioChunk
 from tests.helpers import metric
 
 pytestmark = pytest.mark.integration

@@ -13,14 +13,14 @@ from datetime import UTC, datetime
 import pytest
 from minio import Minio
 
-from infra.local.stack import LocalStack
-from infra.topics import apply_spec, load_spec
-from producers.request_producer import RequestProducer
-from producers.result_waiter import ResultWaiter
-from schemas import DeadLetter, TTSRequest
-from streamtts.kafka import make_admin, make_consumer, make_producer
-from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
-from streamtts.topics import TopicNames
+from streamtts.infra.local.stack import LocalStack
+from streamtts.infra.topics import apply_spec, load_spec
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.producers.result_waiter import ResultWaiter
+from streamtts.runtime.kafka import make_admin, make_consumer, make_producer
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import DeadLetter, TTSRequest
 from streamtts.worker import Worker
 from tests.services import TEST_S3_SECRET, TEST_S3_USER, Services
 

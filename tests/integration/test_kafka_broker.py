@@ -9,9 +9,9 @@ from collections import defaultdict
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streamtts.kafka import make_consumer, make_producer
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.runtime.kafka import make_consumer, make_producer
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.local.processes import read_cmdline
+from streamtts.infra.local.processes import read_cmdline
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from minio import Minio
 
-from streamtts.settings import S3Settings
+from streamtts.runtime.settings import S3Settings
 
 pytestmark = pytest.mark.integration
 

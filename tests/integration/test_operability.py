@@ -14,13 +14,13 @@ import numpy as np
 import orjson
 import pytest
 
-from producers.request_producer import RequestProducer
-from producers.result_waiter import ResultWaiter
-from schemas import TTSRequest
-from sinks.subscriber import AudioSubscriber
-from streamtts.jsonlog import JsonFormatter
-from streamtts.settings import KafkaSettings, PipelineSettings, Settings
-from streamtts.topics import TopicNames
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.producers.result_waiter import ResultWaiter
+from streamtts.runtime.jsonlog import JsonFormatter
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
+from streamtts.sinks.subscriber import AudioSubscriber
 from streamtts.worker import Worker
 from tests.helpers import cli_env, metric
 from tests.services import Services

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from minio import Minio
 
-from processors.encode.encoders import decode_audio
-from producers.request_producer import RequestProducer
-from producers.result_waiter import ResultWaiter
-from schemas import CompletionResult, DeadLetter, PcmChunk, TTSRequest
-from sinks.subscriber import AudioSubscriber
-from streamtts.kafka import make_consumer, make_producer
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.audio.codecs import decode_audio
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.producers.result_waiter import ResultWaiter
+from streamtts.runtime.kafka import make_consumer, make_producer
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import CompletionResult, DeadLetter, PcmChunk, TTSRequest
+from streamtts.sinks.subscriber import AudioSubscriber
 from tests.helpers import cli_env
 from tests.services import Services
 

@@ -15,12 +15,12 @@ import pytest
 from aiokafka import TopicPartition
 from minio import Minio
 
-from producers.replay import DlqFilter, replay_dlq, replay_requests, replay_window
-from producers.request_producer import RequestProducer
-from schemas import CompletionResult, TTSRequest
-from streamtts.kafka import make_consumer, topic_partitions
-from streamtts.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
-from streamtts.topics import TopicNames
+from streamtts.producers.replay import DlqFilter, replay_dlq, replay_requests, replay_window
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import CompletionResult, TTSRequest
 from streamtts.worker import Worker
 from tests.services import TEST_S3_SECRET, TEST_S3_USER, Services
 

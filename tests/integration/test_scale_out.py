@@ -10,12 +10,12 @@ import sys
 import orjson
 import pytest
 
-from producers.request_producer import RequestProducer
-from producers.result_waiter import ResultWaiter
-from schemas import TTSRequest
-from sinks.subscriber import AudioSubscriber
-from streamtts.settings import KafkaSettings, Settings
-from streamtts.topics import TopicNames
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.producers.result_waiter import ResultWaiter
+from streamtts.runtime.settings import KafkaSettings, Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
+from streamtts.sinks.subscriber import AudioSubscriber
 from streamtts.worker import Worker
 from tests.services import Services
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from minio import Minio
 
-from producers.result_waiter import ResultWaiter
-from schemas import PcmChunk, RequestContext, TTSRequest
-from sinks.completion_sink import CompletionSink
-from streamtts.kafka import make_producer
-from streamtts.settings import KafkaSettings, PipelineSettings
-from streamtts.topics import TopicNames
+from streamtts.producers.result_waiter import ResultWaiter
+from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import PcmChunk, RequestContext, TTSRequest
+from streamtts.sinks.completion_sink import CompletionSink
 from tests.services import Services
 
 pytestmark = pytest.mark.integration

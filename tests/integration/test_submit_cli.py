@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from schemas import TTSRequest
-from streamtts.kafka import make_consumer
-from streamtts.settings import KafkaSettings
-from streamtts.topics import TopicNames
+from streamtts.runtime.kafka import make_consumer
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
 
 pytestmark = pytest.mark.integration
 

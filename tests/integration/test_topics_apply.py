@@ -8,8 +8,8 @@ import uuid
 import pytest
 from aiokafka.admin import NewTopic
 
-from infra.topics import apply_spec, load_spec
-from streamtts.kafka import make_admin
+from streamtts.infra.topics import apply_spec, load_spec
+from streamtts.runtime.kafka import make_admin
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -77,7 +77,7 @@ async def test_apply_creates_then_is_idempotent_then_repairs_and_reports_drift(
 
 
 async def _await_config(admin, topic: str, key: str, value: str, timeout_s: float = 15) -> None:  # type: ignore[no-untyped-def]
-    from infra.topics import _topic_configs
+    from streamtts.infra.topics import _topic_configs
 
     async with asyncio.timeout(timeout_s):
         while (await _topic_configs(admin, [topic]))[topic].get(key) != value:  # noqa: ASYNC110

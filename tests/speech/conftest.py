@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from processors.synthesize.registry import VoiceRegistry
-from processors.synthesize.synthesizer import Synthesizer
+from streamtts.processors.synthesize.registry import VoiceRegistry
+from streamtts.processors.synthesize.synthesizer import Synthesizer
 
 THREADS = 2
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.encode.encoders import decode_audio
+from streamtts.audio.codecs import decode_audio
 from streamtts.cli.main import main
 
 

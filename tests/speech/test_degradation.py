@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from processors.synthesize.breaker import CircuitBreaker
-from processors.synthesize.renderer import Budgets, SegmentRenderer
-from processors.synthesize.synthesizer import Synthesizer
-from schemas import RequestContext, Segment, TTSRequest
+from streamtts.processors.synthesize.breaker import CircuitBreaker
+from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
+from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.schemas import RequestContext, Segment, TTSRequest
 
 pytestmark = pytest.mark.model
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from processors.encode.encoders import (
+from streamtts.audio.codecs import (
     CONCATENABLE,
     CONTENT_TYPES,
     EXTENSIONS,
@@ -17,7 +17,7 @@ from processors.encode.encoders import (
     encode_chunk,
     encode_file,
 )
-from processors.encode.exceptions import DecodeError, UnknownFormatError
+from streamtts.audio.exceptions import DecodeError, UnknownFormatError
 
 SR = 24_000
 # MP3 chunks carry no gapless info: each decodes longer by the LAME delay (1105 samples) plus
@@ -93,7 +93,7 @@ def test_errors_are_clear() -> None:
 def test_flac_and_wav_are_bit_exact_for_int16_including_full_scale() -> None:
     import numpy as np
 
-    from processors.encode.encoders import assemble, decode_audio, encode_chunk, encode_file
+    from streamtts.audio.codecs import assemble, decode_audio, encode_chunk, encode_file
 
     x = np.array([0, 32767, -32767, -32768, 100, -1] * 500, dtype=np.int16)
     for fmt in ("flac", "wav"):

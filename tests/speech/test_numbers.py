@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from processors.segment.numbers import int_to_words_en, ordinal_en, verbalize_numbers, year_en
-from processors.segment.segmenter import segment_text
+from streamtts.processors.segment.numbers import int_to_words_en, ordinal_en, verbalize_numbers, year_en
+from streamtts.processors.segment.segmenter import segment_text
 
 
 @pytest.mark.parametrize(

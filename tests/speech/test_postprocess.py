@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from processors.synthesize import postprocess
-from processors.synthesize.engine import AudioChunk
+from streamtts.audio import effects
+from streamtts.audio.pcm import resample
+from streamtts.processors.synthesize.engine import AudioChunk
 from tests.speech.helpers import boundary_jumps, longest_pinned_run
 
 SR = 24_000
@@ -18,16 +19,16 @@ def tone(freq: float, seconds: float, amp: float, sr: int = SR) -> np.ndarray:
 
 def test_limiter_keeps_ceiling_without_flat_tops() -> None:
     x = tone(220, 0.5, 1.4)
-    y = postprocess.limit_peaks(x, SR, ceiling=0.95)
+    y = effects.limit_peaks(x, SR, ceiling=0.95)
     assert np.max(np.abs(y)) <= 0.95 + 1e-6
     assert longest_pinned_run(y, 0.95 - 1e-4) < 3  # gain-shaped, not clipped
     quiet = tone(220, 0.1, 0.5)
-    assert np.array_equal(postprocess.limit_peaks(quiet, SR), quiet)  # below ceiling: untouched
+    assert np.array_equal(effects.limit_peaks(quiet, SR), quiet)  # below ceiling: untouched
 
 
 def test_resample_rate_and_band_limit() -> None:
     x = tone(1000, 1.0, 0.5)
-    y = postprocess.resample(x, SR, 22_050)
+    y = resample(x, SR, 22_050)
     assert abs(len(y) - 22_050) <= 1
     spectrum = np.abs(np.fft.rfft(y))
     assert abs(np.argmax(spectrum) * 22_050 / len(y) - 1000) < 2  # same pitch
@@ -41,14 +42,14 @@ def test_fades_remove_boundary_clicks() -> None:
     shifted = [raw[0], -raw[1], raw[2]]  # phase flip: a real discontinuity
     jumps, inside = boundary_jumps(shifted)
     assert jumps.max() > inside + 0.05  # the metric sees clicks...
-    faded = [postprocess.apply_fades(c, SR) for c in shifted]
+    faded = [effects.apply_fades(c, SR) for c in shifted]
     jumps, inside = boundary_jumps(faded)
     assert jumps.max() <= inside + 0.01  # ...and fades remove them
 
 
 def test_trim_silence_and_int16() -> None:
     x = np.concatenate([np.zeros(SR), tone(200, 0.2, 0.5), np.zeros(SR)])
-    y = postprocess.trim_silence(x, SR, pad_ms=40)
+    y = effects.trim_silence(x, SR, pad_ms=40)
     assert 0.2 <= len(y) / SR <= 0.3
     chunk = AudioChunk(np.array([0.0, 1.5, -2.0, 0.5], np.float32), SR)
     assert chunk.int16.tolist() == [0, 32767, -32767, 16384]

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from processors.segment.exceptions import SegmentationError
-from processors.segment.langid import normalize_lang_hint, tag_runs
-from processors.segment.normalize import normalize_text
-from processors.segment.segmenter import Span, segment_text
-from processors.segment.splitter import ClauseSplitter
+from streamtts.processors.segment.exceptions import SegmentationError
+from streamtts.processors.segment.langid import normalize_lang_hint, tag_runs
+from streamtts.processors.segment.normalize import normalize_text
+from streamtts.processors.segment.segmenter import Span, segment_text
+from streamtts.processors.segment.splitter import ClauseSplitter
 
 
 def runs(text: str, hint: str | None = None) -> list[tuple[str, str]]:

@@ -8,21 +8,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from processors.encode.encoders import assemble, decode_audio, encode_chunk
-from processors.segment.exceptions import SegmentationError
-from processors.segment.normalize import is_speakable_char
-from processors.synthesize.exceptions import InvalidParameterError, UnknownVoiceError
-from processors.synthesize.kokoro import MAX_PHONEMES, split_phonemes
-from processors.synthesize.piper import PiperEngine
-from processors.synthesize.registry import VoiceRegistry
-from processors.synthesize.synthesizer import Synthesizer
+from streamtts.audio.codecs import assemble, decode_audio, encode_chunk
+from streamtts.processors.direct import synthesize_text
+from streamtts.processors.segment.exceptions import SegmentationError
+from streamtts.processors.segment.normalize import is_speakable_char
+from streamtts.processors.synthesize.exceptions import InvalidParameterError, UnknownVoiceError
+from streamtts.processors.synthesize.kokoro import MAX_PHONEMES, split_phonemes
+from streamtts.processors.synthesize.piper import PiperEngine
+from streamtts.processors.synthesize.registry import VoiceRegistry
+from streamtts.processors.synthesize.synthesizer import Synthesizer
 from tests.speech.helpers import assert_clean_speech, boundary_jumps
 
 pytestmark = pytest.mark.model
 
 
 def run(synth: Synthesizer, text: str, **kw: object) -> tuple[list, np.ndarray, int]:
-    pairs = list(synth.synthesize_text(text, **kw))  # type: ignore[arg-type]
+    pairs = list(synthesize_text(synth, text, **kw))  # type: ignore[arg-type]
     rate = pairs[0][1].sample_rate
     assert all(chunk.sample_rate == rate for _, chunk in pairs)
     return pairs, np.concatenate([c.samples for _, c in pairs]), rate
@@ -137,17 +138,17 @@ def test_long_phoneme_strings_are_split_not_truncated(registry: VoiceRegistry) -
 
 def test_user_errors_are_clear(synthesizer: Synthesizer) -> None:
     with pytest.raises(UnknownVoiceError, match="available: en_joe, jf_alpha"):
-        list(synthesizer.synthesize_text("hello", voice_id="nobody"))
+        list(synthesize_text(synthesizer, "hello", voice_id="nobody"))
     with pytest.raises(UnknownVoiceError, match="nobody"):
-        list(synthesizer.synthesize_text("hello", voice_id="jm_kumo:0.5+nobody:0.5"))
+        list(synthesize_text(synthesizer, "hello", voice_id="jm_kumo:0.5+nobody:0.5"))
     with pytest.raises(SegmentationError, match="nothing speakable"):
-        list(synthesizer.synthesize_text("？！…😀"))
+        list(synthesize_text(synthesizer, "？！…😀"))
     with pytest.raises(SegmentationError, match="empty"):
-        list(synthesizer.synthesize_text(""))
+        list(synthesize_text(synthesizer, ""))
     with pytest.raises(InvalidParameterError, match="speed"):
-        list(synthesizer.synthesize_text("hello", speed=5.0))
+        list(synthesize_text(synthesizer, "hello", speed=5.0))
     with pytest.raises(InvalidParameterError, match="sample rate"):
-        list(synthesizer.synthesize_text("hello", sample_rate=1000))
+        list(synthesize_text(synthesizer, "hello", sample_rate=1000))
 
 
 def test_surrogates_are_spoken_around(synthesizer: Synthesizer) -> None:
@@ -169,7 +170,7 @@ def test_first_chunk_is_yielded_before_later_spans_are_synthesized(
 
     engine.synthesize = spy  # type: ignore[method-assign, assignment]
     try:
-        stream = synthesizer.synthesize_text("One. Two. Three.", voice_id="en_joe")
+        stream = synthesize_text(synthesizer, "One. Two. Three.", voice_id="en_joe")
         next(stream)
         assert calls == ["One."]
     finally:

@@ -10,10 +10,10 @@ import statistics
 
 import pytest
 
-from bench.capacity import Step, round_rate, search
-from bench.loadgen import burst_schedule, poisson_schedule
-from bench.stats import Dist, RequestRecord, percentile, summarize
-from bench.workloads import BurstPhase, draw_mix, load_burst_profile, load_texts, speakable
+from streamtts.bench.capacity import Step, round_rate, search
+from streamtts.bench.loadgen import burst_schedule, poisson_schedule
+from streamtts.bench.stats import Dist, RequestRecord, percentile, summarize
+from streamtts.bench.workloads import BurstPhase, draw_mix, load_burst_profile, load_texts, speakable
 
 
 def test_percentile_interpolates_like_numpy() -> None:

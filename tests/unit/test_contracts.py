@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas import (
+from streamtts.schemas import (
     CONTRACTS,
     AudioChunk,
     CompletionResult,
@@ -21,7 +21,7 @@ from schemas import (
     Segment,
     TTSRequest,
 )
-from schemas.jsonschema_export import SCHEMA_DIR, render
+from streamtts.schemas.jsonschema_export import SCHEMA_DIR, render
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -247,7 +247,7 @@ def _examples() -> dict[str, bytes]:
 @pytest.mark.parametrize("name", sorted(CONTRACTS))
 def test_checked_in_json_schema_matches_the_python_contract(name: str) -> None:
     path = SCHEMA_DIR / f"{name}.v1.json"
-    assert path.read_bytes() == render(name), "run `python -m schemas.jsonschema_export`"
+    assert path.read_bytes() == render(name), "run `python -m streamtts.schemas.jsonschema_export`"
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACTS))

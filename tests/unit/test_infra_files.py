@@ -12,10 +12,10 @@ import orjson
 import pytest
 import yaml
 
-from streamtts.config_file import apply_config, load_config_file
 from streamtts.errors import ConfigError
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import PipelineSettings
+from streamtts.runtime.config_file import apply_config, load_config_file
+from streamtts.runtime.settings import PipelineSettings
+from streamtts.runtime.telemetry import Telemetry
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"
 METRIC = re.compile(r"\bstreamtts_[a-z_]+\b")

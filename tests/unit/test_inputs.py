@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from producers.inputs import parse_jsonl
+from streamtts.producers.inputs import parse_jsonl
 
 DEFAULTS = {"voice": "jm_kumo", "format": "opus", "delivery": {"chunks": True, "storage": False}}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from infra.local.kafka_server import _cluster_id
+from streamtts.infra.local.kafka_server import _cluster_id
 
 
 def test_ids_that_would_start_with_a_dash_are_redrawn() -> None:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from processors.synthesize.scheduling import FirstSegmentsFirst
+from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst
 
 
 async def test_first_segments_overtake_and_each_request_keeps_its_order() -> None:

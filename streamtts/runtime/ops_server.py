@@ -13,8 +13,8 @@ import time
 import orjson
 from aiohttp import web
 
-from streamtts.ops.readiness import Readiness
-from streamtts.ops.telemetry import Telemetry
+from streamtts.runtime.readiness import Readiness
+from streamtts.runtime.telemetry import Telemetry
 
 LOOP_LAG_LIMIT_S = 5.0
 

@@ -1,12 +1,18 @@
-"""Errors raised by the audio encoders."""
+"""Errors raised by the audio codecs."""
+
+from __future__ import annotations
+
+from streamtts.errors import RecordError
 
 
-class EncodingError(ValueError):
+class EncodingError(RecordError, ValueError):
     """Base class for encode/decode failures."""
 
 
 class UnknownFormatError(EncodingError):
-    """The requested audio format is not one of `encoders.FORMATS`."""
+    """The requested audio format is not one of `codecs.FORMATS`."""
+
+    reason = "unknown_format"
 
 
 class EncodeError(EncodingError):

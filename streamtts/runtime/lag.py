@@ -8,10 +8,10 @@ import logging
 
 from aiokafka import TopicPartition
 
-from streamtts.jsonlog import log_event
-from streamtts.kafka import describe_partitions, make_admin, make_consumer
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import KafkaSettings
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import describe_partitions, make_admin, make_consumer
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.telemetry import Telemetry
 
 log = logging.getLogger("streamtts.lag")
 

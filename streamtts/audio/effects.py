@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from math import gcd
-
 import numpy as np
 
 
@@ -53,16 +51,6 @@ def normalize_loudness(
     return (samples * np.float32(10.0 ** (gain_db / 20.0))).astype(np.float32)
 
 
-def resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-    """Polyphase resampling (anti-aliasing FIR, scipy.signal.resample_poly)."""
-    if rate_in == rate_out or samples.size == 0:
-        return samples
-    from scipy.signal import resample_poly
-
-    g = gcd(rate_in, rate_out)
-    return resample_poly(samples, rate_out // g, rate_in // g).astype(np.float32)
-
-
 def apply_fades(samples: np.ndarray, sample_rate: int, *, fade_ms: float = 5.0) -> np.ndarray:
     """Raised-cosine fade-in/out at both edges so chunks start and end at zero (no clicks)."""
     n = min(int(fade_ms * sample_rate / 1000), len(samples) // 2)
@@ -81,8 +69,3 @@ def append_silence(samples: np.ndarray, sample_rate: int, ms: float) -> np.ndarr
     if n <= 0:
         return samples
     return np.concatenate([samples, np.zeros(n, dtype=np.float32)])
-
-
-def to_int16(samples: np.ndarray) -> np.ndarray:
-    """Float [-1, 1] → int16 PCM (clipped)."""
-    return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype(np.int16)

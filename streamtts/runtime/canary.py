@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamtts.jsonlog import log_event
+from streamtts.runtime.jsonlog import log_event
 
 log = logging.getLogger("streamtts.canary")
 CANARY_TEXT = "The quick brown fox jumps over the lazy dog."

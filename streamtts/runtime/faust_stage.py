@@ -8,13 +8,14 @@ from typing import Any
 
 import faust
 
-from processors.app import make_app
-from processors.dead_letters import SourceRecord, dead_letter_record, failure_reason
-from producers.replay.headers import REPLAY_STAGE, header, header_pairs
-from streamtts.jsonlog import log_event
-from streamtts.ops.telemetry import Telemetry
-from streamtts.settings import KafkaSettings, PipelineSettings
-from streamtts.topics import TopicNames
+from streamtts.errors import failure_reason
+from streamtts.runtime.dead_letters import SourceRecord, dead_letter_record
+from streamtts.runtime.faust_app import make_app
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas.headers import REPLAY_STAGE, header, header_pairs
 
 
 def aimed_elsewhere(event: Any, stage: str) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from streamtts.errors import ConfigError
-from streamtts.settings import ENV_PREFIX, PipelineSettings
+from streamtts.runtime.settings import ENV_PREFIX, PipelineSettings
 
 SECRET_KEYS = {"kafka.sasl_password", "s3.secret_key"}
 _CONNECTION_KEYS: dict[str, tuple[str, type]] = {
@@ -130,7 +130,7 @@ def apply_config(path: str | Path | None, environ: MutableMapping[str, str] | No
 
 def effective_config() -> dict[str, Any]:
     """The configuration every command would use now, secrets masked."""
-    from streamtts.settings import Settings
+    from streamtts.runtime.settings import Settings
 
     settings = Settings.from_env()
     pipeline = PipelineSettings.from_env()

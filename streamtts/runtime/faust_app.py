@@ -10,7 +10,7 @@ from typing import Any
 
 import faust
 
-from streamtts.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 
 
 def group_id(kafka: KafkaSettings, stage: str) -> str:

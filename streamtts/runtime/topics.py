@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STAGES = ("submit", "segment", "synthesize", "encode", "sink")
+from streamtts.schemas import Delivery
+from streamtts.schemas.names import STAGES
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,15 @@ class TopicNames:
     def replay_ledger(self) -> str:
         return self._n("tts.replay.ledger")
 
+    def chunk_topics(self, delivery: Delivery) -> list[str]:
+        """Where a request's audio chunks go: the default audio topic (if the request wants
+        chunks) and its reply topic, deduplicated."""
+        out = [self.audio] if delivery.chunks else []
+        if delivery.reply_topic and delivery.reply_topic not in out:
+            out.append(delivery.reply_topic)
+        return out
+
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
         return self._n(f"tts.{stage}.dlq")
-
-    def retry(self, stage: str) -> str:
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-        return self._n(f"tts.{stage}.retry")

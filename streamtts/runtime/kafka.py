@@ -7,7 +7,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streamtts.settings import KafkaSettings
+from streamtts.runtime.settings import KafkaSettings
 
 
 def make_producer(

@@ -12,46 +12,14 @@ import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from schemas import ContractError, DeadLetter
+from streamtts.errors import failure_reason
+from streamtts.schemas import DeadLetter
 
 HEADER_PREFIX = "streamtts.dlq."
 
 
 def worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def failure_reason(exc: BaseException) -> str:
-    """Short, filterable cause of a failure (used by replay filters and metrics labels)."""
-    from processors.encode.exceptions import UnknownFormatError
-    from processors.segment.exceptions import InputRejected, SegmentationError
-    from processors.synthesize.exceptions import (
-        InvalidParameterError,
-        InvalidVoiceError,
-        UnknownVoiceError,
-        UnsupportedLanguageError,
-    )
-
-    if isinstance(exc, ContractError | InputRejected):
-        return exc.reason
-    if isinstance(exc, SegmentationError):
-        msg = str(exc)
-        if "limit is" in msg:
-            return "text_too_long"
-        if "empty" in msg:
-            return "empty_text"
-        return "nothing_speakable"
-    if isinstance(exc, UnknownVoiceError | InvalidVoiceError):
-        return "unknown_voice"
-    if isinstance(exc, UnknownFormatError):
-        return "unknown_format"
-    if isinstance(exc, UnsupportedLanguageError):
-        return "unsupported_language"
-    if isinstance(exc, InvalidParameterError):
-        return "invalid_parameter"
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    return "processing_error"
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,15 @@ import io
 import struct
 import zlib
 from collections.abc import Sequence
-from math import gcd
 from typing import cast
 
 import numpy as np
 
-from processors.encode.exceptions import DecodeError, EncodeError, UnknownFormatError
+from streamtts.audio.exceptions import DecodeError, EncodeError, UnknownFormatError
+from streamtts.audio.pcm import as_float32, resample, to_int16
+from streamtts.schemas.names import AUDIO_FORMATS
 
-FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3", "opus", "flac")
+FORMATS: tuple[str, ...] = AUDIO_FORMATS
 CONTENT_TYPES: dict[str, str] = {
     "wav": "audio/wav",
     "pcm": "audio/L16",  # + ;rate=...;channels=1 on the wire (RFC 2586 is big-endian; ours is
@@ -71,29 +72,6 @@ def check_format(fmt: str) -> str:
     return key
 
 
-def _as_float(samples: np.ndarray) -> np.ndarray:
-    arr = np.asarray(samples).reshape(-1)
-    if arr.dtype == np.int16:
-        return (arr.astype(np.float32) / 32768.0).astype(np.float32)
-    return np.clip(arr.astype(np.float32), -1.0, 1.0)
-
-
-def _as_int16(samples: np.ndarray) -> np.ndarray:
-    arr = np.asarray(samples).reshape(-1)
-    if arr.dtype == np.int16:
-        return arr
-    return (np.clip(arr.astype(np.float32), -1.0, 1.0) * 32767.0).round().astype(np.int16)
-
-
-def _resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-    if rate_in == rate_out:
-        return samples
-    from scipy.signal import resample_poly
-
-    g = gcd(rate_in, rate_out)
-    return resample_poly(samples, rate_out // g, rate_in // g).astype(np.float32)
-
-
 def _wav_bytes(pcm16: np.ndarray, sample_rate: int) -> bytes:
     data = pcm16.astype("<i2").tobytes()
     header = struct.pack(
@@ -119,11 +97,11 @@ def _encode_av(samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, 
     """Encode with PyAV into an in-memory container."""
     import av
 
-    audio = _as_float(samples)
+    audio = as_float32(samples)
     if fmt == "opus":
         codec, container_fmt, layout_rate = "libopus", "ogg", sample_rate
         if sample_rate not in _OPUS_RATES:
-            audio, layout_rate = _resample(audio, sample_rate, 48_000), 48_000
+            audio, layout_rate = resample(audio, sample_rate, 48_000), 48_000
         # bitexact: the Ogg serial is serial_offset (not random) and output is reproducible.
         options: dict[str, str] = {"fflags": "+bitexact"}
         if serial is not None:
@@ -134,7 +112,7 @@ def _encode_av(samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, 
         codec, container_fmt, layout_rate = "libmp3lame", "mp3", sample_rate
         if sample_rate not in _MP3_RATES:
             target = 48_000 if sample_rate > 24_000 else 24_000
-            audio, layout_rate = _resample(audio, sample_rate, target), target
+            audio, layout_rate = resample(audio, sample_rate, target), target
         # Bare frames for chunks: an ID3 tag or a Xing/LAME info frame in the middle of a
         # concatenated stream is decoded as garbage/silence by some players.
         options = {"id3v2_version": "0", "write_xing": "0"} if chunk else {}
@@ -143,7 +121,7 @@ def _encode_av(samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, 
     else:  # flac
         codec, container_fmt, layout_rate = "flac", "flac", sample_rate
         options, codec_options, bit_rate = {}, {}, 0
-        audio = _as_int16(samples)  # from the caller's samples: int16 input stays bit-exact
+        audio = to_int16(samples)  # from the caller's samples: int16 input stays bit-exact
 
     buf = io.BytesIO()
     try:
@@ -189,11 +167,11 @@ def encode_chunk(samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int
     """
     fmt = check_format(fmt)
     if fmt == "pcm":
-        return _as_int16(samples).astype("<i2").tobytes()
+        return to_int16(samples).astype("<i2").tobytes()
     if fmt == "wav":
-        return _wav_bytes(_as_int16(samples), sample_rate)
+        return _wav_bytes(to_int16(samples), sample_rate)
     if fmt == "opus" and serial is None:
-        serial = zlib.crc32(_as_int16(samples).tobytes()) & 0x7FFFFFFF
+        serial = zlib.crc32(to_int16(samples).tobytes()) & 0x7FFFFFFF
     return _encode_av(samples, sample_rate, fmt, chunk=True, serial=serial)
 
 

@@ -1,0 +1,85 @@
+"""The direct path: text → audio in-process, segment and synthesize composed without Kafka.
+
+Used by `streamtts synth`, the benchmarks' baseline and the speech tests. The pipeline does
+the same two steps in two stages (segment, then synthesize), with Kafka between them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from streamtts.processors.segment.segmenter import (
+    DEFAULT_FIRST_MAX_CHARS,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_TEXT_CHARS,
+    Span,
+    segment_text,
+)
+from streamtts.processors.synthesize.engine import AudioChunk
+from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
+from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate
+
+log = logging.getLogger(__name__)
+
+
+def synthesize_text(
+    synth: Synthesizer,
+    text: str,
+    lang_hint: str | None = None,
+    voice_id: str | None = None,
+    speed: float | None = None,
+    sample_rate: int | None = None,
+    *,
+    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+) -> Iterator[tuple[Span, AudioChunk]]:
+    """Segment `text` and stream its audio span by span.
+
+    Args:
+        synth: the speech core that renders each span.
+        text: request text.
+        lang_hint: request language (decides Han characters; see `segment_text`).
+        voice_id: requested voice; spans in a language it cannot speak use that language's
+            base voice. None: the base voice of each span's language.
+        speed: 0.5–2.0 or None.
+        sample_rate: output rate for all chunks; None uses the rate of the first voice
+            used, so that all chunks of one request share one rate.
+    Yields:
+        (span, chunk) pairs in order; a span split by the engine yields several chunks.
+    Raises:
+        SegmentationError: empty/unspeakable/too long text (before any audio).
+        UnsupportedLanguageError: no span could be spoken (e.g. only Cyrillic text).
+        UnknownVoiceError, InvalidParameterError: before any audio.
+    """
+    check_rate(sample_rate)
+    if voice_id:
+        synth.registry.spec(voice_id)  # unknown voice fails before any work
+    spans = segment_text(
+        text,
+        lang_hint=lang_hint,
+        first_max_chars=first_max_chars,
+        max_chars=max_chars,
+        max_text_chars=max_text_chars,
+    )
+    spoken = 0
+    for span in spans:
+        if span.lang not in synth.registry.base_voices:
+            log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
+            continue
+        if sample_rate is None:
+            sample_rate = synth.registry.voice_for(voice_id, span.lang)[0].sample_rate
+        for chunk in synth.synthesize_span(
+            span.text,
+            span.lang,
+            voice_id,
+            speed,
+            sample_rate,
+            pause_after_ms=span.pause_after_ms,
+        ):
+            spoken += 1
+            yield span, chunk
+    if spoken == 0:
+        langs = sorted({span.lang for span in spans})
+        raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")
