@@ -11,8 +11,7 @@ from streamtts.schemas.result import CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
-    cls.contract_name: cls
-    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, DeadLetter)
+    cls.contract_name: cls for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult)
 }
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Header names that mark replayed records."""
+"""Header names the pipeline sets on records (besides the dead-letter ones in `dead_letter`),
+and the one way to read headers whatever shape a client hands them in."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ REPLAY_OF = "streamtts.replay.of"
 REPLAY_AT = "streamtts.replay.at"
 REPLAY_STAGE = "streamtts.replay.stage"
 """Only this stage should process the record (tts.pcm feeds both encode and sink)."""
+FIRST_SEGMENT = "streamtts.segment.first"
+"""Set ("1") on a request's first segment: the synthesize stage lets it overtake queued later
+segments of other requests without parsing the value."""
+FIRST_SEGMENT_HEADERS: list[tuple[str, bytes]] = [(FIRST_SEGMENT, b"1")]
 
 
 def replay_headers(of: str, stage: str | None = None) -> list[tuple[str, bytes]]:

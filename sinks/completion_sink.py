@@ -18,20 +18,21 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import numpy as np
-from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka import ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from streamtts.audio.codecs import encode_file
-from streamtts.errors import TransientError, failure_reason
-from streamtts.runtime.dead_letters import SourceRecord, dead_letter_record, worker_id
+from streamtts.errors import TransientError
+from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord, worker_id
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, make_producer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
+from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, PcmChunk, StorageRef
-from streamtts.schemas.headers import REPLAY_STAGE, header, header_pairs
+from streamtts.schemas.headers import header_pairs
 from streamtts.sinks.assembler import AssembledRequest, RequestAssembler
 from streamtts.sinks.object_store import ObjectStore
 
@@ -45,7 +46,10 @@ class StorageUnavailable(TransientError):
 
 
 class CompletionSink:
+    """The sink stage (a `Stage`): one aiokafka consumer of tts.pcm, one producer, one loop."""
+
     name = "sink"
+    group = "sink"
 
     def __init__(
         self,
@@ -85,6 +89,10 @@ class CompletionSink:
         self.completed = 0
         self.telemetry = telemetry or Telemetry()
         self.assigned = False
+        self.sources = [self.topics.pcm]
+        self.dead_letters = DeadLetterPublisher(
+            self.name, self.topics.dlq(self.name), self._send_dlq, self.telemetry
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -93,9 +101,19 @@ class CompletionSink:
         await self.consumer.start()
         self._task = asyncio.create_task(self._run(), name="completion-sink")
 
+    def failure(self) -> BaseException | None:
+        """Why the consuming loop died (the worker then turns unready and exits non-zero)."""
+        task = self._task
+        if task is None or not task.done() or task.cancelled():
+            return None
+        err = task.exception()
+        if err is None and not self._stopping.is_set():
+            return RuntimeError("the sink's loop ended without being stopped")
+        return err
+
     async def stop(self) -> None:
         self._stopping.set()
-        if self._task:
+        if self._task and not self._task.done():
             await self._task
         try:
             await self._commit()
@@ -130,19 +148,18 @@ class CompletionSink:
             self._in_tx = True
         await self.producer.send_and_wait(topic, key=key, value=value, headers=headers)
 
-    async def _handle(self, tp: tuple[str, int], record: object) -> None:
-        raw: bytes = record.value  # type: ignore[attr-defined]
-        offset: int = record.offset  # type: ignore[attr-defined]
+    async def _handle(self, tp: tuple[str, int], record: ConsumerRecord[bytes, bytes]) -> None:
+        raw = record.value or b""
+        offset = record.offset
         try:
             chunk = PcmChunk.from_bytes(raw)
         except ContractError as err:
-            source = SourceRecord(tp[0], tp[1], offset, record.key, raw, tuple(record.headers or ()))  # type: ignore[attr-defined]
-            await self._dead_letter(source, err)
+            source = SourceRecord(tp[0], tp[1], offset, record.key, raw, header_pairs(record.headers))
+            await self.dead_letter(source, err)
             self.assembler.skip(tp, offset)
             return
-        headers = header_pairs(record.headers)  # type: ignore[attr-defined]
-        stage = header(headers, REPLAY_STAGE)
-        if stage is not None and stage != self.name.encode():
+        headers = header_pairs(record.headers)
+        if aimed_elsewhere(headers, self.name):
             self.assembler.skip(tp, offset)  # a replay aimed at another consumer of tts.pcm
             return
         assembled = self.assembler.add(tp, offset, raw, chunk, headers)
@@ -162,7 +179,7 @@ class CompletionSink:
                 # Transient fault out of retries: dead-letter the request's records for replay
                 # (`streamtts replay dlq`) and tell waiting clients it failed for now.
                 for tp, offset, raw, headers in req.records:
-                    await self._dead_letter(
+                    await self.dead_letter(
                         SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw, headers),
                         err,
                         request_id=ctx.request_id,
@@ -286,38 +303,22 @@ class CompletionSink:
             )
             self.assembler.finish(rid)
 
-    async def _dead_letter(
+    async def dead_letter(
         self,
         source: SourceRecord,
-        err: BaseException,
+        error: BaseException,
         *,
         request_id: str | None = None,
         tenant: str | None = None,
-        attempts: int = 1,
+    ) -> str:
+        """Write `source` to tts.sink.dlq (inside this batch's transaction in exactly-once mode)."""
+        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
+        return "dead_lettered"
+
+    async def _send_dlq(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
     ) -> None:
-        value, headers = dead_letter_record(
-            stage=self.name,
-            source=source,
-            error=err,
-            request_id=request_id,
-            tenant=tenant,
-            attempts=attempts,
-        )
-        reason = failure_reason(err)
-        self.telemetry.dead_letters.labels(self.name, reason).inc()
-        await self._send(self.topics.dlq(self.name), source.key, value, headers)
-        log_event(
-            log,
-            "dead_lettered",
-            logging.WARNING,
-            stage=self.name,
-            request_id=request_id,
-            reason=reason,
-            error=str(err)[:300],
-            topic=source.topic,
-            partition=source.partition,
-            offset=source.offset,
-        )
+        await self._send(topic, key, value, headers)
 
     async def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
         offsets = {

@@ -8,16 +8,19 @@ canary (on synthesize workers), consumer-lag metrics, and a bounded graceful shu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from streamtts.errors import ConfigError
+from streamtts.errors import ConfigError, StreamTTSError
+from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas.names import POOLS, STAGES
@@ -26,14 +29,6 @@ if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that sy
     from streamtts.processors.synthesize.renderer import SegmentRenderer
 
 log = logging.getLogger("streamtts.worker")
-
-
-class Service(Protocol):
-    name: str
-    assigned: bool
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
 
 
 class Worker:
@@ -66,7 +61,7 @@ class Worker:
         self._renderer = renderer
         self._sink_namespace = sink_namespace
         self._ops_enabled = ops
-        self.services: list[Any] = []
+        self.services: list[Stage] = []
         self.ops: Any = None
         self.canary: Any = None
         self._lag: Any = None
@@ -96,19 +91,15 @@ class Worker:
             for service in self._build(stage):
                 await service.start()
                 self.services.append(service)
-                log_event(log, "stage_started", stage=getattr(service, "group", service.name))
-        self.readiness.assignments = lambda: {
-            getattr(s, "group", s.name): bool(s.assigned) for s in self.services
-        }
+                log_event(log, "stage_started", stage=service.group)
+        self.readiness.assignments = lambda: {s.group: bool(s.assigned) for s in self.services}
+        self.readiness.failures = self.failures
         self.readiness.stages_started = True
         # 4. Lag of every group this process belongs to, as metrics.
         if self._ops_enabled:
             from streamtts.runtime.lag import LagMonitor
 
-            groups = {
-                f"{kafka.topic_prefix}streamtts-{getattr(s, 'group', s.name)}": self._sources(s)
-                for s in self.services
-            }
+            groups = {group_id(kafka, s.group): s.sources for s in self.services}
             self._lag = LagMonitor(kafka, groups, tel)
             await self._lag.start()
         if self.canary:
@@ -157,7 +148,7 @@ class Worker:
         self.readiness.model_ready = True
         self.telemetry.model_ready.set(1)
 
-    def _build(self, stage: str) -> list[Any]:
+    def _build(self, stage: str) -> list[Stage]:
         kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
         if stage == "sink":
             from streamtts.sinks.completion_sink import CompletionSink
@@ -187,16 +178,14 @@ class Worker:
         voices = self._renderer.synth.registry if self._renderer is not None else VoiceRegistry(threads=1)
         return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel)]
 
-    def _sources(self, service: Any) -> list[str]:
-        t = self.topics
-        name = getattr(service, "group", service.name)
-        return {
-            "segment": [t.requests],
-            "synthesize": [t.segments],
-            "synthesize-long": [t.segments_long],
-            "encode": [t.pcm],
-            "sink": [t.pcm],
-        }[name]
+    def failures(self) -> dict[str, str]:
+        """Stages whose consuming loop died: group → why (readiness turns red on any)."""
+        out = {}
+        for s in self.services:
+            err = s.failure()
+            if err is not None:
+                out[s.group] = f"{type(err).__name__}: {str(err)[:200]}"
+        return out
 
     async def stop(self) -> None:
         # Upstream first: stop taking new work, let downstream drain what is in flight.
@@ -216,18 +205,35 @@ class Worker:
         log_event(log, "worker_stopped", stages=self.stages)
 
     def service(self, name: str) -> Any:
-        return next(s for s in self.services if getattr(s, "group", s.name) == name)
+        return next(s for s in self.services if s.group == name)
+
+
+class StageFailed(StreamTTSError):
+    """A stage's consuming loop died: the process must exit non-zero so it is restarted."""
+
+
+SUPERVISE_INTERVAL_S = 0.5
 
 
 async def run_until_signalled(worker: Worker) -> None:
-    """Run until SIGTERM/SIGINT, then stop within the configured bound."""
+    """Run until SIGTERM/SIGINT, then stop within the configured bound. A stage whose loop
+    dies ends the run too (readiness is red meanwhile): `StageFailed` after the stop."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await worker.start()
+    failed: dict[str, str] = {}
     try:
-        await stop.wait()
+        # Supervision: the stages report a dead loop through failure(); poll it between
+        # waits for the signal (cheap: a few attribute reads).
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=SUPERVISE_INTERVAL_S)
+            failed = worker.failures()
+            if failed:
+                log_event(log, "stage_failed", logging.ERROR, failures=failed)
+                break
     finally:
         log_event(log, "shutdown_requested", timeout_s=worker.pipeline.shutdown_timeout_s)
         try:
@@ -237,3 +243,5 @@ async def run_until_signalled(worker: Worker) -> None:
             await asyncio.wait_for(worker.stop(), timeout=worker.pipeline.shutdown_timeout_s)
         except TimeoutError:
             log_event(log, "shutdown_timeout", logging.ERROR, timeout_s=worker.pipeline.shutdown_timeout_s)
+    if failed:
+        raise StageFailed("; ".join(f"{k}: {v}" for k, v in failed.items()))

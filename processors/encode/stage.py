@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from faust.types import EventT
 
 from streamtts.audio.codecs import encode_chunk
 from streamtts.audio.exceptions import EncodingError
-from streamtts.runtime.faust_stage import FaustStage
+from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
@@ -62,6 +63,7 @@ class EncodeStage(FaustStage):
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
         self._topics_cache: dict[str, Any] = {}
+        self.sources = [self.topics.pcm]
         self.app.agent(self.topic(self.topics.pcm), name="encode")(self._agent)
 
     def _out(self, name: str) -> Any:
@@ -72,17 +74,17 @@ class EncodeStage(FaustStage):
             topic = self._topics_cache[name] = self.topic(name)
         return topic
 
-    async def handle(self, event: Any) -> str | None:
+    async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()
         try:
             chunk = PcmChunk.from_bytes(event.message.value)
         except ContractError as err:
-            return await self.dead_letter(event, err)
+            return await self.dead_letter(source_of(event), err)
         try:
             audio = await asyncio.get_running_loop().run_in_executor(self.pool, encode_pcm_chunk, chunk)
         except (EncodingError, ValueError) as err:
             return await self.dead_letter(
-                event, err, request_id=chunk.request_id, tenant=chunk.request.tenant
+                source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
             )
         value = audio.to_bytes()
         key = chunk.request_id.encode()

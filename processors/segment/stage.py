@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Protocol
+
+from faust.types import EventT
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.planner import plan_segments
-from streamtts.runtime.faust_stage import FaustStage
+from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
+from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
 
 
 class VoiceCatalog(Protocol):
@@ -60,12 +63,12 @@ class SegmentStage(FaustStage):
         self.out_short = self.topic(self.topics.segments)
         self.out_long = self.topic(self.topics.segments_long)
         self._known_topics: dict[str, float] = {}
-        sources = source_topics or [self.topics.requests]
+        self.sources = sources = source_topics or [self.topics.requests]
         self.app.agent(self.app.topic(*sources, value_type=bytes, key_type=bytes), name="segment")(
             self._agent
         )
 
-    async def handle(self, event: Any) -> str | None:
+    async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()
         request: TTSRequest | None = None
         try:
@@ -83,7 +86,7 @@ class SegmentStage(FaustStage):
             )
         except (RecordError, ValueError) as err:  # permanent: this record can never succeed
             return await self.dead_letter(
-                event,
+                source_of(event),
                 err,
                 request_id=request.request_id if request else None,
                 tenant=request.tenant if request else None,
@@ -91,7 +94,11 @@ class SegmentStage(FaustStage):
         pool = pool_for(request, self.pipeline.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
         for segment in segments:
-            await out.send(key=request.request_id.encode(), value=segment.to_bytes())
+            await out.send(
+                key=request.request_id.encode(),
+                value=segment.to_bytes(),
+                headers=FIRST_SEGMENT_HEADERS if segment.seq == 0 else None,
+            )
         log_event(
             self.log,
             "segmented",

@@ -12,17 +12,20 @@ import asyncio
 import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+
+from faust.types import EventT, StreamT
 
 from streamtts.processors.synthesize.chunker import pcm_chunks
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst
-from streamtts.runtime.faust_stage import FaustStage, aimed_elsewhere
+from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, Segment
+from streamtts.schemas.headers import FIRST_SEGMENT, header
 
 
 class SynthesizeStage(FaustStage):
@@ -52,24 +55,25 @@ class SynthesizeStage(FaustStage):
             max_workers=max(1, pipeline.synth_workers), thread_name_prefix=f"synth-{pool}"
         )
         source = self.topics.segments_long if pool == "long" else self.topics.segments
+        self.sources = [source]
         self.app.agent(self.topic(source), name=self.group)(self._agent)
 
-    async def _agent(self, stream: Any) -> None:
+    async def _agent(self, stream: StreamT[bytes]) -> None:
         """Reads ahead into a bounded first-segments-first queue while one task synthesizes.
 
         Manual acks, as in the base class: a record is acked only after its PCM was handed to
         the producer; anything still queued at shutdown or rebalance is left unacked and goes
         to the partition's next owner.
         """
-        manual = stream.noack()
-        queue: FirstSegmentsFirst[Any] = FirstSegmentsFirst(max(1, self.pipeline.synth_lookahead))
+        manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
+        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synth_lookahead))
         worker = asyncio.create_task(self._drain(queue, manual), name=f"{self.group}-drain")
         try:
             async for event in manual.events():
-                if aimed_elsewhere(event, self.name):
+                if aimed_elsewhere(event.message.headers, self.name):
                     await manual.ack(event)
                     continue
-                await queue.put(event, first=_is_first_segment(event.message.value))
+                await queue.put(event, first=header(event.message.headers, FIRST_SEGMENT) is not None)
                 if worker.done():  # surface a crashed drain task instead of filling the queue
                     worker.result()
         finally:
@@ -77,18 +81,18 @@ class SynthesizeStage(FaustStage):
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
 
-    async def _drain(self, queue: FirstSegmentsFirst[Any], manual: Any) -> None:
+    async def _drain(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
         while True:
             event = await queue.get()
             if event.message.generation_id != self.app.consumer_generation_id:
                 continue  # read before a rebalance: its partition may be someone else's now
             await self.process(event, manual)
 
-    async def handle(self, event: Any) -> str | None:
+    async def handle(self, event: EventT) -> str | None:
         try:
             segment = Segment.from_bytes(event.message.value)
         except ContractError as err:
-            return await self.dead_letter(event, err)
+            return await self.dead_letter(source_of(event), err)
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
@@ -96,7 +100,7 @@ class SynthesizeStage(FaustStage):
             chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
             return await self.dead_letter(
-                event, err, request_id=segment.request_id, tenant=segment.request.tenant
+                source_of(event), err, request_id=segment.request_id, tenant=segment.request.tenant
             )
         key = segment.request_id.encode()
         for chunk in chunks:
@@ -133,12 +137,3 @@ class SynthesizeStage(FaustStage):
     async def stop(self) -> None:
         await super().stop()
         self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-_FIRST_MARK = b'"seq":0,'
-
-
-def _is_first_segment(value: bytes | None) -> bool:
-    """seq == 0, read without a full parse (orjson writes `"seq":0,` for the first segment;
-    a malformed record just sorts as "not first" and is dead-lettered when handled)."""
-    return value is not None and _FIRST_MARK in value[:200]

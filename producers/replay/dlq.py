@@ -14,9 +14,8 @@ from streamtts.runtime.kafka import make_producer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import STAGES, TopicNames
 from streamtts.schemas import ContractError, DeadLetter
+from streamtts.schemas.dead_letter import DlqHeader
 from streamtts.schemas.headers import replay_headers
-
-DLQ_HEADER = "streamtts.dlq."
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class DlqFilter:
             (self.reason is None or letter.reason == self.reason)
             and (self.error_class is None or letter.error_class == self.error_class)
             and (self.tenant is None or letter.tenant == self.tenant)
-            and (self.request_ids is None or (letter.request_id or letter.key) in self.request_ids)
+            and (self.request_ids is None or (letter.request_id or letter.key_text) in self.request_ids)
             and (self.since is None or letter.failed_at >= self.since)
             and (self.until is None or letter.failed_at < self.until)
         )
@@ -79,7 +78,7 @@ async def replay_dlq(
         async for record in snapshot(kafka, dlq_topic):
             summary.read += 1
             try:
-                letter = DeadLetter.from_bytes(record.value)
+                letter = DeadLetter.from_record(record.key, record.value, record.headers)
             except ContractError:
                 summary.skip("not_a_dead_letter")
                 continue
@@ -96,20 +95,23 @@ async def replay_dlq(
             if dry_run:
                 summary.redriven += 1
                 summary.planned.append(
-                    f"{ledger_key} → {letter.topic} key={letter.key} "
+                    f"{ledger_key} → {letter.topic} key={letter.key_text} "
                     f"reason={letter.reason} attempts={letter.attempts}"
                 )
                 continue
             await pacer.wait()
+            # The record as it was (its own headers), marked as a replay, carrying the attempt
+            # count and first failure so a second failure adds to them.
             headers = [
+                *letter.original_headers,
                 *replay_headers(ledger_key, stage=stage),
-                (DLQ_HEADER + "attempts", str(letter.attempts).encode()),
-                (DLQ_HEADER + "first_failure_at", letter.first_failure_at.isoformat().encode()),
+                (DlqHeader.ATTEMPTS, str(letter.attempts).encode()),
+                (DlqHeader.FIRST_FAILURE_AT, letter.first_failure_at.isoformat().encode()),
             ]
             try:
                 await producer.send_and_wait(
                     letter.topic,
-                    key=letter.key.encode() if letter.key else None,
+                    key=letter.key,
                     value=letter.payload,
                     headers=headers,
                 )

@@ -260,12 +260,12 @@ class Fanout:
             self.last_poll = time.monotonic()
             for tp, records in batch.items():
                 for record in records:
-                    self._dispatch(tp.topic, record.key, record.value)
+                    self._dispatch(tp.topic, record.key, record.value, record.headers)
             if self.last_poll - last_sweep > 1.0:
                 last_sweep = self.last_poll
                 self._sweep()
 
-    def _dispatch(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+    def _dispatch(self, topic: str, key: bytes | None, value: bytes | None, headers: object = ()) -> None:
         rid = key.decode(errors="replace") if key else ""
         if topic == self.topics.audio:
             state = self.cache.get(rid)
@@ -293,7 +293,7 @@ class Fanout:
             if state is None:
                 return
             try:
-                letter = DeadLetter.from_bytes(value)
+                letter = DeadLetter.from_record(key, value, headers)
             except ContractError:
                 return
             self.metrics.fanout_records.labels("dead_letter").inc()

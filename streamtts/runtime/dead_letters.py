@@ -1,21 +1,30 @@
-"""Dead letters: what a stage could not process, with why and where from.
+"""The one dead-letter path of every stage (faust stages and the sink alike).
 
-`dead_letter_record` is pure: it builds the record value (the DeadLetter contract, original
-bytes inside) and Kafka-Connect-style headers. Stages send it with their own producer and
-commit the source offset only after the DLQ write is acknowledged.
+1. `dead_letter_record` (pure) turns the failed record + the error into a `DeadLetter`: the
+   original key/value/headers unchanged, cause and origin as `streamtts.dlq.*` headers.
+2. `DeadLetterPublisher.publish` sends it with the stage's own producer (inside its
+   transaction in exactly-once mode) and waits for the broker's ack;
+3. then logs one `dead_lettered` event and counts it — only after the ack, so a log line
+   never claims a dead letter that was not written.
+The caller moves past (commits) the source record only after `publish` returns.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from streamtts.errors import failure_reason
-from streamtts.schemas import DeadLetter
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.schemas.dead_letter import DLQ_PREFIX, MAX_MESSAGE_CHARS, DeadLetter, DlqHeader
 
-HEADER_PREFIX = "streamtts.dlq."
+SendRecord = Callable[[str, bytes | None, bytes, list[tuple[str, bytes]]], Awaitable[None]]
+"""(topic, key, value, headers) → returns once the broker acknowledged the record."""
 
 
 def worker_id() -> str:
@@ -33,24 +42,29 @@ class SourceRecord:
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
 
-    def attempts_so_far(self) -> int:
-        """Attempts recorded by an earlier dead-lettering (replayed records carry it)."""
+    def _dlq_header(self, name: str) -> str | None:
         for k, v in self.headers:
-            if k == HEADER_PREFIX + "attempts":
-                try:
-                    return int(v)
-                except ValueError:
-                    return 0
-        return 0
+            if k == name:
+                return v.decode("utf-8", errors="replace")
+        return None
+
+    def attempts_so_far(self) -> int:
+        """Attempts recorded by an earlier dead-lettering (re-driven records carry it)."""
+        try:
+            return max(0, int(self._dlq_header(DlqHeader.ATTEMPTS) or 0))
+        except ValueError:
+            return 0
 
     def first_failure_at(self) -> datetime | None:
-        for k, v in self.headers:
-            if k == HEADER_PREFIX + "first_failure_at":
-                try:
-                    return datetime.fromisoformat(v.decode())
-                except ValueError:
-                    return None
-        return None
+        try:
+            raw = self._dlq_header(DlqHeader.FIRST_FAILURE_AT)
+            return datetime.fromisoformat(raw) if raw else None
+        except ValueError:
+            return None
+
+    def own_headers(self) -> tuple[tuple[str, bytes], ...]:
+        """The record's headers without dead-letter bookkeeping of an earlier failure."""
+        return tuple((k, v) for k, v in self.headers if not k.startswith(DLQ_PREFIX))
 
 
 def dead_letter_record(
@@ -62,41 +76,71 @@ def dead_letter_record(
     tenant: str | None = None,
     attempts: int = 1,
     worker: str | None = None,
-) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """Value and headers of the dead letter for `source`. Attempts add to earlier ones."""
+) -> DeadLetter:
+    """The dead letter for `source`. Attempts add to those of earlier failures."""
     now = datetime.now(UTC)
-    total_attempts = source.attempts_so_far() + attempts
-    first = source.first_failure_at() or now
     key = source.key.decode("utf-8", errors="replace") if source.key else None
-    letter = DeadLetter(
-        stage=stage,  # type: ignore[arg-type]
+    return DeadLetter(
+        stage=stage,
         topic=source.topic,
         partition=source.partition,
         offset=source.offset,
-        key=key,
-        request_id=request_id or key,
-        tenant=tenant,
-        reason=failure_reason(error)[:200],
+        key=source.key,
+        payload=source.value or b"",
+        reason=failure_reason(error),
         error_class=type(error).__name__,
-        error_message=str(error)[:2000],
-        attempts=total_attempts,
-        first_failure_at=first,
+        error_message=str(error)[:MAX_MESSAGE_CHARS],
+        attempts=source.attempts_so_far() + attempts,
+        first_failure_at=source.first_failure_at() or now,
         failed_at=now,
         worker_id=worker or worker_id(),
-        payload=source.value or b"",
+        request_id=request_id or key,
+        tenant=tenant,
+        original_headers=source.own_headers(),
     )
-    headers = [
-        (HEADER_PREFIX + "stage", stage.encode()),
-        (HEADER_PREFIX + "topic", source.topic.encode()),
-        (HEADER_PREFIX + "partition", str(source.partition).encode()),
-        (HEADER_PREFIX + "offset", str(source.offset).encode()),
-        (HEADER_PREFIX + "reason", letter.reason.encode()),
-        (HEADER_PREFIX + "exception.class", letter.error_class.encode()),
-        (HEADER_PREFIX + "exception.message", letter.error_message[:500].encode()),
-        (HEADER_PREFIX + "attempts", str(total_attempts).encode()),
-        (HEADER_PREFIX + "first_failure_at", first.isoformat().encode()),
-        (HEADER_PREFIX + "worker", letter.worker_id.encode()),
-    ]
-    if tenant:
-        headers.append((HEADER_PREFIX + "tenant", tenant.encode()))
-    return letter.to_bytes(), headers
+
+
+class DeadLetterPublisher:
+    """Writes one stage's dead letters: same record shape, log event and metric for all stages."""
+
+    def __init__(self, stage: str, topic: str, send: SendRecord, telemetry: Telemetry) -> None:
+        self.stage = stage
+        self.topic = topic
+        self._send = send
+        self._telemetry = telemetry
+        self._log = logging.getLogger(f"streamtts.{stage}")
+
+    async def publish(
+        self,
+        source: SourceRecord,
+        error: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
+        attempts: int = 1,
+    ) -> DeadLetter:
+        letter = dead_letter_record(
+            stage=self.stage,
+            source=source,
+            error=error,
+            request_id=request_id,
+            tenant=tenant,
+            attempts=attempts,
+        )
+        await self._send(self.topic, letter.key, letter.payload, letter.headers())
+        log_event(
+            self._log,
+            "dead_lettered",
+            logging.WARNING,
+            stage=self.stage,
+            request_id=letter.request_id,
+            tenant=tenant,
+            reason=letter.reason,
+            error=letter.error_message[:300],
+            attempts=letter.attempts,
+            topic=source.topic,
+            partition=source.partition,
+            offset=source.offset,
+        )
+        self._telemetry.dead_letters.labels(self.stage, letter.reason).inc()
+        return letter

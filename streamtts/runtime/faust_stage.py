@@ -1,4 +1,5 @@
-"""What every faust stage shares: reading the source record, dead-lettering, metrics, start/stop."""
+"""What every faust stage shares: reading the source record, the replay-target filter,
+dead-lettering, metrics, supervision, start/stop (a `Stage`, see `runtime.stage`)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,19 @@ import time
 from typing import Any
 
 import faust
+from faust.types import EventT, StreamT
 
-from streamtts.errors import failure_reason
-from streamtts.runtime.dead_letters import SourceRecord, dead_letter_record
+from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas.headers import REPLAY_STAGE, header, header_pairs
+from streamtts.schemas.headers import header_pairs
 
 
-def aimed_elsewhere(event: Any, stage: str) -> bool:
-    """A replayed record addressed to another stage that reads the same topic."""
-    target = header(event.message.headers, REPLAY_STAGE)
-    return target is not None and target != stage.encode()
-
-
-def source_of(event: Any) -> SourceRecord:
+def source_of(event: EventT) -> SourceRecord:
     msg = event.message
     return SourceRecord(msg.topic, msg.partition, msg.offset, msg.key, msg.value, header_pairs(msg.headers))
 
@@ -50,6 +46,11 @@ class FaustStage:
         self.group = self.name + group_suffix
         self.app: faust.App = make_app(self.group, kafka, pipeline)
         self.dlq = self.app.topic(self.topics.dlq(self.name), value_type=bytes, key_type=bytes)
+        self.dead_letters = DeadLetterPublisher(
+            self.name, self.dlq.get_topic_name(), self._send_dlq, self.telemetry
+        )
+        self.sources: list[str] = []
+        """Topics this stage consumes (set by the subclass when it declares its agent)."""
         self.log = logging.getLogger(f"streamtts.{self.name}")
         self.assigned = False
         """True once the group gave this worker its partitions (readiness)."""
@@ -64,7 +65,7 @@ class FaustStage:
             partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned),
         )
 
-    async def _agent(self, stream: Any) -> None:
+    async def _agent(self, stream: StreamT[bytes]) -> None:
         """The faust agent: one record at a time, in partition order.
 
         Acks are manual: a record is acked (so its offset may be committed) only after its
@@ -72,14 +73,14 @@ class FaustStage:
         handling is cancelled by shutdown or a rebalance, committing work never done — the
         SIGTERM test lost a segment that way. Unacked, the record goes to the next owner.
         """
-        manual = stream.noack()
+        manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
         async for event in manual.events():
-            if aimed_elsewhere(event, self.name):
+            if aimed_elsewhere(event.message.headers, self.name):
                 await manual.ack(event)  # a replay for the other consumer of this topic
                 continue
             await self.process(event, manual)
 
-    async def process(self, event: Any, manual: Any) -> None:
+    async def process(self, event: EventT, manual: StreamT[bytes]) -> None:
         """Handle one record, then ack it (outputs first, ack second), with its metrics."""
         started = time.perf_counter()
         inflight = self.telemetry.inflight.labels(self.name)
@@ -92,40 +93,36 @@ class FaustStage:
         self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started)
         self.telemetry.records.labels(self.name, outcome or "ok").inc()
 
-    async def handle(self, event: Any) -> str | None:
+    async def handle(self, event: EventT) -> str | None:
         """Process one record; return an outcome label ("ok", "dead_lettered") or None."""
         raise NotImplementedError
 
     def topic(self, name: str) -> faust.TopicT:
         return self.app.topic(name, value_type=bytes, key_type=bytes)
 
-    async def dead_letter(
-        self, event: Any, error: BaseException, *, request_id: str | None = None, tenant: str | None = None
-    ) -> str:
-        """Send the record to this stage's DLQ and wait for the broker's ack; faust commits the
-        source offset only after the agent moves on (and flushes the producer first)."""
-        source = source_of(event)
-        value, headers = dead_letter_record(
-            stage=self.name, source=source, error=error, request_id=request_id, tenant=tenant
-        )
-        reason = failure_reason(error)
-        log_event(
-            self.log,
-            "dead_lettered",
-            logging.WARNING,
-            stage=self.name,
-            request_id=request_id,
-            tenant=tenant,
-            reason=reason,
-            error=str(error)[:300],
-            topic=source.topic,
-            partition=source.partition,
-            offset=source.offset,
-        )
-        pending = await self.dlq.send(key=source.key, value=value, headers=headers)
+    async def _send_dlq(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
+    ) -> None:
+        # faust commits the source offset only after the agent moves on (producer flushed first).
+        pending = await self.dlq.send(key=key, value=value, headers=headers)
         await pending
-        self.telemetry.dead_letters.labels(self.name, reason).inc()
+
+    async def dead_letter(
+        self,
+        source: SourceRecord,
+        error: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
+    ) -> str:
+        """Send the record to this stage's DLQ and wait for the broker's ack."""
+        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
         return "dead_lettered"
+
+    def failure(self) -> BaseException | None:
+        """faust supervises its agents (a crashed agent is restarted); the app itself crashing
+        is what a worker cannot recover from."""
+        return self.app.crash_reason if self.app.crashed else None
 
     async def start(self) -> None:
         await self.app.start()

@@ -19,6 +19,8 @@ class Readiness:
     canary_reason: str = ""
     assignments: Callable[[], dict[str, bool]] = dict
     """Stage → joined its group yet; read from the services when asked, not copied."""
+    failures: Callable[[], dict[str, str]] = dict
+    """Stage → why its consuming loop died (a dead loop is never ready)."""
     started_at: float = field(default_factory=time.monotonic)
 
     def problems(self) -> list[str]:
@@ -28,6 +30,7 @@ class Readiness:
         if self.needs_model and not self.model_ready:
             out.append("model not loaded/warmed")
         out += [f"{stage}: no partition assignment yet" for stage, ok in self.assignments().items() if not ok]
+        out += [f"{stage}: loop died ({why})" for stage, why in self.failures().items()]
         if not self.canary_ok:
             out.append(f"canary failing: {self.canary_reason}")
         return out

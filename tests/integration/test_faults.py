@@ -202,7 +202,7 @@ async def test_poison_batch_twenty_percent(
                         results[r.key.decode()] = r
                 for records in (await dlq.getmany(timeout_ms=200)).values():
                     for r in records:
-                        letters[r.key.decode()] = DeadLetter.from_bytes(r.value)
+                        letters[r.key.decode()] = DeadLetter.from_record(r.key, r.value, r.headers)
     finally:
         await consumer.stop()
         await dlq.stop()

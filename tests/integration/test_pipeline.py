@@ -154,10 +154,10 @@ async def test_poison_requests_do_not_stop_the_stages(
         async with asyncio.timeout(30):
             while len(letters) < 4:
                 for records in (await dlq.getmany(timeout_ms=500)).values():
-                    letters += [DeadLetter.from_bytes(r.value) for r in records]
+                    letters += [DeadLetter.from_record(r.key, r.value, r.headers) for r in records]
     finally:
         await dlq.stop()
-    reasons = {(d.key, d.reason) for d in letters}
+    reasons = {(d.key_text, d.reason) for d in letters}
     assert reasons == {
         ("junk", "invalid_json"),
         ("mega", "string_too_long"),

@@ -15,7 +15,6 @@ from streamtts.schemas import (
     AudioChunk,
     CompletionResult,
     ContractError,
-    DeadLetter,
     PcmChunk,
     RequestContext,
     Segment,
@@ -226,20 +225,6 @@ def _examples() -> dict[str, bytes]:
             chunks=2,
             created_at=NOW,
             completed_at=NOW,
-        ).to_bytes(),
-        "dead_letter": DeadLetter(
-            stage="segment",
-            topic="tts.requests",
-            partition=0,
-            offset=7,
-            reason="invalid_json",
-            error_class="ContractError",
-            error_message="bad",
-            attempts=1,
-            first_failure_at=NOW,
-            failed_at=NOW,
-            worker_id="w1",
-            payload=b"\xff not json",
         ).to_bytes(),
     }
 

@@ -1,0 +1,45 @@
+"""The one stage seam: what the worker (readiness, supervision, lag) and the replay tooling
+rely on, satisfied alike by the faust stages (`FaustStage`) and the aiokafka sink."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from streamtts.runtime.dead_letters import SourceRecord
+from streamtts.schemas.headers import REPLAY_STAGE, header
+
+
+class Stage(Protocol):
+    name: str
+    """The stage (segment, synthesize, encode, sink): names its DLQ and its metrics."""
+    group: str
+    """Its consumer group's role name (e.g. "synthesize-long"); unique within a worker."""
+    sources: list[str]
+    """The topics it consumes."""
+    assigned: bool
+    """True once its group gave it partitions (readiness)."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+    def failure(self) -> BaseException | None:
+        """Why the stage's consuming loop died, or None while it runs (supervision)."""
+        ...
+
+    async def dead_letter(
+        self,
+        source: SourceRecord,
+        error: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
+    ) -> str:
+        """Write `source` to the stage's DLQ and wait for the ack; returns the outcome label."""
+        ...
+
+
+def aimed_elsewhere(headers: object, stage: str) -> bool:
+    """A replayed record addressed to another stage that reads the same topic (tts.pcm feeds
+    both encode and the sink; `replay dlq --stage sink` must not re-encode)."""
+    target = header(headers, REPLAY_STAGE)
+    return target is not None and target != stage.encode()
