@@ -74,11 +74,17 @@ class SpeechEngine(Protocol):
         ...
 
     def phonemize(self, text: str, lang: str) -> str:
-        """Phonemes the engine would speak for `text` (exposed to measure G2P separately)."""
+        """Step 1: the phonemes the engine speaks for `text` (budgeted separately from inference)."""
+        ...
+
+    def synthesize_phonemes(
+        self, phonemes: str, voice: VoiceSpec, speed: float = 1.0
+    ) -> Iterator[AudioChunk]:
+        """Step 2: raw audio chunks (engine rate, not post-processed) for phonemes of step 1."""
         ...
 
     def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
-        """Yield raw audio chunks (engine rate, not post-processed) for one span of text."""
+        """Both steps: `synthesize_phonemes(phonemize(text, lang), voice, speed)`."""
         ...
 
 

@@ -132,7 +132,12 @@ class PiperEngine:
 
     def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         """Yield one chunk for the span (VITS has no hard input limit)."""
-        phonemes = self.phonemize(text, lang)
+        yield from self.synthesize_phonemes(self.phonemize(text, lang), voice, speed)
+
+    def synthesize_phonemes(
+        self, phonemes: str, voice: VoiceSpec, speed: float = 1.0
+    ) -> Iterator[AudioChunk]:
+        """Yield one chunk for a phoneme string of `phonemize`."""
         if not phonemes.strip():
             return
         yield AudioChunk(self._infer(self.phoneme_ids(phonemes), speed), self.sample_rate, phonemes)

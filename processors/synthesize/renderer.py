@@ -123,8 +123,7 @@ class SegmentRenderer:
             reason = "breaker_open"
         else:
             try:
-                substituted = requested is not None and self.synth.registry.voice_for(requested, lang)[1]
-                samples, used = self._speak(segment, requested, lang)
+                samples, used, substituted = self._speak(segment, requested, lang)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
                 self.breaker.record_degradation(cls)
@@ -141,7 +140,7 @@ class SegmentRenderer:
                 )
             else:
                 self.breaker.record_success(cls)
-                if substituted:  # e.g. an English-only voice on a Chinese span of mixed text
+                if substituted and requested is not None:  # e.g. an English-only voice on a zh span
                     return self._degraded(
                         segment, samples, used, "fallback_voice", "voice_lacks_language", started
                     )
@@ -154,7 +153,7 @@ class SegmentRenderer:
                 base = self.synth.registry.base_voice(
                     {"yue": "zh", "other": "en"}.get(fallback_lang, fallback_lang)
                 )
-                samples, used = self._speak(segment, base.voice_id, speak_lang)
+                samples, used, _ = self._speak(segment, base.voice_id, speak_lang)
                 return self._degraded(segment, samples, used, step, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
@@ -170,30 +169,27 @@ class SegmentRenderer:
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
         return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
 
-    def _speak(self, segment: Segment, voice_id: str | None, lang: str) -> tuple[np.ndarray, str]:
-        """Synthesize one span within its G2P and inference budgets."""
+    def _speak(self, segment: Segment, voice_id: str | None, lang: str) -> tuple[np.ndarray, str, bool]:
+        """Synthesize one span within its G2P and inference budgets, each step once:
+        1. resolve the voice, 2. phonemize (G2P budget), 3. render those phonemes (inference
+        budget). Returns (samples, voice used, whether it replaced the requested voice)."""
         ctx = segment.request
-        spec = self.synth.registry.voice_for(voice_id, lang)[0]
-        engine = self.synth.registry.engine(spec)
-        self._within(self.budgets.g2p_s, "g2p", engine.phonemize, segment.text, lang)
+        voice = self.synth.resolve(voice_id, lang)
+        phonemes = self._within(self.budgets.g2p_s, "g2p", voice.engine.phonemize, segment.text, lang)
+        assert isinstance(phonemes, str)
         chunks: list = self._within(  # type: ignore[assignment]
             self.budgets.inference_s(segment.text),
             "inference",
             lambda: list(
-                self.synth.synthesize_span(
-                    segment.text,
-                    lang,
-                    voice_id,
-                    ctx.speed,
-                    ctx.sample_rate,
-                    pause_after_ms=segment.pause_after_ms,
+                self.synth.render_phonemes(
+                    phonemes, voice, ctx.speed, ctx.sample_rate, pause_after_ms=segment.pause_after_ms
                 )
             ),
         )
         if not chunks:
             raise SynthesisError("engine produced no audio")
-        used = chunks[0].voice_id or (voice_id or "auto")
-        return np.concatenate([c.samples for c in chunks]).astype(np.float32), used
+        samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
+        return samples, voice.spec.voice_id, voice.substituted
 
     def _within(self, budget_s: float, what: str, fn: Callable[..., object], *args: object) -> object:
         future = self._guard.submit(fn, *args)

@@ -12,7 +12,7 @@ import numpy as np
 
 from streamtts.audio import effects
 from streamtts.audio.pcm import resample
-from streamtts.processors.synthesize.engine import AudioChunk
+from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
 from streamtts.processors.synthesize.exceptions import InvalidParameterError
 from streamtts.processors.synthesize.registry import VoiceRegistry
 
@@ -36,8 +36,19 @@ class SynthesisSettings:
     """Target RMS level; None leaves levels as the engine made them."""
 
 
+@dataclass(frozen=True)
+class ResolvedVoice:
+    """A voice resolved once per span: what speaks it, and whether it replaced the request's."""
+
+    spec: VoiceSpec
+    engine: SpeechEngine
+    substituted: bool
+    """True when the requested voice cannot speak the span's language (its base voice speaks)."""
+
+
 class Synthesizer:
-    """Turns text or spans into post-processed audio chunks with a `VoiceRegistry`."""
+    """Turns spans into post-processed audio chunks with a `VoiceRegistry`, in Piper's three
+    visible steps: resolve the voice → phonemize → render the phonemes."""
 
     def __init__(self, registry: VoiceRegistry, settings: SynthesisSettings | None = None) -> None:
         self.registry = registry
@@ -69,14 +80,37 @@ class Synthesizer:
             UnknownVoiceError, UnsupportedLanguageError, InvalidParameterError.
         """
         check_rate(sample_rate)
+        voice = self.resolve(voice_id, lang)
+        phonemes = voice.engine.phonemize(span_text, lang)
+        yield from self.render_phonemes(phonemes, voice, speed, sample_rate, pause_after_ms=pause_after_ms)
+
+    def resolve(self, voice_id: str | None, lang: str) -> ResolvedVoice:
+        """Step 1: the voice that speaks `lang` for a request asking for `voice_id`."""
         spec, substituted = self.registry.voice_for(voice_id, lang)
         if substituted:
             log.info("voice %s cannot speak %s; using %s", voice_id, lang, spec.voice_id)
+        return ResolvedVoice(spec, self.registry.engine(spec), substituted)
+
+    def render_phonemes(
+        self,
+        phonemes: str,
+        voice: ResolvedVoice,
+        speed: float | None = None,
+        sample_rate: int | None = None,
+        *,
+        pause_after_ms: float = 0.0,
+    ) -> Iterator[AudioChunk]:
+        """Step 3: post-processed audio for phonemes made by `voice.engine.phonemize` (step 2).
+
+        Raises:
+            InvalidParameterError: speed or sample rate out of range.
+        """
+        check_rate(sample_rate)
+        spec, engine = voice.spec, voice.engine
         speed = _check_speed(spec.default_speed if speed is None else speed)
-        engine = self.registry.engine(spec)
         out_rate = sample_rate or engine.sample_rate
         pending: AudioChunk | None = None
-        for raw in engine.synthesize(span_text, lang, spec, speed):
+        for raw in engine.synthesize_phonemes(phonemes, spec, speed):
             if pending is not None:
                 yield self._finish(pending, engine.sample_rate, out_rate, 0.0, spec.voice_id)
             pending = raw

@@ -89,17 +89,17 @@ def test_failing_voice_falls_back_then_breaker_skips_it_then_heals(registry, mon
     clock = FakeClock()
     renderer = SegmentRenderer(Synthesizer(registry), breaker=CircuitBreaker(3, 5.0, clock=clock))
     kokoro = registry.engine(registry.spec("jf_nezumi"))
-    real = kokoro.synthesize
+    real = kokoro.synthesize_phonemes
     calls: list[str] = []
     broken = {"on": True}
 
-    def flaky(text, lang, voice, speed=1.0):  # type: ignore[no-untyped-def]
+    def flaky(phonemes, voice, speed=1.0):  # type: ignore[no-untyped-def]
         calls.append(voice.voice_id)
         if broken["on"] and voice.voice_id == "jf_nezumi":
             raise RuntimeError("injected: this voice's inference fails")
-        return real(text, lang, voice, speed)
+        return real(phonemes, voice, speed)
 
-    monkeypatch.setattr(kokoro, "synthesize", flaky)
+    monkeypatch.setattr(kokoro, "synthesize_phonemes", flaky)
     seg = lambda: _segment("Hello there.", "en", voice="jf_nezumi", language="en")  # noqa: E731
     outs = [renderer.render(seg()) for _ in range(3)]
     assert [o.degradation.step for o in outs] == ["fallback_voice"] * 3  # type: ignore[union-attr]
@@ -120,3 +120,26 @@ def test_cantonese_and_unknown_scripts_are_reported_not_silent(speech_renderer) 
     yue = speech_renderer.render(_segment("我哋今日去邊度食飯", "yue", language="yue"))
     assert yue.degradation is not None and yue.degradation.reason == "cantonese_as_mandarin"
     assert np.sqrt(np.mean(yue.samples**2)) > 0.01
+
+
+def test_a_segment_is_phonemized_once_and_its_voice_resolved_once(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    renderer = SegmentRenderer(Synthesizer(registry))
+    engine = registry.engine(registry.spec("jm_kumo"))
+    phonemized: list[str] = []
+    resolved: list[tuple[str | None, str]] = []
+    real_phonemize, real_voice_for = engine.phonemize, registry.voice_for
+
+    def count_phonemize(text, lang):  # type: ignore[no-untyped-def]
+        phonemized.append(text)
+        return real_phonemize(text, lang)
+
+    def count_voice_for(voice_id, lang):  # type: ignore[no-untyped-def]
+        resolved.append((voice_id, lang))
+        return real_voice_for(voice_id, lang)
+
+    monkeypatch.setattr(engine, "phonemize", count_phonemize)
+    monkeypatch.setattr(registry, "voice_for", count_voice_for)
+    out = renderer.render(_segment("你好，世界。", "zh", voice="jm_kumo", language="zh"))
+    assert out.degradation is None and out.samples.size > 0
+    assert phonemized == ["你好，世界。"], "the G2P budget's phonemes are the ones synthesized"
+    assert resolved == [("jm_kumo", "zh")]
