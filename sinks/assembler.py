@@ -26,7 +26,6 @@ class _Pending:
     first_offset: dict[TopicPart, int] = field(default_factory=dict)
     records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]] = field(default_factory=list)
     """(partition, offset, raw value, headers) of every record, to dead-letter them as they came."""
-    bytes: int = 0
     updated_at: float = 0.0
 
     def complete(self) -> bool:
@@ -60,10 +59,6 @@ class RequestAssembler:
         self._next_offset: dict[TopicPart, int] = {}
         self._clock = clock
 
-    @property
-    def pending_bytes(self) -> int:
-        return sum(p.bytes for p in self._pending.values())
-
     def pending_ids(self) -> list[str]:
         return list(self._pending)
 
@@ -87,7 +82,6 @@ class RequestAssembler:
             return None  # a redelivered duplicate: the first copy wins
         p.parts[key] = chunk
         p.records.append((tp, offset, raw, headers))
-        p.bytes += len(chunk.pcm)
         if chunk.last_part:
             p.last_part_of[chunk.seq] = chunk.part
         if not p.complete():

@@ -73,17 +73,6 @@ class _Partial:
             return False
         return all((s, p) in self.parts for s, last in self.last_part_of.items() for p in range(last + 1))
 
-    def gaps(self) -> list[tuple[int, int]]:
-        """(seq, part) positions missing before the highest one seen."""
-        if not self.parts:
-            return []
-        top = max(self.parts)
-        missing = []
-        for seq in range(top[0] + 1):
-            last = self.last_part_of.get(seq, top[1] if seq == top[0] else 0)
-            missing += [(seq, p) for p in range(last + 1) if (seq, p) not in self.parts]
-        return missing
-
 
 class AudioSubscriber(AsyncLifecycle):
     """`async with AudioSubscriber(kafka, topic) as sub: async for audio in sub.completed(): ...`"""
@@ -196,7 +185,3 @@ class AudioSubscriber(AsyncLifecycle):
         audio.completed_at = now
         del self._partial[rid]
         return audio
-
-    def gaps(self, request_id: str) -> list[tuple[int, int]]:
-        partial = self._partial.get(request_id)
-        return partial.gaps() if partial else []

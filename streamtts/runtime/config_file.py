@@ -2,7 +2,7 @@
 
 Precedence: environment > file > built-in defaults. File keys are `section.key`:
 
-    [kafka]   bootstrap, security_protocol, sasl_mechanism, sasl_username, topic_prefix
+    [kafka]   bootstrap, security_protocol, sasl_mechanism, sasl_username, topic_prefix, ssl_cafile
     [s3]      endpoint, access_key, region, bucket
     [pipeline] any PipelineSettings field (first_max_chars, chunk_max_ms, ops_port, …)
     log_level
@@ -33,6 +33,7 @@ _CONNECTION_KEYS: dict[str, tuple[str, type]] = {
     "kafka.sasl_mechanism": ("KAFKA_SASL_MECHANISM", str),
     "kafka.sasl_username": ("KAFKA_SASL_USERNAME", str),
     "kafka.topic_prefix": ("TOPIC_PREFIX", str),
+    "kafka.ssl_cafile": ("KAFKA_CAFILE", str),
     "s3.endpoint": ("S3_ENDPOINT", str),
     "s3.access_key": ("S3_ACCESS_KEY", str),
     "s3.region": ("S3_REGION", str),
@@ -144,6 +145,7 @@ def effective_config() -> dict[str, Any]:
             "sasl_username": settings.kafka.sasl_username,
             "sasl_password": mask if settings.kafka.sasl_password else None,
             "topic_prefix": settings.kafka.topic_prefix,
+            "ssl_cafile": settings.kafka.ssl_cafile,
         },
         "s3": {
             # The scheme carries `secure`, as in STREAMTTS_S3_ENDPOINT.

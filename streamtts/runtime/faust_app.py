@@ -10,6 +10,7 @@ from typing import Any
 
 import faust
 
+from streamtts.runtime.kafka import faust_credentials
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 
 
@@ -22,7 +23,7 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
     brokers = [f"kafka://{b.strip()}" for b in kafka.bootstrap_servers.split(",")]
     conf: dict[str, Any] = dict(
         broker=brokers,
-        broker_credentials=_credentials(kafka),
+        broker_credentials=faust_credentials(kafka),
         value_serializer="raw",
         key_serializer="raw",
         store="memory://",
@@ -49,19 +50,3 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
     )
     conf.update(overrides)
     return faust.App(group_id(kafka, stage), **conf)
-
-
-def _credentials(kafka: KafkaSettings) -> Any:
-    if kafka.sasl_mechanism:
-        return faust.SASLCredentials(
-            username=kafka.sasl_username,
-            password=kafka.sasl_password,
-            mechanism=kafka.sasl_mechanism,
-        )
-    if kafka.security_protocol == "SSL":
-        import os
-
-        from aiokafka.helpers import create_ssl_context
-
-        return faust.SSLCredentials(create_ssl_context(cafile=os.environ.get("STREAMTTS_KAFKA_CAFILE")))
-    return None

@@ -1,4 +1,5 @@
-"""The one place Kafka clients are built, so every component gets the same safe defaults."""
+"""The one place Kafka clients are built, so every component gets the same safe defaults and
+the same credentials: aiokafka clients here, faust apps through `faust_credentials`."""
 
 from __future__ import annotations
 
@@ -9,13 +10,56 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streamtts.runtime.settings import KafkaSettings
 
+SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+
+
+def _ssl_context(kafka: KafkaSettings) -> Any:
+    from aiokafka.helpers import create_ssl_context
+
+    return create_ssl_context(cafile=kafka.ssl_cafile)
+
+
+def client_kwargs(kafka: KafkaSettings) -> dict[str, Any]:
+    """Connection and security arguments common to aiokafka producers, consumers and admins."""
+    kwargs: dict[str, Any] = {
+        "bootstrap_servers": kafka.bootstrap_servers,
+        "security_protocol": kafka.security_protocol,
+    }
+    if kafka.sasl_mechanism:
+        kwargs.update(
+            sasl_mechanism=kafka.sasl_mechanism,
+            sasl_plain_username=kafka.sasl_username,
+            sasl_plain_password=kafka.sasl_password,
+        )
+    if kafka.security_protocol in SSL_PROTOCOLS:
+        kwargs["ssl_context"] = _ssl_context(kafka)
+    return kwargs
+
+
+def faust_credentials(kafka: KafkaSettings) -> Any:
+    """The same security for a faust app. faust derives the protocol from the credentials:
+    SASL credentials without an SSL context mean SASL_PLAINTEXT, so SASL_SSL must carry one."""
+    import faust
+
+    ssl = _ssl_context(kafka) if kafka.security_protocol in SSL_PROTOCOLS else None
+    if kafka.sasl_mechanism:
+        return faust.SASLCredentials(
+            username=kafka.sasl_username,
+            password=kafka.sasl_password,
+            mechanism=kafka.sasl_mechanism,
+            ssl_context=ssl,
+        )
+    if ssl is not None:
+        return faust.SSLCredentials(ssl)
+    return None
+
 
 def make_producer(
     kafka: KafkaSettings, *, transactional_id: str | None = None, **overrides: Any
 ) -> AIOKafkaProducer:
     """An idempotent, acks=all producer: retries can neither lose nor duplicate records."""
     kwargs: dict[str, Any] = dict(
-        kafka.client_kwargs(),
+        client_kwargs(kafka),
         enable_idempotence=True,
         acks="all",
         linger_ms=5,
@@ -33,7 +77,7 @@ def make_consumer(
 ) -> AIOKafkaConsumer:
     """A consumer that commits explicitly (after its output is acknowledged)."""
     kwargs: dict[str, Any] = dict(
-        kafka.client_kwargs(),
+        client_kwargs(kafka),
         group_id=group_id,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
@@ -46,7 +90,7 @@ def make_consumer(
 
 
 def make_admin(kafka: KafkaSettings, **overrides: Any) -> AIOKafkaAdminClient:
-    kwargs = dict(kafka.client_kwargs(), request_timeout_ms=15000)
+    kwargs = dict(client_kwargs(kafka), request_timeout_ms=15000)
     kwargs.update(overrides)
     return AIOKafkaAdminClient(**kwargs)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from streamtts.errors import ConfigError
 
@@ -61,24 +61,8 @@ class KafkaSettings:
     sasl_password: str | None = field(default=None, repr=False)
     topic_prefix: str = ""
     """Prefix for every topic name: lets tests and tenants share one cluster without clashes."""
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments common to aiokafka producers, consumers and admin clients."""
-        kwargs: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": self.security_protocol,
-        }
-        if self.sasl_mechanism:
-            kwargs.update(
-                sasl_mechanism=self.sasl_mechanism,
-                sasl_plain_username=self.sasl_username,
-                sasl_plain_password=self.sasl_password,
-            )
-        if self.security_protocol in ("SSL", "SASL_SSL"):
-            from aiokafka.helpers import create_ssl_context
-
-            kwargs["ssl_context"] = create_ssl_context(cafile=os.environ.get("STREAMTTS_KAFKA_CAFILE"))
-        return kwargs
+    ssl_cafile: str | None = None
+    """CA bundle for SSL / SASL_SSL (None: the system's trust store)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +91,7 @@ class Settings:
             sasl_username=os.environ.get(ENV_PREFIX + "KAFKA_SASL_USERNAME") or None,
             sasl_password=os.environ.get(ENV_PREFIX + "KAFKA_SASL_PASSWORD") or None,
             topic_prefix=_env("TOPIC_PREFIX", ""),
+            ssl_cafile=os.environ.get(ENV_PREFIX + "KAFKA_CAFILE") or None,
         )
         endpoint = _env("S3_ENDPOINT", S3Settings.endpoint)
         secure = endpoint.startswith("https://")

@@ -9,6 +9,7 @@ import sys
 
 import httpx
 import orjson
+import websockets
 
 from streamtts.runtime.settings import KafkaSettings
 from tests.helpers import cli_env
@@ -49,6 +50,20 @@ async def test_gateway_command_serves_and_stops(kafka_settings: KafkaSettings, s
             ).status_code == 401
             voices = (await client.get("/v1/voices")).json()["voices"]
             assert {"en_joe", "jm_kumo"} <= {v["voice_id"] for v in voices}
+        # A plain `streamtts gateway` must accept WebSocket upgrades (uvicorn needs a WS library
+        # from the base dependencies, see test_packaging): a whole, if empty, /v1/stream session.
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}/v1/stream", additional_headers={"Authorization": "Bearer k1"}
+        ) as ws:
+            session = orjson.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert session["type"] == "session" and session["session_id"]
+            await ws.send(orjson.dumps({"type": "start", "voice": "en_joe", "format": "pcm"}).decode())
+            await ws.send(orjson.dumps({"type": "end"}).decode())
+            events = []
+            async with asyncio.timeout(20):
+                while not events or events[-1]["type"] != "done":
+                    events.append(orjson.loads(await ws.recv()))
+            assert events[0]["type"] == "configured" and events[-1] == {"type": "done", "sentences": 0}
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
