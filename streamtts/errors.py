@@ -48,3 +48,10 @@ def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timeout"
     return "processing_error"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether the same record may succeed later: a dependency's fault, not the record's."""
+    if isinstance(exc, RecordError):
+        return exc.transient
+    return isinstance(exc, TimeoutError | ConnectionError)

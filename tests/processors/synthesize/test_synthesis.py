@@ -17,7 +17,7 @@ from streamtts.processors.synthesize.kokoro import MAX_PHONEMES, split_phonemes
 from streamtts.processors.synthesize.piper import PiperEngine
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.synthesizer import Synthesizer
-from tests.speech.helpers import assert_clean_speech, boundary_jumps
+from tests.audio.helpers import assert_clean_speech, boundary_jumps
 
 pytestmark = pytest.mark.model
 

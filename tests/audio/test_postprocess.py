@@ -7,7 +7,7 @@ import numpy as np
 from streamtts.audio import effects
 from streamtts.audio.pcm import resample
 from streamtts.processors.synthesize.engine import AudioChunk
-from tests.speech.helpers import boundary_jumps, longest_pinned_run
+from tests.audio.helpers import boundary_jumps, longest_pinned_run
 
 SR = 24_000
 

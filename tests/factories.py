@@ -1,0 +1,45 @@
+"""Small builders of valid contract objects for the pure-module tests (no Kafka, no model)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+from streamtts.schemas import PcmChunk, RequestContext, Segment, TTSRequest
+
+
+def request(text: str = "Hello there. How are you?", **kw: object) -> TTSRequest:
+    return TTSRequest.new(text, **kw)  # type: ignore[arg-type]
+
+
+def segment(req: TTSRequest, seq: int = 0, total: int = 1, text: str = "Hello.", lang: str = "en") -> Segment:
+    return Segment(
+        request_id=req.request_id,
+        seq=seq,
+        total=total,
+        last=seq == total - 1,
+        text=text,
+        lang=lang,  # type: ignore[arg-type]
+        request=RequestContext.of(req),
+        segmented_at=datetime.now(UTC),
+    )
+
+
+def pcm_chunk(
+    req: TTSRequest, seq: int, total: int, *, part: int = 0, last_part: bool = True, samples: int = 4
+) -> PcmChunk:
+    return PcmChunk(
+        request_id=req.request_id,
+        seq=seq,
+        total=total,
+        part=part,
+        last_part=last_part,
+        last=seq == total - 1 and last_part,
+        lang="en",
+        voice_used="en_joe",
+        sample_rate=24000,
+        pcm=np.full(samples, seq * 10 + part, dtype="<i2").tobytes(),
+        request=RequestContext.of(req),
+        synthesized_at=datetime.now(UTC),
+    )

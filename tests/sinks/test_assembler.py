@@ -1,0 +1,76 @@
+"""The sink's assembler: requests complete in (seq, part) order, duplicates are ignored, and
+offsets become committable only up to the first record of the oldest unfinished request."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamtts.sinks.assembler import RequestAssembler
+from tests.factories import pcm_chunk, request
+
+TP = ("tts.pcm", 0)
+
+
+def test_out_of_order_parts_assemble_in_order_once_complete() -> None:
+    asm = RequestAssembler()
+    req = request()
+    chunks = [
+        pcm_chunk(req, 1, 2, part=1, last_part=True),
+        pcm_chunk(req, 0, 2),
+        pcm_chunk(req, 1, 2, part=0, last_part=False),
+    ]
+    results = [asm.add(TP, offset, c.to_bytes(), c) for offset, c in enumerate(chunks)]
+    assert results[:2] == [None, None], "incomplete until every part of every segment is there"
+    done = results[2]
+    assert done is not None and done.chunks == 3
+    values = np.frombuffer(done.pcm, dtype="<i2")
+    assert list(values[::4]) == [0, 10, 11], "seq 0, then seq 1 part 0, then part 1"
+    assert [r[1] for r in done.records] == [0, 1, 2], "every source record kept for dead-lettering"
+
+
+def test_a_redelivered_duplicate_is_ignored() -> None:
+    asm = RequestAssembler()
+    req = request()
+    first = pcm_chunk(req, 0, 2)
+    assert asm.add(TP, 0, first.to_bytes(), first) is None
+    assert asm.add(TP, 1, first.to_bytes(), first) is None
+    last = pcm_chunk(req, 1, 2)
+    done = asm.add(TP, 2, last.to_bytes(), last)
+    assert done is not None and done.chunks == 2
+
+
+def test_offsets_commit_only_past_finished_requests() -> None:
+    asm = RequestAssembler()
+    a, b = request(), request()
+    a0, b0, b1 = pcm_chunk(a, 0, 2), pcm_chunk(b, 0, 2), pcm_chunk(b, 1, 2)
+    asm.add(TP, 10, a0.to_bytes(), a0)  # a is unfinished from offset 10 on
+    asm.add(TP, 11, b0.to_bytes(), b0)
+    assert asm.add(TP, 12, b1.to_bytes(), b1) is not None
+    asm.finish(b.request_id)
+    assert asm.committable() == {TP: 10}, "b is done, but a (older) still holds offset 10"
+    a1 = pcm_chunk(a, 1, 2)
+    assert asm.add(TP, 13, a1.to_bytes(), a1) is not None
+    asm.finish(a.request_id)
+    assert asm.committable() == {TP: 14}
+
+
+def test_skipped_records_advance_and_revoked_partitions_are_forgotten() -> None:
+    asm = RequestAssembler()
+    req = request()
+    c = pcm_chunk(req, 0, 2)
+    asm.add(TP, 0, c.to_bytes(), c)
+    asm.skip(TP, 1)
+    assert asm.committable() == {TP: 0}
+    asm.drop_partitions({TP})
+    assert asm.pending_ids() == [] and asm.committable() == {}
+
+
+def test_stale_requests_name_their_missing_segments() -> None:
+    now = [0.0]
+    asm = RequestAssembler(clock=lambda: now[0])
+    req = request()
+    c = pcm_chunk(req, 1, 3)
+    asm.add(TP, 0, c.to_bytes(), c)
+    now[0] = 100.0
+    ((rid, _ctx, missing),) = asm.stale(30.0)
+    assert rid == req.request_id and missing == [0, 2]
