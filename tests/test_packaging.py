@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,12 +17,17 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
+    leftovers = [ROOT / "build", ROOT / "streamtts.egg-info"]
+    existed = {p for p in leftovers if p.exists()}
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
         capture_output=True,
         text=True,
         timeout=600,
     )
+    for p in leftovers:  # setuptools builds in the source tree; leave it as it was
+        if p not in existed:
+            shutil.rmtree(p, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]
     (path,) = out.glob("streamtts-*.whl")
     return zipfile.ZipFile(path)

@@ -60,19 +60,19 @@ async def test_probes_follow_warm_up_and_canary(
                 await asyncio.sleep(0.2)  # waiting for the group assignment (polling the probe)
         # A corrupted engine: the canary sees changed output and readiness flips.
         engine = speech_renderer.synth.registry.engine(speech_renderer.synth.registry.spec("jm_kumo"))
-        real = engine.synthesize
+        real = engine.synthesize_phonemes
 
         def corrupted(*a, **kw):  # type: ignore[no-untyped-def]
             for chunk in real(*a, **kw):
                 chunk.samples = (chunk.samples * 0.5).astype(np.float32)
                 yield chunk
 
-        monkeypatch.setattr(engine, "synthesize", corrupted)
+        monkeypatch.setattr(engine, "synthesize_phonemes", corrupted)
         result = await worker.canary.run_once()
         assert not result.ok and "output changed" in result.reason
         status, body = await _get(worker.ops_port, "/readyz")
         assert status == 503 and any("canary failing" in p for p in orjson.loads(body)["problems"])
-        monkeypatch.setattr(engine, "synthesize", real)
+        monkeypatch.setattr(engine, "synthesize_phonemes", real)
         assert (await worker.canary.run_once()).ok
         assert (await _get(worker.ops_port, "/readyz"))[0] == 200
         _, metrics = await _get(worker.ops_port, "/metrics")

@@ -1,0 +1,29 @@
+"""The sink's memory of finished requests: per tenant, bounded, never flips completed→failed."""
+
+from __future__ import annotations
+
+from streamtts.sinks.finished import FinishedRequests
+
+
+def test_ids_are_per_tenant() -> None:
+    f = FinishedRequests(ttl_s=60)
+    f.add(("acme", "r1"), "completed")
+    assert f.status(("acme", "r1")) == "completed"
+    assert f.status(("globex", "r1")) is None, "another tenant's r1 is another request"
+
+
+def test_completed_is_never_overwritten_by_failed() -> None:
+    f = FinishedRequests(ttl_s=60)
+    f.add(("t", "r"), "completed")
+    f.add(("t", "r"), "failed")
+    assert f.status(("t", "r")) == "completed"
+
+
+def test_entries_expire_and_the_size_is_bounded() -> None:
+    now = [0.0]
+    f = FinishedRequests(ttl_s=10, max_entries=3, clock=lambda: now[0])
+    for i in range(5):
+        f.add(("t", f"r{i}"), "completed")
+    assert len(f) == 3 and f.status(("t", "r0")) is None and f.status(("t", "r4")) == "completed"
+    now[0] = 11.0
+    assert f.status(("t", "r4")) is None and len(f) == 0
