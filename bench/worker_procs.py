@@ -159,8 +159,10 @@ class WorkerSet:
         self.env = env
         self.log_dir = log_dir
         self.procs: list[WorkerProc] = []
+        self._specs: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
 
     def _spawn(self, name: str, stages: tuple[str, ...], extra_env: dict[str, str]) -> None:
+        self._specs[name] = (stages, extra_env)
         cmd = [sys.executable, "-m", "streamtts.cli.main", "run"]
         for stage in stages:
             cmd += ["--stage", stage]
@@ -197,6 +199,20 @@ class WorkerSet:
                     tail = " | ".join(list(proc.tail)[-3:])[-400:]
                     self.stop()
                     raise StreamTTSError(f"worker {proc.name} did not start: {tail or 'no output'}")
+        return time.monotonic() - started
+
+    def respawn(self, name: str, timeout_s: float = 90.0) -> float:
+        """Start `name` again (same stages and environment) after it died; returns once it
+        logged `worker_started` (seconds taken)."""
+        started = time.monotonic()
+        self.procs = [p for p in self.procs if p.name != name]
+        stages, extra_env = self._specs[name]
+        self._spawn(name, stages, extra_env)
+        proc = self.procs[-1]
+        while not proc.started.wait(0.2):
+            if proc.popen.poll() is not None or time.monotonic() - started > timeout_s:
+                tail = " | ".join(list(proc.tail)[-3:])[-400:]
+                raise StreamTTSError(f"worker {name} did not restart: {tail or 'no output'}")
         return time.monotonic() - started
 
     @property

@@ -13,7 +13,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from streamtts.schemas.base import AudioBytes, Contract
 from streamtts.schemas.context import RequestContext
-from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
+from streamtts.schemas.request import ID_PATTERN, MAX_PARTS, MAX_SEGMENTS, TENANT_PATTERN, AudioFormat
 from streamtts.schemas.segment import SpanLanguage
 
 DegradationStep = Literal["fallback_voice", "please_wait_clip", "breaker_open"]
@@ -48,8 +48,8 @@ class PcmChunk(Contract):
     schema_version: Literal[1] = 1
     request_id: str
     seq: int = Field(ge=0)
-    total: int = Field(ge=1)
-    part: int = Field(default=0, ge=0)
+    total: int = Field(ge=1, le=MAX_SEGMENTS)
+    part: int = Field(default=0, ge=0, lt=MAX_PARTS)
     last_part: bool = True
     last: bool
     lang: SpanLanguage
@@ -82,8 +82,8 @@ class AudioChunk(Contract):
     request_id: str = Field(pattern=ID_PATTERN)
     tenant: str = Field(pattern=TENANT_PATTERN)
     seq: int = Field(ge=0)
-    total: int = Field(ge=1)
-    part: int = Field(default=0, ge=0)
+    total: int = Field(ge=1, le=MAX_SEGMENTS)
+    part: int = Field(default=0, ge=0, lt=MAX_PARTS)
     last_part: bool = True
     last: bool
     format: AudioFormat

@@ -7,6 +7,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from streamtts.schemas.request import (
     ID_PATTERN,
     TENANT_PATTERN,
+    VOICE_PATTERN,
     AudioFormat,
     Delivery,
     Language,
@@ -23,7 +24,7 @@ class RequestContext(BaseModel):
     request_id: str = Field(pattern=ID_PATTERN)
     tenant: str = Field(pattern=TENANT_PATTERN)
     language: Language
-    voice: str
+    voice: str = Field(max_length=600, pattern=VOICE_PATTERN)
     format: AudioFormat
     sample_rate: int = Field(ge=8000, le=48000)
     speed: float = Field(ge=0.5, le=2.0)

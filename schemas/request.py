@@ -20,6 +20,16 @@ LANGUAGES: tuple[str, ...] = ("auto", "zh", "en", "ja", "ko", "yue")
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 TENANT_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 TOPIC_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"
+# A voice id, or a blend of up to 8 weighted ids ("jm_kumo:0.7+jf_gongitsune:0.3"), matched
+# whole: the value reaches logs, metrics labels and object metadata, so no whitespace, no
+# control characters, nothing a header or a label could be broken with.
+_VOICE_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+_VOICE_TERM = _VOICE_NAME + r"(:([0-9]{1,4}(\.[0-9]{1,6})?|\.[0-9]{1,6}))?"
+VOICE_PATTERN = rf"^{_VOICE_TERM}(\+{_VOICE_TERM}){{0,7}}$"
+MAX_SEGMENTS = 10_000
+"""Upper bound of a request's segment count on the wire (far above what any text limit yields)."""
+MAX_PARTS = 1_000
+"""Upper bound of the parts of one segment's audio (≤ 5 s each)."""
 # Hard ceiling of the contract; stages enforce a lower, configurable limit.
 MAX_TEXT_CHARS = 200_000
 
@@ -59,7 +69,7 @@ class TTSRequest(Contract):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     language: Language = "auto"
     """Language hint; breaks ties for Han characters (zh vs ja vs yue)."""
-    voice: str = Field(default="auto", min_length=1, max_length=200)
+    voice: str = Field(default="auto", min_length=1, max_length=600, pattern=VOICE_PATTERN)
     """Voice id, a blend like "jm_kumo:0.7+jf_gongitsune:0.3", or "auto" (base voice per language)."""
     format: AudioFormat = "mp3"
     sample_rate: int = Field(default=24000, ge=8000, le=48000)

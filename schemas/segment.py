@@ -8,6 +8,7 @@ from pydantic import AwareDatetime, Field, model_validator
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.context import RequestContext
+from streamtts.schemas.request import MAX_SEGMENTS
 
 SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other"]
 
@@ -20,7 +21,7 @@ class Segment(Contract):
     schema_version: Literal[1] = 1
     request_id: str
     seq: int = Field(ge=0)
-    total: int = Field(ge=1)
+    total: int = Field(ge=1, le=MAX_SEGMENTS)
     last: bool
     text: str = Field(min_length=1, max_length=2000)
     lang: SpanLanguage

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from streamtts.schemas import Degradation, PcmChunk, RequestContext
 
 TopicPart = tuple[str, int]
+RequestKey = tuple[str, str]
+"""(tenant, request_id): two tenants may use the same id; their chunks never mix."""
 
 
 @dataclass
@@ -33,13 +35,16 @@ class _Pending:
             return False
         return all((seq, p) in self.parts for seq, last in self.last_part_of.items() for p in range(last + 1))
 
-    def missing(self) -> list[int]:
-        return [
-            seq
-            for seq in range(self.total)
-            if seq not in self.last_part_of
-            or any((seq, p) not in self.parts for p in range(self.last_part_of[seq] + 1))
-        ]
+    def missing(self, limit: int = 20) -> list[int]:
+        """The first `limit` segments not (wholly) received."""
+        out: list[int] = []
+        for seq in range(self.total):
+            last = self.last_part_of.get(seq)
+            if last is None or any((seq, p) not in self.parts for p in range(last + 1)):
+                out.append(seq)
+                if len(out) >= limit:
+                    break
+        return out
 
 
 @dataclass(frozen=True)
@@ -55,11 +60,11 @@ class AssembledRequest:
 
 class RequestAssembler:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[RequestKey, _Pending] = {}
         self._next_offset: dict[TopicPart, int] = {}
         self._clock = clock
 
-    def pending_ids(self) -> list[str]:
+    def pending_ids(self) -> list[RequestKey]:
         return list(self._pending)
 
     def add(
@@ -72,15 +77,16 @@ class RequestAssembler:
     ) -> AssembledRequest | None:
         """Record one chunk; returns the assembled request when it just became complete."""
         self._next_offset[tp] = max(self._next_offset.get(tp, 0), offset + 1)
-        p = self._pending.get(chunk.request_id)
+        key = (chunk.request.tenant, chunk.request_id)
+        p = self._pending.get(key)
         if p is None:
-            p = self._pending[chunk.request_id] = _Pending(chunk.request, chunk.total, chunk.sample_rate)
+            p = self._pending[key] = _Pending(chunk.request, chunk.total, chunk.sample_rate)
         p.first_offset.setdefault(tp, offset)
         p.updated_at = self._clock()
-        key = (chunk.seq, chunk.part)
-        if key in p.parts:
+        position = (chunk.seq, chunk.part)
+        if position in p.parts:
             return None  # a redelivered duplicate: the first copy wins
-        p.parts[key] = chunk
+        p.parts[position] = chunk
         p.records.append((tp, offset, raw, headers))
         if chunk.last_part:
             p.last_part_of[chunk.seq] = chunk.part
@@ -100,21 +106,23 @@ class RequestAssembler:
         """A record handled without assembly (e.g. dead-lettered): its offset is done."""
         self._next_offset[tp] = max(self._next_offset.get(tp, 0), offset + 1)
 
-    def finish(self, request_id: str) -> None:
+    def finish(self, key: RequestKey) -> None:
         """Forget a request whose outputs are acknowledged (its offsets become committable)."""
-        self._pending.pop(request_id, None)
+        self._pending.pop(key, None)
 
-    def stale(self, older_than_s: float) -> list[tuple[str, RequestContext, list[int]]]:
-        """Requests with no new chunk for `older_than_s`: (id, context, missing seqs)."""
+    def stale(self, older_than_s: float) -> list[tuple[RequestKey, TopicPart, RequestContext, list[int]]]:
+        """Requests with no new chunk for `older_than_s`: (key, its partition, context, missing seqs)."""
         now = self._clock()
         return [
-            (rid, p.ctx, p.missing()) for rid, p in self._pending.items() if now - p.updated_at > older_than_s
+            (key, min(p.first_offset), p.ctx, p.missing())
+            for key, p in self._pending.items()
+            if now - p.updated_at > older_than_s
         ]
 
     def drop_partitions(self, tps: set[TopicPart]) -> None:
         """On revocation: forget what came from those partitions (the next owner re-reads it)."""
-        for rid in [rid for rid, p in self._pending.items() if set(p.first_offset) & tps]:
-            del self._pending[rid]
+        for key in [key for key, p in self._pending.items() if set(p.first_offset) & tps]:
+            del self._pending[key]
         for tp in tps:
             self._next_offset.pop(tp, None)
 

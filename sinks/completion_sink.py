@@ -2,11 +2,14 @@
 
 Per request, once every (seq, part) has arrived:
 1. assemble the PCM in order and encode the whole file once (proper headers, one stream);
-2. upload it under a deterministic key (retried with capped exponential backoff);
-3. publish the completion result (claim check) with the idempotent producer, acks=all;
-4. only then let the request's offsets be committed.
-A crash anywhere before 4 re-reads the request's chunks and redoes 1–3: the object is
-overwritten, and consumers dedupe results by request_id.
+2. upload it under a deterministic key (transient faults retried with capped backoff; a
+   permanent refusal dead-letters the request at once, without holding up the others);
+3. publish the completion result (claim check) and remember the request as finished;
+4. only then let the request's offsets be committed (`SinkCheckpoint`: in one transaction
+   with the outputs in exactly-once mode).
+A crash before 4 re-reads the request's chunks and redoes 1–3: the object is overwritten.
+A crash after 3 may re-read chunks of finished requests; the memory of finished requests
+(seeded from `tts.results` at start) skips them, so no second result is published.
 """
 
 from __future__ import annotations
@@ -15,26 +18,28 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from aiokafka import ConsumerRebalanceListener, ConsumerRecord, TopicPartition
-from aiokafka.errors import KafkaError
 
 from streamtts.audio.codecs import encode_file
-from streamtts.errors import TransientError
-from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord, worker_id
+from streamtts.errors import RecordError, TransientError
+from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import make_consumer, make_producer
+from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
+from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, PcmChunk, StorageRef
-from streamtts.schemas.headers import header_pairs
-from streamtts.sinks.assembler import AssembledRequest, RequestAssembler
-from streamtts.sinks.object_store import ObjectStore
+from streamtts.schemas.headers import REPLAY_OF, header_pairs
+from streamtts.sinks.assembler import AssembledRequest, RequestAssembler, TopicPart
+from streamtts.sinks.checkpoint import SinkCheckpoint
+from streamtts.sinks.finished import FinishedRequests, RequestKey
+from streamtts.sinks.object_store import ObjectStore, is_transient_storage_error
 
 log = logging.getLogger("streamtts.sink")
 
@@ -45,8 +50,15 @@ class StorageUnavailable(TransientError):
     reason = "storage_unavailable"
 
 
+class StorageRejected(RecordError):
+    """Object storage refused this request's upload for good (e.g. a value it cannot carry):
+    retrying cannot help, so it is dead-lettered at once."""
+
+    reason = "storage_rejected"
+
+
 class CompletionSink:
-    """The sink stage (a `Stage`): one aiokafka consumer of tts.pcm, one producer, one loop."""
+    """The sink stage (a `Stage`): one aiokafka consumer of tts.pcm, one loop."""
 
     name = "sink"
     group = "sink"
@@ -61,31 +73,32 @@ class CompletionSink:
         namespace: str = "",
         telemetry: Telemetry | None = None,
     ) -> None:
+        self.kafka = kafka
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.pipeline = pipeline
         self.namespace = namespace
         self.stale_after_s = pipeline.sink_stale_s
+        self._group = group_id(kafka, "sink")
         self.consumer = make_consumer(
             kafka,
-            group_id=group_id(kafka, "sink"),
+            group_id=self._group,
             max_poll_records=200,
             session_timeout_ms=int(pipeline.session_timeout_s * 1000),
             heartbeat_interval_ms=1000,
+            metadata_max_age_ms=int(pipeline.metadata_refresh_s * 1000),
         )
-        # exactly_once: results, dead letters and the consumed offsets commit atomically in one
-        # Kafka transaction per poll batch; at_least_once: idempotent sends, then commit.
         self.eos = pipeline.processing_guarantee == "exactly_once"
-        self._group = group_id(kafka, "sink")
-        self.producer = make_producer(
-            kafka, transactional_id=f"{self._group}-{worker_id()}" if self.eos else None
-        )
-        self._in_tx = False
+        self.checkpoint = SinkCheckpoint(kafka, self._group, self.consumer, exactly_once=self.eos)
         self.store = ObjectStore(s3)
         self.assembler = RequestAssembler()
+        # Long enough to cover every finished request whose chunks can still be re-read: the
+        # committed offset lags by at most the stale timeout (then the oldest request fails).
+        self.finished = FinishedRequests(ttl_s=max(900.0, 3 * self.stale_after_s))
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sink")
-        self._committed: dict[tuple[str, int], int] = {}
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._tp: TopicPart = (self.topics.pcm, 0)
+        """The partition whose record is being handled: its outputs join its checkpoint."""
         self.completed = 0
         self.telemetry = telemetry or Telemetry()
         self.assigned = False
@@ -96,10 +109,24 @@ class CompletionSink:
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
-        await self.producer.start()
+        await self.checkpoint.start()
+        await self._remember_recent_results()
         self.consumer.subscribe([self.topics.pcm], listener=_Rebalance(self))
         await self.consumer.start()
         self._task = asyncio.create_task(self._run(), name="completion-sink")
+
+    async def _remember_recent_results(self) -> None:
+        """Seed the finished memory from the tail of tts.results (read_committed)."""
+        since = datetime.now(UTC) - timedelta(seconds=self.finished.ttl_s)
+        seen: list[tuple[RequestKey, str, datetime]] = []
+        async for record in snapshot(self.kafka, self.topics.results, since=since):
+            try:
+                result = CompletionResult.from_bytes(record.value or b"")
+            except ContractError:
+                continue
+            seen.append(((result.tenant, result.request_id), result.status, result.completed_at))
+        self.finished.seed(seen)
+        log_event(log, "finished_requests_loaded", stage=self.name, requests=len(self.finished))
 
     def failure(self) -> BaseException | None:
         """Why the consuming loop died (the worker then turns unready and exits non-zero)."""
@@ -116,10 +143,11 @@ class CompletionSink:
         if self._task and not self._task.done():
             await self._task
         try:
-            await self._commit()
+            if self.failure() is None:
+                await self.checkpoint.commit(self.assembler.committable())
         finally:
             await self.consumer.stop()
-            await self.producer.stop()
+            await self.checkpoint.stop()
             self.pool.shutdown(wait=True)
 
     # -- loop ------------------------------------------------------------------------------
@@ -132,35 +160,40 @@ class CompletionSink:
                     for record in records:
                         if self._stopping.is_set():
                             break  # unprocessed records stay uncommitted: the next owner reads them
-                        await self._handle((tp.topic, tp.partition), record)
+                        self._tp = (tp.topic, tp.partition)
+                        await self._handle(self._tp, record)
                 await self._expire_stale()
-                await self._commit()
+                await self.checkpoint.commit(self.assembler.committable())
             except BaseException:
-                if self._in_tx:  # nothing of this batch becomes visible; a restart redoes it
-                    self._in_tx = False
-                    await self.producer.abort_transaction()
+                await self.checkpoint.abort()  # nothing of this batch becomes visible
                 raise
 
-    async def _send(self, topic: str, key: bytes | None, value: bytes, headers: list | None = None) -> None:
-        """Send and wait for the ack; in exactly_once mode, inside this batch's transaction."""
-        if self.eos and not self._in_tx:
-            await self.producer.begin_transaction()
-            self._in_tx = True
-        await self.producer.send_and_wait(topic, key=key, value=value, headers=headers)
+    async def _send(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> None:
+        await self.checkpoint.send(self._tp, topic, key, value, headers)
 
-    async def _handle(self, tp: tuple[str, int], record: ConsumerRecord[bytes, bytes]) -> None:
+    async def _handle(self, tp: TopicPart, record: ConsumerRecord[bytes, bytes]) -> None:
         raw = record.value or b""
         offset = record.offset
+        headers = header_pairs(record.headers)
         try:
             chunk = PcmChunk.from_bytes(raw)
         except ContractError as err:
-            source = SourceRecord(tp[0], tp[1], offset, record.key, raw, header_pairs(record.headers))
-            await self.dead_letter(source, err)
+            await self.dead_letter(SourceRecord(tp[0], tp[1], offset, record.key, raw, headers), err)
             self.assembler.skip(tp, offset)
             return
-        headers = header_pairs(record.headers)
         if aimed_elsewhere(headers, self.name):
             self.assembler.skip(tp, offset)  # a replay aimed at another consumer of tts.pcm
+            return
+        done = self.finished.get((chunk.request.tenant, chunk.request_id))
+        if done is not None and chunk.synthesized_at <= done.at and not _replayed(headers):
+            # A finished request's chunk read again (after a restart or rebalance): its result
+            # is already out; a second one would be a duplicate or, for a partial re-read, a
+            # `failed` flip after the stale timeout. (A chunk synthesized after the result is
+            # a new rendering, and a re-driven dead letter is meant to be redone.)
+            self.assembler.skip(tp, offset)
+            self.telemetry.records.labels(self.name, "already_finished").inc()
             return
         assembled = self.assembler.add(tp, offset, raw, chunk, headers)
         if assembled is not None:
@@ -175,9 +208,9 @@ class CompletionSink:
         if ctx.delivery.storage:
             try:
                 storage = await self._store(req, samples, duration_ms)
-            except StorageUnavailable as err:
-                # Transient fault out of retries: dead-letter the request's records for replay
-                # (`streamtts replay dlq`) and tell waiting clients it failed for now.
+            except (StorageUnavailable, StorageRejected) as err:
+                # Dead-letter the request's records for replay (`streamtts replay dlq`) and tell
+                # waiting clients it failed; the stage goes on with the next request.
                 for tp, offset, raw, headers in req.records:
                     await self.dead_letter(
                         SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw, headers),
@@ -186,10 +219,8 @@ class CompletionSink:
                         tenant=ctx.tenant,
                     )
                 await self._publish(req, duration_ms, None, error=str(err))
-                self.assembler.finish(ctx.request_id)
                 return
         await self._publish(req, duration_ms, storage)
-        self.assembler.finish(ctx.request_id)
         self.completed += 1
         self.telemetry.e2e_latency.labels(ctx.format).observe(
             max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
@@ -228,14 +259,17 @@ class CompletionSink:
                         namespace=self.namespace,
                     ),
                 )
-            except Exception as err:  # urllib3/minio raise many kinds; all mean "not stored"
+            except Exception as err:  # urllib3/minio raise many kinds; classified once, below
+                error = f"{type(err).__name__}: {str(err)[:200]}"
+                if not is_transient_storage_error(err):
+                    raise StorageRejected(f"object storage refused the upload: {error}") from err
                 log_event(
                     log,
                     "storage_retry",
                     logging.WARNING,
                     request_id=req.ctx.request_id,
                     attempt=attempt,
-                    error=f"{type(err).__name__}: {str(err)[:200]}",
+                    error=error,
                 )
                 self.telemetry.retries.labels(self.name, "storage").inc()
                 if attempt == attempts:
@@ -274,13 +308,22 @@ class CompletionSink:
             completed_at=datetime.now(UTC),
         )
         await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
+        self._finished(ctx.tenant, ctx.request_id, result.status, result.completed_at)
         self.telemetry.requests_completed.labels(result.status).inc()
+
+    def _finished(self, tenant: str, request_id: str, status: str, at: datetime) -> None:
+        self.finished.add((tenant, request_id), status, at)
+        self.assembler.finish((tenant, request_id))
 
     async def _expire_stale(self) -> None:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
-        for rid, ctx, missing in self.assembler.stale(self.stale_after_s):
+        for key, tp, ctx, missing in self.assembler.stale(self.stale_after_s):
+            if self.finished.status(key) == "completed":  # never flip a delivered request
+                self.assembler.finish(key)
+                continue
+            self._tp = tp
             result = CompletionResult(
-                request_id=rid,
+                request_id=ctx.request_id,
                 tenant=ctx.tenant,
                 status="failed",
                 format=ctx.format,
@@ -292,16 +335,16 @@ class CompletionSink:
                 created_at=ctx.created_at,
                 completed_at=datetime.now(UTC),
             )
-            await self._send(self.topics.results, rid.encode(), result.to_bytes())
+            await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
             log_event(
                 log,
                 "request_incomplete",
                 logging.ERROR,
-                request_id=rid,
+                request_id=ctx.request_id,
                 tenant=ctx.tenant,
                 missing=missing[:20],
             )
-            self.assembler.finish(rid)
+            self._finished(ctx.tenant, ctx.request_id, "failed", result.completed_at)
 
     async def dead_letter(
         self,
@@ -311,7 +354,7 @@ class CompletionSink:
         request_id: str | None = None,
         tenant: str | None = None,
     ) -> str:
-        """Write `source` to tts.sink.dlq (inside this batch's transaction in exactly-once mode)."""
+        """Write `source` to tts.sink.dlq (inside its partition's transaction in exactly-once mode)."""
         await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
         return "dead_lettered"
 
@@ -320,33 +363,10 @@ class CompletionSink:
     ) -> None:
         await self._send(topic, key, value, headers)
 
-    async def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
-        offsets = {
-            TopicPartition(*tp): off
-            for tp, off in self.assembler.committable().items()
-            if (only is None or tp in only) and off > self._committed.get(tp, -1)
-        }
-        if self.eos:
-            if not offsets and not self._in_tx:
-                return
-            if not self._in_tx:
-                await self.producer.begin_transaction()
-            if offsets:  # the consumed offsets commit atomically with this batch's outputs
-                await self.producer.send_offsets_to_transaction(offsets, self._group)
-            self._in_tx = False
-            await self.producer.commit_transaction()
-            for tp, off in offsets.items():
-                self._committed[(tp.topic, tp.partition)] = off
-            return
-        if not offsets:
-            return
-        try:
-            await self.consumer.commit(offsets)
-        except KafkaError as err:  # e.g. a rebalance in progress: the next loop retries
-            log_event(log, "commit_failed", logging.WARNING, error=str(err)[:200])
-            return
-        for tp, off in offsets.items():
-            self._committed[(tp.topic, tp.partition)] = off
+
+def _replayed(headers: tuple[tuple[str, bytes], ...]) -> bool:
+    """A record re-driven on purpose (`streamtts replay`): processed even if seen finished."""
+    return any(name == REPLAY_OF for name, _ in headers)
 
 
 class _Rebalance(ConsumerRebalanceListener):
@@ -355,13 +375,12 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in revoked}
-        await self.sink._commit(only=tps)
+        await self.sink.checkpoint.revoke(tps, self.sink.assembler.committable())
         self.sink.assembler.drop_partitions(tps)
-        for tp in tps:
-            self.sink._committed.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self.sink.assigned = True
+        await self.sink.checkpoint.assign({(tp.topic, tp.partition) for tp in assigned})
+        self.sink.assigned = bool(assigned)  # none: not ready (see FaustStage._on_assigned)
         log_event(
             log,
             "partitions_assigned",

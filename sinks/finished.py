@@ -16,9 +16,20 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
 
 RequestKey = tuple[str, str]
 """(tenant, request_id): request ids are unique per tenant, not globally."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    status: str
+    """"completed" or "failed"."""
+    at: datetime
+    """When its result was published. Chunks synthesized before it are re-reads; chunks
+    synthesized after it are a new rendering (e.g. `replay request --same-id`)."""
 
 
 class FinishedRequests:
@@ -30,28 +41,29 @@ class FinishedRequests:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._clock = clock
-        self._entries: OrderedDict[RequestKey, tuple[str, float]] = OrderedDict()
+        self._entries: OrderedDict[RequestKey, tuple[Finished, float]] = OrderedDict()
 
-    def add(self, key: RequestKey, status: str) -> None:
+    def add(self, key: RequestKey, status: str, at: datetime) -> None:
         """Remember `key` as finished; a `completed` status is never replaced by `failed`."""
         old = self._entries.pop(key, None)
-        if old is not None and old[0] == "completed":
+        if old is not None and old[0].status == "completed":
             status = "completed"
-        self._entries[key] = (status, self._clock())
+        self._entries[key] = (Finished(status, at), self._clock())
         self._trim()
 
-    def seed(self, finished: Iterable[tuple[RequestKey, str]]) -> int:
-        n = 0
-        for key, status in finished:
-            self.add(key, status)
-            n += 1
-        return n
+    def seed(self, finished: Iterable[tuple[RequestKey, str, datetime]]) -> None:
+        for key, status, at in finished:
+            self.add(key, status, at)
 
-    def status(self, key: RequestKey) -> str | None:
-        """"completed"/"failed"/… if `key` finished within the TTL, else None."""
+    def get(self, key: RequestKey) -> Finished | None:
+        """How `key` finished, if it did within the TTL."""
         self._trim()
         entry = self._entries.get(key)
         return entry[0] if entry else None
+
+    def status(self, key: RequestKey) -> str | None:
+        found = self.get(key)
+        return found.status if found else None
 
     def __len__(self) -> int:
         return len(self._entries)

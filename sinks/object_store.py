@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
+from urllib.parse import quote
 
 import urllib3
 from minio import Minio
+from minio.error import S3Error, ServerError
 
 from streamtts.audio.codecs import CONTENT_TYPES, EXTENSIONS
 from streamtts.runtime.settings import S3Settings
@@ -24,6 +26,23 @@ def object_key(ctx: RequestContext, namespace: str = "") -> str:
     namespace = ctx.delivery.namespace or namespace
     prefix = f"{namespace.strip('/')}/" if namespace else ""
     return f"{prefix}{ctx.tenant}/{day}/{ctx.request_id}{EXTENSIONS[ctx.format]}"
+
+
+def is_transient_storage_error(err: BaseException) -> bool:
+    """Whether retrying the same upload may succeed: connection trouble, timeouts and 5xx or
+    throttling answers are the store's condition; anything else (a value the client or the
+    server refuses, access denied, a missing bucket) fails again for this request."""
+    if isinstance(err, ServerError):  # 5xx
+        return True
+    if isinstance(err, S3Error):
+        return err.code in {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"}
+    return isinstance(err, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError | OSError)
+
+
+def metadata_value(value: str) -> str:
+    """A request value made safe for an HTTP header (x-amz-meta-*): percent-encoded UTF-8, so
+    a newline or non-ASCII character can never make the client refuse the upload."""
+    return quote(value, safe="")
 
 
 def content_type(ctx: RequestContext, sample_rate: int) -> str:
@@ -88,7 +107,7 @@ class ObjectStore:
             metadata={
                 "request-id": ctx.request_id,
                 "tenant": ctx.tenant,
-                "voice": ctx.voice,
+                "voice": metadata_value(ctx.voice),
                 "sample-rate": str(sample_rate),
                 "duration-ms": f"{duration_ms:.1f}",
             },

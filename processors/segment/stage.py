@@ -36,6 +36,12 @@ def pool_for(request: TTSRequest, long_text_chars: int) -> str:
     return "short"
 
 
+class ReplyTopicNotAllowed(RecordError, ValueError):
+    """The request names a reply topic outside the configured reply prefix."""
+
+    reason = "reply_topic_not_allowed"
+
+
 class UnknownReplyTopicError(RecordError, ValueError):
     """The request names a reply topic that does not exist (auto-creation is off)."""
 
@@ -115,6 +121,9 @@ class SegmentStage(FaustStage):
         return "ok"
 
     async def _check_topic(self, name: str) -> None:
+        allowed = self.kafka.topic_prefix + self.pipeline.reply_topic_prefix
+        if not name.startswith(allowed) or len(name) == len(allowed):
+            raise ReplyTopicNotAllowed(f"reply topic {name!r} must start with {allowed!r}")
         now = time.monotonic()
         if now - self._known_topics.get(name, -1e9) < 60:
             return

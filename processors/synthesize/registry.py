@@ -53,6 +53,13 @@ _BUNDLED_NOTES = {
 _BLEND_CACHE_MAX = 64
 
 
+def voice_class(voice_id: str) -> str:
+    """The voice as a metrics label and breaker class: registered ids stay as they are, every
+    blend is "blend" — weights are free numbers, and each distinct one would otherwise be a new
+    time series and a new breaker entry."""
+    return "blend" if "+" in voice_id or ":" in voice_id else voice_id
+
+
 class VoiceRegistry:
     """Resolves voice ids to `VoiceSpec`s and owns the engines that speak them."""
 

@@ -23,6 +23,7 @@ import numpy as np
 from streamtts.errors import failure_reason
 from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
+from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
@@ -112,7 +113,7 @@ class SegmentRenderer:
         requested = None if ctx.voice == "auto" else ctx.voice
         lang = segment.lang
         main_lang = ctx.language if ctx.language != "auto" else lang
-        cls = (ctx.voice, lang)
+        cls = (voice_class(ctx.voice), lang)
         started = time.perf_counter()
         # By-design substitutions (no native voice) are reported but are not failures.
         if lang == "other":

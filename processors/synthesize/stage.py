@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from faust.types import EventT, StreamT
 
 from streamtts.processors.synthesize.chunker import pcm_chunks
+from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst
 from streamtts.runtime.faust_stage import FaustStage, source_of
@@ -107,9 +108,10 @@ class SynthesizeStage(FaustStage):
             await self.out.send(key=key, value=chunk.to_bytes())
         audio_s = len(rendered.samples) / rendered.sample_rate
         t = self.telemetry
-        t.audio_seconds.labels(rendered.voice_used).inc(audio_s)
+        voice_label = voice_class(rendered.voice_used)
+        t.audio_seconds.labels(voice_label).inc(audio_s)
         if audio_s and not rendered.degradation:
-            t.rtf.labels(rendered.voice_used).observe(rendered.synth_ms / 1000 / audio_s)
+            t.rtf.labels(voice_label).observe(rendered.synth_ms / 1000 / audio_s)
         if rendered.degradation:
             d = rendered.degradation
             t.degradations.labels(d.step, d.reason, d.lang).inc()

@@ -8,10 +8,10 @@ from datetime import datetime
 from streamtts.errors import ConfigError
 from streamtts.producers.replay.ledger import ReplayLedger
 from streamtts.producers.replay.pacing import Pacer, Progress
-from streamtts.producers.replay.reader import snapshot
 from streamtts.producers.replay.summary import ReplaySummary
 from streamtts.runtime.kafka import make_producer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import STAGES, TopicNames
 from streamtts.schemas import ContractError, DeadLetter
 from streamtts.schemas.dead_letter import DlqHeader
@@ -84,6 +84,11 @@ async def replay_dlq(
                 continue
             if not flt.matches(letter):
                 summary.skip("filtered")
+                continue
+            if letter.topic not in topics.sources(stage):
+                # The dead letter names its origin in a header anyone can write: re-drive only
+                # to what this stage reads, never to an arbitrary topic.
+                summary.skip("foreign_topic")
                 continue
             ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"
             if ledger.seen(ledger_key) and not force:

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from streamtts.producers.replay.reader import snapshot
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.snapshot import snapshot
 
 
 class ReplayLedger:

@@ -11,10 +11,10 @@ from aiokafka.partitioner import DefaultPartitioner
 from streamtts.errors import ConfigError
 from streamtts.producers.replay.ledger import ReplayLedger
 from streamtts.producers.replay.pacing import Pacer, Progress
-from streamtts.producers.replay.reader import snapshot
 from streamtts.producers.replay.summary import ReplaySummary
 from streamtts.runtime.kafka import make_producer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.headers import replay_headers

@@ -46,7 +46,14 @@ async def _serve(settings: object) -> int:
     # handlers, so its access and error logs go through ours too.
     jsonlog.configure(os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"), quiet_clients=False)
     app = create_app(settings, Settings.from_env())
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        lifespan="on",
+        log_config=None,
+        ws_max_size=settings.ws_max_frame_bytes,
+    )
     print(f"streamtts gateway on http://{settings.host}:{settings.port}/", flush=True)
     await uvicorn.Server(config).serve()
     return 0

@@ -25,6 +25,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "replay_cmd",
     "demo_cmd",
     "bench_cmd",
+    "chaos_cmd",
     "config_cmd",
     "gateway_cmd",
 )

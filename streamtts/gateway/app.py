@@ -21,6 +21,10 @@ from streamtts.gateway.service import Gateway
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.runtime.settings import Settings
 
+# Label values come from this set only: the method of a request line is any token a client
+# sends (up to 16 KiB in uvicorn), and each distinct value would be a new time series.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
 
 class MetricsMiddleware:
     """Counts responses per route template (not raw path: ids would explode cardinality)."""
@@ -48,7 +52,8 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
-            self.gateway.metrics.http_requests.labels(route, scope["method"], str(status)).inc()
+            method = scope["method"] if scope["method"] in KNOWN_METHODS else "other"
+            self.gateway.metrics.http_requests.labels(route, method, str(status)).inc()
 
 
 def create_app(settings: GatewaySettings, pipeline: Settings, gateway: Gateway | None = None) -> Starlette:

@@ -24,7 +24,13 @@ class GatewayServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, lifespan="on", log_level="warning", ws_ping_interval=20.0)
+        config = uvicorn.Config(
+            self.app,
+            lifespan="on",
+            log_level="warning",
+            ws_ping_interval=20.0,
+            ws_max_size=self.app.state.gateway.settings.ws_max_frame_bytes,
+        )
         self.server = uvicorn.Server(config)
         self._task = asyncio.create_task(self.server.serve(sockets=[sock]))
         while not self.server.started:

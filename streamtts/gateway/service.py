@@ -47,6 +47,8 @@ class Gateway:
     store: ObjectStore
     started_at: float = field(default_factory=time.monotonic)
     ws_sessions: int = 0
+    ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
+    """Open WebSocket sessions per tenant (the per-tenant cap)."""
 
     @classmethod
     def build(cls, settings: GatewaySettings, pipeline: Settings) -> Gateway:

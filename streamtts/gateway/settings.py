@@ -49,12 +49,21 @@ class GatewaySettings:
     """Ask the sink for a presigned URL of the stored file (shown in the status)."""
     ws_idle_timeout_s: float = 60.0
     ws_max_sessions: int = 64
+    ws_max_sessions_per_tenant: int = 16
+    """One tenant cannot hold every slot: its sessions beyond this are refused (1013)."""
     ws_queue_frames: int = 64
     """Outbound frames buffered per WebSocket session before the session stops pulling audio."""
     ws_send_timeout_s: float = 30.0
     """A client that reads nothing for this long while its queue is full is disconnected."""
     worker_metrics_urls: tuple[str, ...] = ()
     """Workers' /metrics URLs, summarised by /v1/pipeline for the web page."""
+
+    @property
+    def ws_max_frame_bytes(self) -> int:
+        """Largest WebSocket frame uvicorn accepts (bigger ones close the socket, 1009), so a
+        client cannot make the server buffer and parse megabytes: the longest text frame is
+        `max_text_chars` UTF-8 characters plus its JSON wrapper."""
+        return 4 * self.max_text_chars + 4096
 
     def __post_init__(self) -> None:
         for tenant in {*self.api_keys.values(), *self.tenant_rates}:
@@ -65,6 +74,7 @@ class GatewaySettings:
             "max_body_bytes",
             "cache_entries",
             "ws_max_sessions",
+            "ws_max_sessions_per_tenant",
             "ws_queue_frames",
         ):
             if getattr(self, name) < 1:
@@ -104,6 +114,9 @@ class GatewaySettings:
             presign=env_bool("PRESIGN", True, PREFIX),
             ws_idle_timeout_s=env_float("WS_IDLE_TIMEOUT_S", d.ws_idle_timeout_s, PREFIX),
             ws_max_sessions=env_int("WS_MAX_SESSIONS", d.ws_max_sessions, PREFIX),
+            ws_max_sessions_per_tenant=env_int(
+                "WS_MAX_SESSIONS_PER_TENANT", d.ws_max_sessions_per_tenant, PREFIX
+            ),
             ws_queue_frames=env_int("WS_QUEUE_FRAMES", d.ws_queue_frames, PREFIX),
             ws_send_timeout_s=env_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s, PREFIX),
             worker_metrics_urls=tuple(u for u in _get("WORKER_METRICS_URLS", "").split(",") if u.strip()),

@@ -308,12 +308,32 @@ async def stream(ws: WebSocket) -> None:
         )
         await ws.close(1013, "try again later")
         return
+    if gw.ws_tenant_sessions.get(tenant, 0) >= gw.settings.ws_max_sessions_per_tenant:
+        gw.metrics.rejected.labels("too_many_tenant_sessions").inc()
+        limit = gw.settings.ws_max_sessions_per_tenant
+        await ws.send_text(
+            orjson.dumps(
+                {
+                    "type": "error",
+                    "code": "too_many_sessions",
+                    "message": f"tenant {tenant!r} is at its limit of {limit} sessions",
+                }
+            ).decode()
+        )
+        await ws.close(1013, "try again later")
+        return
     gw.ws_sessions += 1
+    gw.ws_tenant_sessions[tenant] = gw.ws_tenant_sessions.get(tenant, 0) + 1
     gw.metrics.ws_sessions.set(gw.ws_sessions)
     try:
         await Session(ws, gw, tenant).run()
     finally:
         gw.ws_sessions -= 1
+        left = gw.ws_tenant_sessions.get(tenant, 1) - 1
+        if left:
+            gw.ws_tenant_sessions[tenant] = left
+        else:
+            gw.ws_tenant_sessions.pop(tenant, None)
         gw.metrics.ws_sessions.set(gw.ws_sessions)
 
 

@@ -33,6 +33,7 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         processing_guarantee=pipeline.processing_guarantee,
         consumer_auto_offset_reset="earliest",
         broker_session_timeout=pipeline.session_timeout_s,
+        consumer_metadata_max_age_ms=int(pipeline.metadata_refresh_s * 1000),
         broker_heartbeat_interval=1.0,
         broker_commit_interval=1.0,
         # Long inference must not look like a dead consumer; heartbeats run on the loop.

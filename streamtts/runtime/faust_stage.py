@@ -53,11 +53,17 @@ class FaustStage:
         """Topics this stage consumes (set by the subclass when it declares its agent)."""
         self.log = logging.getLogger(f"streamtts.{self.name}")
         self.assigned = False
-        """True once the group gave this worker its partitions (readiness)."""
+        """True while the group gives this worker partitions of its source (readiness)."""
+        self.rebalances = 0
+        """Completed group assignments so far (with or without partitions)."""
         self.app.on_partitions_assigned.connect(self._on_assigned)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
 
     async def _on_assigned(self, app: Any, assigned: Any, **kwargs: Any) -> None:
-        self.assigned = True
+        # Ready only with partitions of its source: a group that joined while its topic was
+        # missing from metadata gets none and would idle silently (the metadata refresh,
+        # `metadata_refresh_s`, makes it rejoin within seconds; readiness says so meanwhile).
+        self.assigned = any(tp.topic in self.sources for tp in assigned)
+        self.rebalances += 1
         log_event(
             self.log,
             "partitions_assigned",

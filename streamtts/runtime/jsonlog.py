@@ -7,6 +7,7 @@ the JSON object, so log pipelines can index them without parsing messages.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -20,6 +21,13 @@ _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "color_message",
 }
 TEXT_SNIPPET_CHARS = 40
+# Credentials that can ride in a URL (WebSocket clients pass `?api_key=`; presigned URLs carry
+# signatures): masked in every event, whichever logger wrote it (uvicorn's access log too).
+_SECRET_IN_URL = re.compile(r"(?i)\b(api_key|apikey|token|X-Amz-Signature|X-Amz-Credential)=[^&\s\"']+")
+
+
+def redact(text: str) -> str:
+    return _SECRET_IN_URL.sub(lambda m: f"{m.group(1)}=****", text)
 
 
 class JsonFormatter(logging.Formatter):
@@ -29,11 +37,11 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "event": record.getMessage(),
+            "event": redact(record.getMessage()),
         }
         for key, value in record.__dict__.items():
             if key not in _RESERVED and not key.startswith("_"):
-                event[key] = value
+                event[key] = redact(value) if isinstance(value, str) else value
         if record.exc_info and record.exc_info[0] is not None:
             event["exc_class"] = record.exc_info[0].__name__
             event["exc"] = self.formatException(record.exc_info)[-2000:]

@@ -104,7 +104,22 @@ class Settings:
             region=os.environ.get(ENV_PREFIX + "S3_REGION") or None,
             bucket=_env("S3_BUCKET", S3Settings.bucket),
         )
+        _refuse_default_credentials_off_host(s3)
         return cls(kafka=kafka, s3=s3)
+
+
+_LOOPBACK = ("127.", "localhost", "[::1]", "::1")
+
+
+def _refuse_default_credentials_off_host(s3: S3Settings) -> None:
+    """The built-in S3 credentials are the local stack's; sending them to another host means
+    the deployment forgot to configure its own (and would leak a known pair)."""
+    default = s3.access_key == S3Settings.access_key or s3.secret_key == S3Settings.secret_key
+    if default and not s3.endpoint.startswith(_LOOPBACK):
+        raise ConfigError(
+            f"{ENV_PREFIX}S3_ACCESS_KEY/{ENV_PREFIX}S3_SECRET_KEY are the built-in development "
+            f"credentials, refused for the non-local endpoint {s3.endpoint!r}: set your own"
+        )
 
 
 @dataclass(frozen=True)
@@ -146,6 +161,13 @@ class PipelineSettings:
     processing_guarantee: str = "at_least_once"
     """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
     session_timeout_s: float = 10.0
+    reply_topic_prefix: str = "tts.reply."
+    """A request's `reply_topic` must start with the topic prefix + this: no request can make
+    the pipeline write into tts.results, a DLQ or another tenant's topics."""
+    metadata_refresh_s: float = 5.0
+    """How often consumers refresh cluster metadata. A group that joined while the broker was
+    recovering may have seen its source topic missing and got no partitions; the next refresh
+    notices the topic and rejoins (Kafka's default, 5 minutes, left such a stage idle that long)."""
     presign_expiry_s: int = 3600
     storage_retries: int = 8
     """In-place attempts (capped exponential backoff, 0.25 s doubling to 8 s) before a
@@ -214,6 +236,8 @@ class PipelineSettings:
             markup=markup,
             processing_guarantee=guarantee,
             session_timeout_s=env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
+            metadata_refresh_s=env_float("METADATA_REFRESH_S", cls.metadata_refresh_s),
+            reply_topic_prefix=_env("REPLY_TOPIC_PREFIX", cls.reply_topic_prefix),
             presign_expiry_s=env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
             storage_retries=env_int("STORAGE_RETRIES", cls.storage_retries),
             sink_stale_s=env_float("SINK_STALE_S", cls.sink_stale_s),

@@ -52,6 +52,15 @@ class TopicNames:
             out.append(delivery.reply_topic)
         return out
 
+    def sources(self, stage: str) -> list[str]:
+        """The topics a stage consumes: where its dead letters may be re-driven to."""
+        return {
+            "segment": [self.requests],
+            "synthesize": [self.segments, self.segments_long],
+            "encode": [self.pcm],
+            "sink": [self.pcm],
+        }[stage]
+
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")

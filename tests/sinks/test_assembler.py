@@ -46,11 +46,11 @@ def test_offsets_commit_only_past_finished_requests() -> None:
     asm.add(TP, 10, a0.to_bytes(), a0)  # a is unfinished from offset 10 on
     asm.add(TP, 11, b0.to_bytes(), b0)
     assert asm.add(TP, 12, b1.to_bytes(), b1) is not None
-    asm.finish(b.request_id)
+    asm.finish((b.tenant, b.request_id))
     assert asm.committable() == {TP: 10}, "b is done, but a (older) still holds offset 10"
     a1 = pcm_chunk(a, 1, 2)
     assert asm.add(TP, 13, a1.to_bytes(), a1) is not None
-    asm.finish(a.request_id)
+    asm.finish((a.tenant, a.request_id))
     assert asm.committable() == {TP: 14}
 
 
@@ -72,5 +72,5 @@ def test_stale_requests_name_their_missing_segments() -> None:
     c = pcm_chunk(req, 1, 3)
     asm.add(TP, 0, c.to_bytes(), c)
     now[0] = 100.0
-    ((rid, _ctx, missing),) = asm.stale(30.0)
-    assert rid == req.request_id and missing == [0, 2]
+    ((key, tp, _ctx, missing),) = asm.stale(30.0)
+    assert key == (req.tenant, req.request_id) and tp == TP and missing == [0, 2]

@@ -1,0 +1,356 @@
+"""`streamtts chaos`: a bounded steady load under a schedule of faults, counted by a subscriber
+that shares no code path with the pipeline's own clients (a plain aiokafka read_committed
+consumer of tts.results and the DLQs).
+
+Faults, in turn, each followed by steady load: SIGKILL of the synthesize worker (restarted),
+SIGKILL of the segment+encode+sink worker (restarted), SIGKILL of Kafka (restarted), MinIO
+stopped for a while, and a burst of poison and hostile records. Counted per guarantee: sent
+(acknowledged by the broker), completed, failed, lost, duplicated results, flipped results
+(`completed` then `failed`), dead letters, and the longest a request waited after the fault
+that delayed it had ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from aiokafka import AIOKafkaProducer, TopicPartition
+
+from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
+from streamtts.infra.local.stack import LocalStack
+from streamtts.infra.topics import apply_spec, load_spec
+from streamtts.runtime.faust_app import group_id
+from streamtts.runtime.kafka import client_kwargs, describe_partitions, make_admin, make_consumer
+from streamtts.runtime.settings import KafkaSettings, S3Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
+from streamtts.schemas.names import STAGES
+
+FAULTS = ("kill_synthesize", "kill_front", "kill_kafka", "stop_minio", "poison")
+TEXTS = (
+    "Thank you for calling. How can I help you today?",
+    "Your order has shipped and will arrive on Friday.",
+    "Please hold while I transfer you to an agent.",
+    "Your balance is forty two dollars and ten cents.",
+)
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ChaosPlan:
+    guarantee: str = "at_least_once"
+    rate: float = 2.0
+    """Requests per second of steady load (English, Piper: the pipeline keeps up)."""
+    warmup_s: float = 6.0
+    gap_s: float = 8.0
+    """Steady load after each fault before the next one."""
+    kafka_down_s: float = 3.0
+    minio_down_s: float = 15.0
+    poison: int = 10
+    """Poison and hostile records in the poison fault."""
+    drain_timeout_s: float = 180.0
+    faults: tuple[str, ...] = FAULTS
+
+
+@dataclass
+class FaultWindow:
+    name: str
+    started: float
+    ended: float = 0.0
+
+
+@dataclass
+class ChaosReport:
+    guarantee: str
+    sent: int = 0
+    completed: int = 0
+    failed: int = 0
+    lost: int = 0
+    duplicate_results: int = 0
+    flips: int = 0
+    dead_letters: int = 0
+    poison_sent: int = 0
+    poison_dead_lettered: int = 0
+    longest_wait_after_fault_s: float = 0.0
+    faults: list[FaultWindow] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def row(self) -> dict[str, object]:
+        return {
+            "guarantee": self.guarantee,
+            "sent": self.sent,
+            "completed": self.completed,
+            "failed": self.failed,
+            "lost": self.lost,
+            "duplicate results": self.duplicate_results,
+            "flips": self.flips,
+            "dead letters (poison)": f"{self.poison_dead_lettered}/{self.poison_sent}",
+            "dead letters (all)": self.dead_letters,
+            "longest wait after a fault s": round(self.longest_wait_after_fault_s, 1),
+            "faults s": ", ".join(f"{f.name} {f.ended - f.started:.1f}" for f in self.faults),
+        }
+
+
+class _Observer:
+    """The independent subscriber: results and dead letters as a read_committed client sees them."""
+
+    def __init__(self, kafka: KafkaSettings, topics: TopicNames) -> None:
+        self.results: dict[str, list[tuple[str, float]]] = {}
+        self.dead_letters: dict[str, int] = {}
+        self._consumer = make_consumer(
+            kafka, topics.results, *(topics.dlq(s) for s in STAGES), group_id=None, request_timeout_ms=10_000
+        )
+        self._topics = topics
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._consumer.start()
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                batch = await self._consumer.getmany(timeout_ms=500)
+            except Exception:  # the broker is down: this client reconnects by itself
+                await asyncio.sleep(0.5)
+                continue
+            now = time.monotonic()
+            for tp, records in batch.items():
+                for r in records:
+                    key = (r.key or b"").decode(errors="replace")
+                    if tp.topic == self._topics.results:
+                        status = orjson.loads(r.value or b"{}").get("status", "?")
+                        self.results.setdefault(key, []).append((status, now))
+                    else:
+                        self.dead_letters[key] = self.dead_letters.get(key, 0) + 1
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._consumer.stop()
+
+
+async def _sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
+    """The sink group has committed everything on tts.pcm: no result can still be on its way."""
+    admin = make_admin(kafka)
+    consumer = make_consumer(kafka, group_id=None)
+    await admin.start()
+    await consumer.start()
+    try:
+        committed = await admin.list_consumer_group_offsets(group_id(kafka, "sink"))
+        partitions = (await describe_partitions(admin, [topics.pcm])).get(topics.pcm, set())
+        parts = [TopicPartition(topics.pcm, p) for p in sorted(partitions)]
+        ends = await consumer.end_offsets(parts)
+        return all(ends[tp] == 0 or (tp in committed and committed[tp].offset >= ends[tp]) for tp in parts)
+    finally:
+        await consumer.stop()
+        await admin.close()
+
+
+class ChaosRun:
+    def __init__(
+        self,
+        stack: LocalStack,
+        s3: S3Settings,
+        plan: ChaosPlan,
+        *,
+        prefix: str,
+        say: Say,
+        log_dir: Path | None = None,
+    ) -> None:
+        self.stack = stack
+        self.plan = plan
+        self.say = say
+        self.kafka = KafkaSettings(bootstrap_servers=stack.kafka.bootstrap, topic_prefix=prefix)
+        self.topics = TopicNames(prefix)
+        self.env = {
+            **os.environ,
+            "STREAMTTS_KAFKA_BOOTSTRAP": stack.kafka.bootstrap,
+            "STREAMTTS_S3_ENDPOINT": s3.endpoint,
+            "STREAMTTS_S3_ACCESS_KEY": s3.access_key,
+            "STREAMTTS_S3_SECRET_KEY": s3.secret_key,
+            "STREAMTTS_S3_BUCKET": s3.bucket,
+            "STREAMTTS_TOPIC_PREFIX": prefix,
+            "STREAMTTS_SESSION_TIMEOUT_S": "6",
+            "STREAMTTS_STORAGE_RETRIES": "6",
+        }
+        self.workers = WorkerSet(
+            Topology(guarantee=plan.guarantee, warm_voices=("en_joe",)), self.env, log_dir
+        )
+        self.report = ChaosReport(plan.guarantee)
+        self.sent_at: dict[str, float] = {}
+        self.poison_ids: list[str] = []
+        self._producer: AIOKafkaProducer | None = None
+        self._load: asyncio.Task[None] | None = None
+        self._n = 0
+
+    # -- load ------------------------------------------------------------------------------
+    async def _send(self, key: str, value: bytes) -> None:
+        assert self._producer is not None
+        try:
+            await self._producer.send_and_wait(self.topics.requests, value, key=key.encode())
+        except Exception as err:  # not acknowledged (broker down past the timeout): not "sent"
+            self.say(f"[chaos] request {key} not acknowledged: {type(err).__name__}")
+            return
+        self.sent_at.setdefault(key, time.monotonic())
+
+    async def _steady(self) -> None:
+        period = 1.0 / self.plan.rate
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                self._n += 1
+                req = TTSRequest.new(
+                    TEXTS[self._n % len(TEXTS)],
+                    request_id=f"chaos-{self._n:05d}",
+                    voice="en_joe",
+                    language="en",
+                )
+                task = asyncio.create_task(self._send(req.request_id, req.to_bytes()))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+                await asyncio.sleep(period)  # the load generator's own clock (open loop)
+        finally:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- faults ----------------------------------------------------------------------------
+    def _proc(self, name: str) -> WorkerProc:
+        return next(p for p in self.workers.procs if p.name == name)
+
+    async def _kill_and_restart(self, name: str) -> None:
+        proc = self._proc(name)
+        proc.popen.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(proc.popen.wait)
+        await asyncio.to_thread(self.workers.respawn, name)
+
+    async def _kill_kafka(self) -> None:
+        pid = self.stack.kafka.pid()
+        assert pid is not None, "Kafka is not running"
+        os.kill(pid, signal.SIGKILL)
+        async with asyncio.timeout(30):
+            while self.stack.kafka.pid() is not None:  # noqa: ASYNC110 - a foreign pid has no event
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
+        await asyncio.to_thread(self.stack.up, lambda _m: None)
+
+    async def _stop_minio(self) -> None:
+        await asyncio.to_thread(self.stack.minio.stop)
+        await asyncio.sleep(self.plan.minio_down_s)  # the outage itself
+        await asyncio.to_thread(self.stack.up, lambda _m: None)
+
+    async def _poison(self) -> None:
+        hostile = [
+            b"{not json",
+            b'{"schema_version":1,"request_id":"x","text":"\xff"}',
+            orjson.dumps(
+                {"schema_version": 1, "request_id": "chaos-p", "text": "hi", "voice": "jm_kumo:0.7\n+a:0.3"}
+            ),
+            orjson.dumps({"schema_version": 1, "request_id": "chaos-p", "text": "x" * 300_000}),
+            b'{"schema_version":1,"request_id":"chaos-p","text":"hi","delivery":{"reply_topic":"tts.results"}}',
+        ]
+        for i in range(self.plan.poison):
+            key = f"chaos-poison-{i:03d}"
+            self.poison_ids.append(key)
+            await self._send(key, hostile[i % len(hostile)])
+
+    async def _fault(self, name: str) -> None:
+        window = FaultWindow(name, time.monotonic())
+        self.say(f"[chaos] {self.plan.guarantee}: {name}")
+        if name == "kill_synthesize":
+            await self._kill_and_restart("synth1")
+        elif name == "kill_front":
+            await self._kill_and_restart("front")
+        elif name == "kill_kafka":
+            await self._kill_kafka()
+        elif name == "stop_minio":
+            await self._stop_minio()
+        elif name == "poison":
+            await self._poison()
+        else:
+            raise ValueError(f"unknown fault {name!r}; faults are {', '.join(FAULTS)}")
+        window.ended = time.monotonic()
+        self.report.faults.append(window)
+
+    # -- run -------------------------------------------------------------------------------
+    async def run(self) -> ChaosReport:
+        started = time.monotonic()
+        admin = make_admin(self.kafka)
+        await admin.start()
+        try:
+            await apply_spec(admin, load_spec(prefix=self.kafka.topic_prefix))
+        finally:
+            await admin.close()
+        await asyncio.to_thread(self.workers.start)
+        observer = _Observer(self.kafka, self.topics)
+        await observer.start()
+        self._producer = AIOKafkaProducer(
+            **client_kwargs(self.kafka), enable_idempotence=True, acks="all", request_timeout_ms=40_000
+        )
+        await self._producer.start()
+        try:
+            self._load = asyncio.create_task(self._steady())
+            await asyncio.sleep(self.plan.warmup_s)  # steady load before the first fault
+            for name in self.plan.faults:
+                await self._fault(name)
+                await asyncio.sleep(self.plan.gap_s)  # steady load between faults
+            self._load.cancel()
+            await asyncio.gather(self._load, return_exceptions=True)
+            await self._drain(observer)
+        finally:
+            if self._load and not self._load.done():
+                self._load.cancel()
+            await self._producer.stop()
+            await observer.stop()
+            await asyncio.to_thread(self.workers.stop)
+        self._count(observer)
+        self.report.duration_s = time.monotonic() - started
+        return self.report
+
+    async def _drain(self, observer: _Observer) -> None:
+        good = [k for k in self.sent_at if k not in self.poison_ids]
+        async with asyncio.timeout(self.plan.drain_timeout_s):
+            while True:
+                done = all(k in observer.results for k in good)
+                if done and await _sink_caught_up(self.kafka, self.topics):
+                    break
+                await asyncio.sleep(0.5)  # polling an external system's progress
+        # One more read to the end of tts.results: anything the sink committed is now visible.
+        await asyncio.sleep(1.0)
+
+    def _count(self, observer: _Observer) -> None:
+        r = self.report
+        good = [k for k in self.sent_at if k not in self.poison_ids]
+        r.sent = len(good)
+        r.poison_sent = sum(1 for k in self.poison_ids if k in self.sent_at)
+        r.poison_dead_lettered = sum(1 for k in self.poison_ids if observer.dead_letters.get(k))
+        r.dead_letters = sum(observer.dead_letters.values())
+        ends = sorted(f.ended for f in r.faults)
+        for key in good:
+            seen = observer.results.get(key, [])
+            if not seen:
+                r.lost += 1
+                continue
+            statuses = [s for s, _ in seen]
+            r.completed += statuses[0] == "completed"
+            r.failed += statuses[0] != "completed"
+            r.duplicate_results += len(seen) > 1
+            r.flips += "completed" in statuses and statuses[-1] != "completed"
+            at = seen[0][1]
+            origin = max([self.sent_at[key], *(e for e in ends if e <= at)])
+            r.longest_wait_after_fault_s = max(r.longest_wait_after_fault_s, at - origin)
+
+
+def markdown(reports: list[ChaosReport]) -> str:
+    rows = [rep.row() for rep in reports]
+    head = list(rows[0])
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(row[h]) for h in head) + " |" for row in rows]
+    return "\n".join(out)

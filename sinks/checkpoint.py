@@ -1,0 +1,132 @@
+"""How the sink's outputs and consumed offsets become durable, as numbered steps.
+
+exactly_once — one transactional producer per input partition, with a transactional id that
+is stable for the partition (`{group}-{topic}-{partition}`, as faust does for its stages).
+Whoever owns the partition next initializes the same id, which bumps its epoch and fences a
+zombie predecessor: a paused or partitioned old owner can no longer commit anything.
+  1. the first output for a partition opens that partition's transaction;
+  2. results and dead letters are sent inside it and acknowledged;
+  3. `commit` adds the partition's committable offset to the same transaction;
+  4. the transaction commits: outputs and offsets become visible together, or neither does.
+at_least_once — one idempotent producer: outputs are sent and acknowledged first, then the
+offsets are committed; a crash in between re-reads records, which the sink's memory of
+finished requests skips.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.settings import KafkaSettings
+
+TopicPart = tuple[str, int]
+log = logging.getLogger("streamtts.sink")
+
+
+def transactional_id(group: str, tp: TopicPart) -> str:
+    """Stable per input partition: the fencing key of exactly-once."""
+    return f"{group}-{tp[0]}-{tp[1]}"
+
+
+class SinkCheckpoint:
+    def __init__(
+        self, kafka: KafkaSettings, group: str, consumer: AIOKafkaConsumer, *, exactly_once: bool
+    ) -> None:
+        self.kafka = kafka
+        self.group = group
+        self.consumer = consumer
+        self.exactly_once = exactly_once
+        self._shared: AIOKafkaProducer | None = None
+        self._tx: dict[TopicPart, AIOKafkaProducer] = {}
+        """exactly_once: the producer of each assigned partition."""
+        self._open: set[TopicPart] = set()
+        """Partitions whose transaction is open (step 1 happened, step 4 not yet)."""
+        self._committed: dict[TopicPart, int] = {}
+
+    async def start(self) -> None:
+        if not self.exactly_once:
+            self._shared = make_producer(self.kafka)
+            await self._shared.start()
+
+    async def assign(self, tps: set[TopicPart]) -> None:
+        """exactly_once: start (and so fence the old owner of) each new partition's producer."""
+        if not self.exactly_once:
+            return
+        for tp in sorted(tps - set(self._tx)):
+            producer = make_producer(self.kafka, transactional_id=transactional_id(self.group, tp))
+            await producer.start()  # init_transactions: fences the previous holder of this id
+            self._tx[tp] = producer
+
+    async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
+        """Commit what is finished on `tps`, then let them go (their producers stop)."""
+        await self.commit({tp: off for tp, off in offsets.items() if tp in tps})
+        for tp in tps:
+            self._committed.pop(tp, None)
+            producer = self._tx.pop(tp, None)
+            if producer is not None:
+                if tp in self._open:  # outputs without their offsets: invisible, redone by the next owner
+                    self._open.discard(tp)
+                    await producer.abort_transaction()
+                await producer.stop()
+
+    async def send(
+        self,
+        tp: TopicPart,
+        topic: str,
+        key: bytes | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        """Send one output caused by a record of `tp` and wait for the broker's ack."""
+        if not self.exactly_once:
+            assert self._shared is not None, "start() first"
+            await self._shared.send_and_wait(topic, key=key, value=value, headers=headers)
+            return
+        producer = self._tx[tp]  # KeyError: an output for a partition this sink does not own
+        if tp not in self._open:  # 1. open the partition's transaction
+            await producer.begin_transaction()
+            self._open.add(tp)
+        await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
+
+    async def commit(self, offsets: dict[TopicPart, int]) -> None:
+        """Make outputs and consumed offsets durable; offsets only move forward."""
+        fresh = {tp: off for tp, off in offsets.items() if off > self._committed.get(tp, -1)}
+        if not self.exactly_once:
+            if not fresh:
+                return
+            try:
+                await self.consumer.commit({TopicPartition(*tp): off for tp, off in fresh.items()})
+            except KafkaError as err:  # e.g. a rebalance in progress: the next loop retries
+                log_event(log, "commit_failed", logging.WARNING, error=str(err)[:200])
+                return
+            self._committed.update(fresh)
+            return
+        for tp in sorted(self._open | (set(fresh) & set(self._tx))):
+            producer = self._tx[tp]
+            if tp not in self._open:
+                await producer.begin_transaction()
+                self._open.add(tp)
+            if tp in fresh:  # 3. the offsets join the outputs' transaction
+                await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
+            self._open.discard(tp)
+            await producer.commit_transaction()  # 4. visible together, or not at all
+            if tp in fresh:
+                self._committed[tp] = fresh[tp]
+
+    async def abort(self) -> None:
+        """Nothing of the open transactions becomes visible; a restart redoes that work."""
+        for tp in sorted(self._open):
+            self._open.discard(tp)
+            await self._tx[tp].abort_transaction()
+
+    async def stop(self) -> None:
+        for producer in self._tx.values():
+            await producer.stop()
+        self._tx.clear()
+        if self._shared is not None:
+            await self._shared.stop()

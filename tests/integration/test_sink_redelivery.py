@@ -1,0 +1,79 @@
+"""Chunks of finished requests that are read again after a restart (they lie past the
+committed offset, behind an unfinished request) never produce a second result — in either
+processing guarantee."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from streamtts.runtime.kafka import client_kwargs, make_consumer
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import CompletionResult
+from streamtts.worker import Worker
+from tests.factories import pcm_chunk, request
+from tests.services import Services
+
+pytestmark = pytest.mark.integration
+
+
+async def _sink(kafka: KafkaSettings, services: Services, pipeline: PipelineSettings) -> Worker:
+    worker = Worker(["sink"], Settings(kafka=kafka, s3=services.s3), pipeline, ops=False)
+    await worker.start()
+    async with asyncio.timeout(60):
+        while not worker.service("sink").assigned:  # noqa: ASYNC110 - the group join has no event
+            await asyncio.sleep(0.1)
+    return worker
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+async def test_no_second_result_for_chunks_read_again_after_a_restart(
+    guarantee: str,
+    kafka_settings: KafkaSettings,
+    topics: TopicNames,
+    services: Services,
+    pipeline_settings: PipelineSettings,
+) -> None:
+    pipeline = replace(pipeline_settings, processing_guarantee=guarantee)
+    unfinished, finished = request("still coming"), request("done before the restart")
+    c0, c1 = pcm_chunk(unfinished, 0, 2, samples=2400), pcm_chunk(unfinished, 1, 2, samples=2400)
+    f0, f1 = pcm_chunk(finished, 0, 2, samples=2400), pcm_chunk(finished, 1, 2, samples=2400)
+    producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
+    await producer.start()
+    results = make_consumer(kafka_settings, topics.results, group_id=None)
+    await results.start()
+    seen: list[CompletionResult] = []
+
+    async def results_until(request_id: str) -> None:
+        async with asyncio.timeout(60):
+            while not any(r.request_id == request_id for r in seen):
+                for records in (await results.getmany(timeout_ms=500)).values():
+                    seen.extend(CompletionResult.from_bytes(r.value) for r in records)
+
+    async def send(chunk) -> None:  # type: ignore[no-untyped-def]
+        # One partition for all: the unfinished request holds the committed offset back.
+        await producer.send_and_wait(topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0)
+
+    try:
+        worker = await _sink(kafka_settings, services, pipeline)
+        try:
+            for chunk in (c0, f0, f1):
+                await send(chunk)
+            await results_until(finished.request_id)
+        finally:
+            await worker.stop()  # commits up to c0: f0 and f1 will be read again
+        worker = await _sink(kafka_settings, services, pipeline)
+        try:
+            await send(c1)
+            await results_until(unfinished.request_id)  # after the re-read of f0, f1
+        finally:
+            await worker.stop()
+    finally:
+        await results.stop()
+        await producer.stop()
+    by_id = {rid: [r.status for r in seen if r.request_id == rid] for rid in {r.request_id for r in seen}}
+    assert by_id == {finished.request_id: ["completed"], unfinished.request_id: ["completed"]}
