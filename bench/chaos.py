@@ -81,6 +81,8 @@ class ChaosReport:
     longest_wait_after_fault_s: float = 0.0
     faults: list[FaultWindow] = field(default_factory=list)
     duration_s: float = 0.0
+    drain_timed_out: bool = False
+    """Not every request had a result (or the sink had not committed to the end) in time."""
 
     def row(self) -> dict[str, object]:
         return {
@@ -94,6 +96,7 @@ class ChaosReport:
             "dead letters (poison)": f"{self.poison_dead_lettered}/{self.poison_sent}",
             "dead letters (all)": self.dead_letters,
             "longest wait after a fault s": round(self.longest_wait_after_fault_s, 1),
+            "drained": not self.drain_timed_out,
             "faults s": ", ".join(f"{f.name} {f.ended - f.started:.1f}" for f in self.faults),
         }
 
@@ -316,12 +319,17 @@ class ChaosRun:
 
     async def _drain(self, observer: _Observer) -> None:
         good = [k for k in self.sent_at if k not in self.poison_ids]
-        async with asyncio.timeout(self.plan.drain_timeout_s):
-            while True:
-                done = all(k in observer.results for k in good)
-                if done and await _sink_caught_up(self.kafka, self.topics):
-                    break
-                await asyncio.sleep(0.5)  # polling an external system's progress
+        try:
+            async with asyncio.timeout(self.plan.drain_timeout_s):
+                while True:
+                    done = all(k in observer.results for k in good)
+                    if done and await _sink_caught_up(self.kafka, self.topics):
+                        break
+                    await asyncio.sleep(0.5)  # polling an external system's progress
+        except TimeoutError:
+            self.report.drain_timed_out = True
+            missing = [k for k in good if k not in observer.results]
+            self.say(f"[chaos] drain timed out; {len(missing)} without a result, e.g. {missing[:5]}")
         # One more read to the end of tts.results: anything the sink committed is now visible.
         await asyncio.sleep(1.0)
 

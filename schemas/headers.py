@@ -17,6 +17,17 @@ segments of other requests without parsing the value."""
 FIRST_SEGMENT_HEADERS: list[tuple[str, bytes]] = [(FIRST_SEGMENT, b"1")]
 
 
+RENDERING_HEADERS = (REPLAY_OF, REPLAY_AT)
+"""Carried from a request record to its segments and PCM chunks: which rendering they belong
+to (none: the original one; a replay: its own), so the sink tells a deliberate re-render from
+a record read twice. `REPLAY_STAGE` is not carried: it targets one consumer of one topic."""
+
+
+def rendering_headers(headers: object) -> list[tuple[str, bytes]]:
+    """The rendering headers among `headers`, to pass on to the next stage's records."""
+    return [(k, v) for k, v in header_pairs(headers) if k in RENDERING_HEADERS]
+
+
 def replay_headers(of: str, stage: str | None = None) -> list[tuple[str, bytes]]:
     headers = [(REPLAY_OF, of.encode()), (REPLAY_AT, datetime.now(UTC).isoformat().encode())]
     if stage:

@@ -110,11 +110,14 @@ class RequestAssembler:
         """Forget a request whose outputs are acknowledged (its offsets become committable)."""
         self._pending.pop(key, None)
 
-    def stale(self, older_than_s: float) -> list[tuple[RequestKey, TopicPart, RequestContext, list[int]]]:
-        """Requests with no new chunk for `older_than_s`: (key, its partition, context, missing seqs)."""
+    def stale(
+        self, older_than_s: float
+    ) -> list[tuple[RequestKey, TopicPart, RequestContext, list[int], tuple[tuple[str, bytes], ...]]]:
+        """Requests with no new chunk for `older_than_s`: (key, its partition, context, missing
+        seqs, headers of its first record)."""
         now = self._clock()
         return [
-            (key, min(p.first_offset), p.ctx, p.missing())
+            (key, min(p.first_offset), p.ctx, p.missing(), p.records[0][3] if p.records else ())
             for key, p in self._pending.items()
             if now - p.updated_at > older_than_s
         ]

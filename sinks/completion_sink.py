@@ -34,11 +34,11 @@ from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, ContractError, PcmChunk, StorageRef
-from streamtts.schemas.headers import REPLAY_OF, header_pairs
+from streamtts.schemas import CompletionResult, ContractError, PcmChunk, RequestContext, StorageRef
+from streamtts.schemas.headers import REPLAY_AT, REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import AssembledRequest, RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import SinkCheckpoint
-from streamtts.sinks.finished import FinishedRequests, RequestKey
+from streamtts.sinks.finished import FinishedRequests, RenderKey
 from streamtts.sinks.object_store import ObjectStore, is_transient_storage_error
 
 log = logging.getLogger("streamtts.sink")
@@ -118,13 +118,13 @@ class CompletionSink:
     async def _remember_recent_results(self) -> None:
         """Seed the finished memory from the tail of tts.results (read_committed)."""
         since = datetime.now(UTC) - timedelta(seconds=self.finished.ttl_s)
-        seen: list[tuple[RequestKey, str, datetime]] = []
+        seen: list[tuple[RenderKey, str, datetime]] = []
         async for record in snapshot(self.kafka, self.topics.results, since=since):
             try:
                 result = CompletionResult.from_bytes(record.value or b"")
             except ContractError:
                 continue
-            seen.append(((result.tenant, result.request_id), result.status, result.completed_at))
+            seen.append(((result.tenant, result.request_id, ""), result.status, result.completed_at))
         self.finished.seed(seen)
         log_event(log, "finished_requests_loaded", stage=self.name, requests=len(self.finished))
 
@@ -186,12 +186,12 @@ class CompletionSink:
         if aimed_elsewhere(headers, self.name):
             self.assembler.skip(tp, offset)  # a replay aimed at another consumer of tts.pcm
             return
-        done = self.finished.get((chunk.request.tenant, chunk.request_id))
-        if done is not None and chunk.synthesized_at <= done.at and not _replayed(headers):
-            # A finished request's chunk read again (after a restart or rebalance): its result
-            # is already out; a second one would be a duplicate or, for a partial re-read, a
-            # `failed` flip after the stale timeout. (A chunk synthesized after the result is
-            # a new rendering, and a re-driven dead letter is meant to be redone.)
+        if self.finished.has(_rendering(chunk.request, headers)) and not _redriven(headers):
+            # A finished rendering's chunk read again (after a restart or rebalance, or
+            # synthesized twice after a synthesize worker died): its result is already out; a
+            # second one would be a duplicate or, for a partial re-read, a `failed` flip after
+            # the stale timeout. (A replay is another rendering; a re-driven dead letter of
+            # the sink is meant to be redone.)
             self.assembler.skip(tp, offset)
             self.telemetry.records.labels(self.name, "already_finished").inc()
             return
@@ -308,16 +308,17 @@ class CompletionSink:
             completed_at=datetime.now(UTC),
         )
         await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
-        self._finished(ctx.tenant, ctx.request_id, result.status, result.completed_at)
+        first_headers = req.records[0][3] if req.records else ()
+        self._finished(_rendering(ctx, first_headers), result.status, result.completed_at)
         self.telemetry.requests_completed.labels(result.status).inc()
 
-    def _finished(self, tenant: str, request_id: str, status: str, at: datetime) -> None:
-        self.finished.add((tenant, request_id), status, at)
-        self.assembler.finish((tenant, request_id))
+    def _finished(self, rendering: RenderKey, status: str, at: datetime) -> None:
+        self.finished.add(rendering, status, at)
+        self.assembler.finish(rendering[:2])
 
     async def _expire_stale(self) -> None:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
-        for key, tp, ctx, missing in self.assembler.stale(self.stale_after_s):
+        for key, tp, ctx, missing, headers in self.assembler.stale(self.stale_after_s):
             if self.finished.status(key) == "completed":  # never flip a delivered request
                 self.assembler.finish(key)
                 continue
@@ -344,7 +345,7 @@ class CompletionSink:
                 tenant=ctx.tenant,
                 missing=missing[:20],
             )
-            self._finished(ctx.tenant, ctx.request_id, "failed", result.completed_at)
+            self._finished(_rendering(ctx, headers), "failed", result.completed_at)
 
     async def dead_letter(
         self,
@@ -364,9 +365,17 @@ class CompletionSink:
         await self._send(topic, key, value, headers)
 
 
-def _replayed(headers: tuple[tuple[str, bytes], ...]) -> bool:
-    """A record re-driven on purpose (`streamtts replay`): processed even if seen finished."""
-    return any(name == REPLAY_OF for name, _ in headers)
+def _rendering(ctx: RequestContext, headers: tuple[tuple[str, bytes], ...]) -> RenderKey:
+    """Which rendering of which request a chunk belongs to: the original one, or a replay
+    (`streamtts replay request|window`, marked by the header carried from the request)."""
+    at = header(headers, REPLAY_AT)
+    return (ctx.tenant, ctx.request_id, at.decode(errors="replace") if at else "")
+
+
+def _redriven(headers: tuple[tuple[str, bytes], ...]) -> bool:
+    """A sink dead letter re-driven on purpose (`replay dlq --stage sink`)."""
+    of = header(headers, REPLAY_OF)
+    return of is not None and of.startswith(b"dlq:")
 
 
 class _Rebalance(ConsumerRebalanceListener):

@@ -21,15 +21,18 @@ from datetime import datetime
 
 RequestKey = tuple[str, str]
 """(tenant, request_id): request ids are unique per tenant, not globally."""
+RenderKey = tuple[str, str, str]
+"""(tenant, request_id, rendering): "" for the original rendering, a replay's own mark else."""
 
 
 @dataclass(frozen=True)
 class Finished:
     status: str
-    """"completed" or "failed"."""
+    """"completed" if any rendering completed, else "failed"."""
     at: datetime
-    """When its result was published. Chunks synthesized before it are re-reads; chunks
-    synthesized after it are a new rendering (e.g. `replay request --same-id`)."""
+    """When its latest result was published."""
+    renderings: frozenset[str]
+    """The renderings of the request that have a result."""
 
 
 class FinishedRequests:
@@ -43,23 +46,32 @@ class FinishedRequests:
         self._clock = clock
         self._entries: OrderedDict[RequestKey, tuple[Finished, float]] = OrderedDict()
 
-    def add(self, key: RequestKey, status: str, at: datetime) -> None:
-        """Remember `key` as finished; a `completed` status is never replaced by `failed`."""
-        old = self._entries.pop(key, None)
-        if old is not None and old[0].status == "completed":
-            status = "completed"
-        self._entries[key] = (Finished(status, at), self._clock())
+    def add(self, key: RenderKey, status: str, at: datetime) -> None:
+        """Remember a rendering as finished; a `completed` request never becomes `failed`."""
+        request = key[:2]
+        old = self._entries.pop(request, None)
+        renderings = frozenset({key[2]})
+        if old is not None:
+            renderings |= old[0].renderings
+            if old[0].status == "completed":
+                status = "completed"
+        self._entries[request] = (Finished(status, at, renderings), self._clock())
         self._trim()
 
-    def seed(self, finished: Iterable[tuple[RequestKey, str, datetime]]) -> None:
+    def seed(self, finished: Iterable[tuple[RenderKey, str, datetime]]) -> None:
         for key, status, at in finished:
             self.add(key, status, at)
 
     def get(self, key: RequestKey) -> Finished | None:
-        """How `key` finished, if it did within the TTL."""
+        """How a request finished, if it did within the TTL."""
         self._trim()
         entry = self._entries.get(key)
         return entry[0] if entry else None
+
+    def has(self, key: RenderKey) -> bool:
+        """Whether this rendering of the request already has its result."""
+        found = self.get(key[:2])
+        return found is not None and key[2] in found.renderings
 
     def status(self, key: RequestKey) -> str | None:
         found = self.get(key)

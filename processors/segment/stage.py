@@ -16,7 +16,7 @@ from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
-from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
+from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, rendering_headers
 
 
 class VoiceCatalog(Protocol):
@@ -99,11 +99,13 @@ class SegmentStage(FaustStage):
             )
         pool = pool_for(request, self.pipeline.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
+        rendering = rendering_headers(event.message.headers)
         for segment in segments:
+            first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
             await out.send(
                 key=request.request_id.encode(),
                 value=segment.to_bytes(),
-                headers=FIRST_SEGMENT_HEADERS if segment.seq == 0 else None,
+                headers=[*first, *rendering] or None,
             )
         log_event(
             self.log,

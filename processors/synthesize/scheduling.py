@@ -44,3 +44,46 @@ class FirstSegmentsFirst(Generic[T]):
             _, _, item = heapq.heappop(self._heap)
             self._changed.notify_all()
             return item
+
+
+class InOrderAcks(Generic[T]):
+    """Records finish out of order (first segments overtake), but their acks are released in
+    offset order per partition.
+
+    Why: faust commits the first consecutive run of acked offsets, and faust-streaming 0.15's
+    head-gap check is off by one (`min(acked) - committed > 1`, and skipped when nothing was
+    committed yet), so an unacked record right at the committed offset is stepped over when a
+    later one is acked — after a rebalance that record is never read again (a lost segment,
+    found by `streamtts chaos`). Released in order, the acked offsets never have a gap.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[object, tuple[int, dict[int, list[object]]]] = {}
+        """partition → (generation, {offset: [item, done]}) in read order."""
+
+    def track(self, partition: object, generation: int, offset: int, item: T) -> None:
+        """A record was read; a new generation (a rebalance) forgets what the old one read."""
+        gen, pending = self._pending.get(partition, (generation, {}))
+        if gen != generation:
+            pending = {}
+        pending[offset] = [item, False]
+        self._pending[partition] = (generation, pending)
+
+    def done(self, partition: object, offset: int) -> list[T]:
+        """Mark a record finished; returns the items whose acks may go out now, in order."""
+        entry = self._pending.get(partition)
+        if entry is None or offset not in entry[1]:
+            return []
+        pending = entry[1]
+        pending[offset][1] = True
+        released: list[T] = []
+        for first in list(pending):  # dicts keep read order, which is offset order
+            item, finished = pending[first]
+            if not finished:
+                break
+            released.append(item)  # type: ignore[arg-type]
+            del pending[first]
+        return released
+
+    def __len__(self) -> int:
+        return sum(len(p) for _, p in self._pending.values())

@@ -18,7 +18,7 @@ from faust.types import EventT, StreamT
 from streamtts.processors.synthesize.chunker import pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.renderer import SegmentRenderer
-from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst
+from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
@@ -26,7 +26,7 @@ from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, Segment
-from streamtts.schemas.headers import FIRST_SEGMENT, header
+from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
 
 
 class SynthesizeStage(FaustStage):
@@ -57,6 +57,7 @@ class SynthesizeStage(FaustStage):
         )
         source = self.topics.segments_long if pool == "long" else self.topics.segments
         self.sources = [source]
+        self._acks: InOrderAcks[EventT] = InOrderAcks()
         self.app.agent(self.topic(source), name=self.group)(self._agent)
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
@@ -68,11 +69,14 @@ class SynthesizeStage(FaustStage):
         """
         manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
         queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synth_lookahead))
+        self._acks = InOrderAcks()
         worker = asyncio.create_task(self._drain(queue, manual), name=f"{self.group}-drain")
         try:
             async for event in manual.events():
-                if aimed_elsewhere(event.message.headers, self.name):
-                    await manual.ack(event)
+                msg = event.message
+                self._acks.track(msg.tp, msg.generation_id, msg.offset, event)
+                if aimed_elsewhere(msg.headers, self.name):
+                    await self.ack(event, manual)
                     continue
                 await queue.put(event, first=header(event.message.headers, FIRST_SEGMENT) is not None)
                 if worker.done():  # surface a crashed drain task instead of filling the queue
@@ -89,6 +93,12 @@ class SynthesizeStage(FaustStage):
                 continue  # read before a rebalance: its partition may be someone else's now
             await self.process(event, manual)
 
+    async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
+        """In offset order per partition, although records finish out of order (see
+        `InOrderAcks`): an earlier record still queued holds back the acks of later ones."""
+        for ready in self._acks.done(event.message.tp, event.message.offset):
+            await manual.ack(ready)
+
     async def handle(self, event: EventT) -> str | None:
         try:
             segment = Segment.from_bytes(event.message.value)
@@ -104,8 +114,9 @@ class SynthesizeStage(FaustStage):
                 source_of(event), err, request_id=segment.request_id, tenant=segment.request.tenant
             )
         key = segment.request_id.encode()
+        rendering = rendering_headers(event.message.headers)
         for chunk in chunks:
-            await self.out.send(key=key, value=chunk.to_bytes())
+            await self.out.send(key=key, value=chunk.to_bytes(), headers=rendering or None)
         audio_s = len(rendered.samples) / rendered.sample_rate
         t = self.telemetry
         voice_label = voice_class(rendered.voice_used)

@@ -95,9 +95,13 @@ class FaustStage:
             outcome = await self.handle(event)
         finally:
             inflight.dec()
-        await manual.ack(event)
+        await self.ack(event, manual)
         self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started)
         self.telemetry.records.labels(self.name, outcome or "ok").inc()
+
+    async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
+        """The record's outputs are with the producer: its offset may be committed."""
+        await manual.ack(event)
 
     async def handle(self, event: EventT) -> str | None:
         """Process one record; return an outcome label ("ok", "dead_lettered") or None."""

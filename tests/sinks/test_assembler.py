@@ -72,5 +72,5 @@ def test_stale_requests_name_their_missing_segments() -> None:
     c = pcm_chunk(req, 1, 3)
     asm.add(TP, 0, c.to_bytes(), c)
     now[0] = 100.0
-    ((key, tp, _ctx, missing),) = asm.stale(30.0)
+    ((key, tp, _ctx, missing, _headers),) = asm.stale(30.0)
     assert key == (req.tenant, req.request_id) and tp == TP and missing == [0, 2]

@@ -36,3 +36,26 @@ async def test_put_waits_when_full_until_a_get() -> None:
 def test_maxsize_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         FirstSegmentsFirst(0)
+
+
+def test_acks_are_released_in_offset_order_per_partition() -> None:
+    from streamtts.processors.synthesize.scheduling import InOrderAcks
+
+    acks: InOrderAcks[str] = InOrderAcks()
+    for offset in (10, 11, 12):
+        acks.track("p0", 1, offset, f"p0@{offset}")
+    acks.track("p1", 1, 5, "p1@5")
+    assert acks.done("p0", 12) == [], "10 and 11 are still in the queue: 12's ack must wait"
+    assert acks.done("p1", 5) == ["p1@5"], "another partition is independent"
+    assert acks.done("p0", 10) == ["p0@10"]
+    assert acks.done("p0", 11) == ["p0@11", "p0@12"]
+    assert len(acks) == 0
+
+
+def test_a_rebalance_forgets_what_the_old_generation_read() -> None:
+    from streamtts.processors.synthesize.scheduling import InOrderAcks
+
+    acks: InOrderAcks[str] = InOrderAcks()
+    acks.track("p0", 1, 10, "old")
+    acks.track("p0", 2, 10, "new")  # re-read from the committed offset after the rebalance
+    assert acks.done("p0", 10) == ["new"]
