@@ -81,6 +81,9 @@ class ChaosReport:
     longest_wait_after_fault_s: float = 0.0
     faults: list[FaultWindow] = field(default_factory=list)
     duration_s: float = 0.0
+    unplanned_restarts: int = 0
+    """Worker processes that exited by themselves (a dead stage loop) and were restarted, as
+    an orchestrator would."""
     drain_timed_out: bool = False
     """Not every request had a result (or the sink had not committed to the end) in time."""
 
@@ -96,6 +99,7 @@ class ChaosReport:
             "dead letters (poison)": f"{self.poison_dead_lettered}/{self.poison_sent}",
             "dead letters (all)": self.dead_letters,
             "longest wait after a fault s": round(self.longest_wait_after_fault_s, 1),
+            "unplanned restarts": self.unplanned_restarts,
             "drained": not self.drain_timed_out,
             "faults s": ", ".join(f"{f.name} {f.ended - f.started:.1f}" for f in self.faults),
         }
@@ -194,6 +198,7 @@ class ChaosRun:
         self._producer: AIOKafkaProducer | None = None
         self._load: asyncio.Task[None] | None = None
         self._n = 0
+        self._restarting = False
 
     # -- load ------------------------------------------------------------------------------
     async def _send(self, key: str, value: bytes) -> None:
@@ -224,15 +229,31 @@ class ChaosRun:
         finally:
             await asyncio.gather(*pending, return_exceptions=True)
 
+    async def _supervise(self) -> None:
+        """Restart a worker that exited on its own (the orchestrator's job), and count it."""
+        while True:
+            await asyncio.sleep(0.5)  # polling child processes
+            if self._restarting:
+                continue
+            for proc in list(self.workers.procs):
+                if proc.popen.poll() is not None:
+                    self.report.unplanned_restarts += 1
+                    self.say(f"[chaos] {proc.name} exited by itself ({proc.popen.returncode}); restarting")
+                    await asyncio.to_thread(self.workers.respawn, proc.name)
+
     # -- faults ----------------------------------------------------------------------------
     def _proc(self, name: str) -> WorkerProc:
         return next(p for p in self.workers.procs if p.name == name)
 
     async def _kill_and_restart(self, name: str) -> None:
-        proc = self._proc(name)
-        proc.popen.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(proc.popen.wait)
-        await asyncio.to_thread(self.workers.respawn, name)
+        self._restarting = True
+        try:
+            proc = self._proc(name)
+            proc.popen.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(proc.popen.wait)
+            await asyncio.to_thread(self.workers.respawn, name)
+        finally:
+            self._restarting = False
 
     async def _kill_kafka(self) -> None:
         pid = self.stack.kafka.pid()
@@ -298,6 +319,7 @@ class ChaosRun:
             **client_kwargs(self.kafka), enable_idempotence=True, acks="all", request_timeout_ms=40_000
         )
         await self._producer.start()
+        supervisor = asyncio.create_task(self._supervise())
         try:
             self._load = asyncio.create_task(self._steady())
             await asyncio.sleep(self.plan.warmup_s)  # steady load before the first fault
@@ -308,6 +330,8 @@ class ChaosRun:
             await asyncio.gather(self._load, return_exceptions=True)
             await self._drain(observer)
         finally:
+            supervisor.cancel()
+            await asyncio.gather(supervisor, return_exceptions=True)
             if self._load and not self._load.done():
                 self._load.cancel()
             await self._producer.stop()

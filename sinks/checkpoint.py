@@ -15,6 +15,7 @@ finished requests skips.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -26,6 +27,11 @@ from streamtts.runtime.settings import KafkaSettings
 
 TopicPart = tuple[str, int]
 log = logging.getLogger("streamtts.sink")
+
+
+class PartitionRevoked(Exception):
+    """An output for a partition this sink no longer owns (revoked while its record was being
+    handled): dropped — the partition's next owner reads the record again and redoes it."""
 
 
 def transactional_id(group: str, tp: TopicPart) -> str:
@@ -47,14 +53,20 @@ class SinkCheckpoint:
         self._open: set[TopicPart] = set()
         """Partitions whose transaction is open (step 1 happened, step 4 not yet)."""
         self._committed: dict[TopicPart, int] = {}
+        self.owned: set[TopicPart] = set()
+        """Partitions assigned to this sink now (a rebalance may revoke one mid-batch)."""
+        self._lock = asyncio.Lock()
+        """One step at a time: the rebalance listener runs while the loop may be mid-commit, and
+        a transactional producer refuses to begin a transaction while it is committing one."""
 
     async def start(self) -> None:
         if not self.exactly_once:
             self._shared = make_producer(self.kafka)
             await self._shared.start()
 
-    async def assign(self, tps: set[TopicPart]) -> None:
+    async def _assign(self, tps: set[TopicPart]) -> None:
         """exactly_once: start (and so fence the old owner of) each new partition's producer."""
+        self.owned |= tps
         if not self.exactly_once:
             return
         for tp in sorted(tps - set(self._tx)):
@@ -62,9 +74,13 @@ class SinkCheckpoint:
             await producer.start()  # init_transactions: fences the previous holder of this id
             self._tx[tp] = producer
 
-    async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
+    async def _revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
         """Commit what is finished on `tps`, then let them go (their producers stop)."""
-        await self.commit({tp: off for tp, off in offsets.items() if tp in tps})
+        try:
+            await self._commit({tp: off for tp, off in offsets.items() if tp in tps})
+        except KafkaError as err:  # the next owner re-reads from the last commit: redone, not lost
+            log_event(log, "commit_on_revoke_failed", logging.WARNING, error=str(err)[:200])
+        self.owned -= tps
         for tp in tps:
             self._committed.pop(tp, None)
             producer = self._tx.pop(tp, None)
@@ -74,7 +90,7 @@ class SinkCheckpoint:
                     await producer.abort_transaction()
                 await producer.stop()
 
-    async def send(
+    async def _send(
         self,
         tp: TopicPart,
         topic: str,
@@ -83,17 +99,19 @@ class SinkCheckpoint:
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         """Send one output caused by a record of `tp` and wait for the broker's ack."""
+        if tp not in self.owned:
+            raise PartitionRevoked(f"{tp[0]}/{tp[1]} was revoked")
         if not self.exactly_once:
             assert self._shared is not None, "start() first"
             await self._shared.send_and_wait(topic, key=key, value=value, headers=headers)
             return
-        producer = self._tx[tp]  # KeyError: an output for a partition this sink does not own
+        producer = self._tx[tp]
         if tp not in self._open:  # 1. open the partition's transaction
             await producer.begin_transaction()
             self._open.add(tp)
         await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
 
-    async def commit(self, offsets: dict[TopicPart, int]) -> None:
+    async def _commit(self, offsets: dict[TopicPart, int]) -> None:
         """Make outputs and consumed offsets durable; offsets only move forward."""
         fresh = {tp: off for tp, off in offsets.items() if off > self._committed.get(tp, -1)}
         if not self.exactly_once:
@@ -118,11 +136,38 @@ class SinkCheckpoint:
             if tp in fresh:
                 self._committed[tp] = fresh[tp]
 
-    async def abort(self) -> None:
+    async def _abort(self) -> None:
         """Nothing of the open transactions becomes visible; a restart redoes that work."""
         for tp in sorted(self._open):
             self._open.discard(tp)
             await self._tx[tp].abort_transaction()
+
+    async def assign(self, tps: set[TopicPart]) -> None:
+        async with self._lock:
+            await self._assign(tps)
+
+    async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
+        async with self._lock:
+            await self._revoke(tps, offsets)
+
+    async def send(
+        self,
+        tp: TopicPart,
+        topic: str,
+        key: bytes | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        async with self._lock:
+            await self._send(tp, topic, key, value, headers)
+
+    async def commit(self, offsets: dict[TopicPart, int]) -> None:
+        async with self._lock:
+            await self._commit(offsets)
+
+    async def abort(self) -> None:
+        async with self._lock:
+            await self._abort()
 
     async def stop(self) -> None:
         for producer in self._tx.values():

@@ -37,7 +37,7 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, PcmChunk, RequestContext, StorageRef
 from streamtts.schemas.headers import REPLAY_AT, REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import AssembledRequest, RequestAssembler, TopicPart
-from streamtts.sinks.checkpoint import SinkCheckpoint
+from streamtts.sinks.checkpoint import PartitionRevoked, SinkCheckpoint
 from streamtts.sinks.finished import FinishedRequests, RenderKey
 from streamtts.sinks.object_store import ObjectStore, is_transient_storage_error
 
@@ -157,11 +157,15 @@ class CompletionSink:
             self.telemetry.pending_requests.set(len(self.assembler.pending_ids()))
             try:
                 for tp, records in batch.items():
+                    part = (tp.topic, tp.partition)
                     for record in records:
-                        if self._stopping.is_set():
+                        if self._stopping.is_set() or part not in self.checkpoint.owned:
                             break  # unprocessed records stay uncommitted: the next owner reads them
-                        self._tp = (tp.topic, tp.partition)
-                        await self._handle(self._tp, record)
+                        self._tp = part
+                        try:
+                            await self._handle(part, record)
+                        except PartitionRevoked:  # mid-record: the next owner redoes it
+                            break
                 await self._expire_stale()
                 await self.checkpoint.commit(self.assembler.committable())
             except BaseException:
@@ -322,6 +326,8 @@ class CompletionSink:
             if self.finished.status(key) == "completed":  # never flip a delivered request
                 self.assembler.finish(key)
                 continue
+            if tp not in self.checkpoint.owned:
+                continue  # dropped with its partition at the revocation
             self._tp = tp
             result = CompletionResult(
                 request_id=ctx.request_id,
@@ -336,7 +342,10 @@ class CompletionSink:
                 created_at=ctx.created_at,
                 completed_at=datetime.now(UTC),
             )
-            await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
+            try:
+                await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
+            except PartitionRevoked:
+                continue  # revoked meanwhile: its next owner decides
             log_event(
                 log,
                 "request_incomplete",

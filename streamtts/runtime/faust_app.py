@@ -6,6 +6,8 @@ no changelogs and no leader topic; topics are created by `streamtts topics apply
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any
 
 import faust
@@ -18,6 +20,12 @@ def group_id(kafka: KafkaSettings, stage: str) -> str:
     return f"{kafka.topic_prefix}streamtts-{stage}"
 
 
+def _faust_dir() -> str:
+    path = os.path.join(tempfile.gettempdir(), "streamtts-faust")
+    os.makedirs(path, exist_ok=True)  # faust creates only the last level
+    return path
+
+
 def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **overrides: Any) -> faust.App:
     """A faust app for one stage. Its id is the stage's consumer group."""
     brokers = [f"kafka://{b.strip()}" for b in kafka.bootstrap_servers.split(",")]
@@ -27,6 +35,8 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         value_serializer="raw",
         key_serializer="raw",
         store="memory://",
+        # faust writes an (unused: memory store) `<app>-data/` folder; not into the cwd.
+        datadir=os.path.join(_faust_dir(), "{conf.name}"),
         topic_allow_declare=False,
         topic_disable_leader=True,
         web_enabled=False,

@@ -40,3 +40,4 @@ async def test_fault_schedule_loses_nothing_and_flips_nothing(
         assert report.duplicate_results == 0
     assert report.poison_dead_lettered == report.poison_sent == plan.poison
     assert report.longest_wait_after_fault_s < 30
+    assert report.unplanned_restarts == 0, "no stage loop died"
