@@ -176,6 +176,8 @@ class Fanout:
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._history_gate = asyncio.Semaphore(1)  # history scans are costly: one at a time
+        self.history_waiting = 0
+        """Lookups waiting for the running history scan (the gateway bounds this line)."""
 
     async def start(self) -> None:
         consumer = make_consumer(self.kafka, group_id=None, auto_offset_reset="latest")
@@ -234,8 +236,16 @@ class Fanout:
         state = self.get(request_id)
         if state is not None:
             return state
-        async with self._history_gate:
-            result = await self._result_from_history(request_id)
+        self.history_waiting += 1
+        entered = False
+        try:
+            async with self._history_gate:
+                entered = True
+                self.history_waiting -= 1
+                result = await self._result_from_history(request_id)
+        finally:
+            if not entered:  # cancelled while waiting in line
+                self.history_waiting -= 1
         if result is None:
             return None
         state = self.get(request_id)  # it may have arrived while we searched
@@ -275,6 +285,8 @@ class Fanout:
                 chunk = AudioChunk.from_bytes(value)
             except ContractError:
                 return
+            if chunk.tenant != state.tenant:
+                return  # another tenant's request with the same id: never mixed into this one
             self.metrics.fanout_records.labels("audio").inc()
             state.add_chunk(chunk)
         elif topic == self.topics.results:
@@ -284,6 +296,8 @@ class Fanout:
                 return
             self.metrics.fanout_records.labels("result").inc()
             state = self.cache.get(result.request_id)
+            if state is not None and state.tenant != result.tenant:
+                return  # another tenant's request with the same id
             if state is None:
                 state = RequestState(result.request_id, result.tenant, result.format, expects_result=True)
                 self._insert(state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,12 @@ class SpeechOptions:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
+MISS_MEMORY_S = 10.0
+"""A search that found nothing is answered from memory for this long (polling an id that is not
+there yet, or never will be, costs one search per 10 s, not one per poll)."""
+MISS_MEMORY_ENTRIES = 10_000
+
+
 @dataclass
 class Gateway:
     settings: GatewaySettings
@@ -49,6 +56,13 @@ class Gateway:
     ws_sessions: int = 0
     ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
     """Open WebSocket sessions per tenant (the per-tenant cap)."""
+    lookup_limiter: RateLimiter = field(init=False)
+    """Per tenant: searches of the results history (cache misses)."""
+    misses: OrderedDict[tuple[str, str], float] = field(default_factory=OrderedDict)
+    """(tenant, id) → when a search found nothing: not searched again for a while."""
+
+    def __post_init__(self) -> None:
+        self.lookup_limiter = RateLimiter(lambda _tenant: self.settings.lookup_rate)
 
     @classmethod
     def build(cls, settings: GatewaySettings, pipeline: Settings) -> Gateway:
@@ -133,6 +147,11 @@ class Gateway:
         except ContractError as err:
             raise ApiError(400, "invalid_request", str(err)) from None
         self.rate_limit(tenant)
+        held = self.fanout.get(request.request_id)
+        if held is not None and (held.tenant != tenant or not held.terminal):
+            # Ids are the caller's to choose; state is kept by id, so one in use is refused
+            # rather than mixed with another request's audio (or another tenant's).
+            raise ApiError(409, "conflict", f"request id {request.request_id[:128]!r} is in use")
         state = self.fanout.track(request.request_id, tenant, request.format, expects_result=opts.storage)
         try:
             await self.producer.submit(request)
@@ -145,10 +164,43 @@ class Gateway:
         return state
 
     async def lookup(self, tenant: str, request_id: str) -> RequestState:
-        """The tenant's request, or 404 — also for another tenant's id (no existence oracle)."""
-        state = await self.fanout.lookup(request_id)
+        """The tenant's request, or 404 — also for another tenant's id (no existence oracle).
+
+        A request the cache does not hold costs a search of `tts.results`; those searches are
+        rate-limited per tenant, run one at a time with a bounded waiting line, and a miss is
+        remembered for a while, so a client polling made-up ids slows nobody else.
+        """
+        state = self.fanout.get(request_id)
+        if state is None:
+            state = await self._search(tenant, request_id)
         if state is None or state.tenant != tenant:
             raise ApiError(404, "not_found", f"no request {request_id[:128]!r} for this tenant")
+        return state
+
+    async def _search(self, tenant: str, request_id: str) -> RequestState | None:
+        now = time.monotonic()
+        missed = self.misses.get((tenant, request_id))
+        if missed is not None and now - missed < MISS_MEMORY_S:
+            return None
+        wait_s = self.lookup_limiter.take(tenant)
+        if wait_s > 0:
+            self.metrics.rejected.labels("lookup_rate_limited").inc()
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"too many lookups of requests this gateway does not hold; retry in {wait_s:.1f} s",
+                {"Retry-After": str(max(1, round(wait_s + 0.5)))},
+            )
+        if self.fanout.history_waiting >= self.settings.history_waiters:
+            self.metrics.rejected.labels("lookup_busy").inc()
+            raise ApiError(
+                503, "busy", "the results history is being searched; retry shortly", {"Retry-After": "1"}
+            )
+        state = await self.fanout.lookup(request_id)
+        if state is None:
+            self.misses[(tenant, request_id)] = now
+            while len(self.misses) > MISS_MEMORY_ENTRIES:
+                self.misses.popitem(last=False)
         return state
 
     async def stored_audio(self, state: RequestState) -> bytes:

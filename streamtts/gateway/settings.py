@@ -45,6 +45,11 @@ class GatewaySettings:
     """Longest wait for the next piece of audio before a stream gives up (504)."""
     history_lookback_s: float = 86_400.0
     """How far back `tts.results` is searched for a request the cache no longer holds."""
+    lookup_rate: RateLimit = RateLimit(per_s=1.0, burst=10.0)
+    """Per tenant: searches of `tts.results` for ids the cache does not hold (each one reads up
+    to `history_lookback_s` of results) — polling unknown ids cannot occupy the search."""
+    history_waiters: int = 8
+    """Searches allowed to wait for the one running; more are refused at once (503)."""
     presign: bool = True
     """Ask the sink for a presigned URL of the stored file (shown in the status)."""
     ws_idle_timeout_s: float = 60.0

@@ -114,7 +114,7 @@ _LOOPBACK = ("127.", "localhost", "[::1]", "::1")
 def _refuse_default_credentials_off_host(s3: S3Settings) -> None:
     """The built-in S3 credentials are the local stack's; sending them to another host means
     the deployment forgot to configure its own (and would leak a known pair)."""
-    default = s3.access_key == S3Settings.access_key or s3.secret_key == S3Settings.secret_key
+    default = s3.access_key == S3Settings.access_key and s3.secret_key == S3Settings.secret_key
     if default and not s3.endpoint.startswith(_LOOPBACK):
         raise ConfigError(
             f"{ENV_PREFIX}S3_ACCESS_KEY/{ENV_PREFIX}S3_SECRET_KEY are the built-in development "

@@ -12,7 +12,7 @@ import orjson
 import pytest
 import websockets
 
-from streamtts.gateway.settings import GatewaySettings
+from streamtts.gateway.settings import GatewaySettings, RateLimit
 from tests.helpers import metric
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def gateway_settings(gateway_settings: GatewaySettings) -> GatewaySettings:
-    return replace(gateway_settings, ws_max_sessions=8, ws_max_sessions_per_tenant=1)
+    return replace(
+        gateway_settings,
+        ws_max_sessions=8,
+        ws_max_sessions_per_tenant=1,
+        lookup_rate=RateLimit(per_s=0.01, burst=3.0),
+    )
 
 
 async def _raw_request(url: str, request_line: bytes) -> bytes:
@@ -74,3 +79,17 @@ async def test_a_frame_over_the_limit_closes_the_socket_unparsed(
             while True:
                 await asyncio.wait_for(ws.recv(), 10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+async def test_polling_unknown_ids_is_bounded_per_tenant(gateway_url: str) -> None:
+    acme = {"Authorization": "Bearer key-acme"}
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=30) as client:
+        for i in range(3):  # each one searches tts.results: the tenant's budget is 3
+            assert (await client.get(f"/v1/speech/nope-{i}", headers=acme)).status_code == 404
+        again = await client.get("/v1/speech/nope-0", headers=acme)
+        assert again.status_code == 404, "a recent miss is answered from memory, at no cost"
+        over = await client.get("/v1/speech/nope-9", headers=acme)
+        assert over.status_code == 429 and int(over.headers["Retry-After"]) >= 1
+        assert over.json()["error"]["code"] == "rate_limited"
+        other = await client.get("/v1/speech/nope-9", headers={"X-API-Key": "key-globex"})
+        assert other.status_code == 404, "another tenant's budget is its own"
