@@ -187,7 +187,6 @@ class ChaosRun:
             "STREAMTTS_S3_BUCKET": s3.bucket,
             "STREAMTTS_TOPIC_PREFIX": prefix,
             "STREAMTTS_SESSION_TIMEOUT_S": "6",
-            "STREAMTTS_STORAGE_RETRIES": "6",
         }
         self.workers = WorkerSet(
             Topology(guarantee=plan.guarantee, warm_voices=("en_joe",)), self.env, log_dir

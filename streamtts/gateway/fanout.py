@@ -17,7 +17,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -61,6 +61,8 @@ class RequestState:
     streamed: bool = False
     """Every chunk up to the `last` one has been released in order."""
     listeners: int = 0
+    audio_bytes: int = 0
+    """Audio held for this request (released and waiting chunks): the cache is bounded in bytes."""
     tracked: bool = False
     """Registered before submission, so every chunk passes through this process."""
     _pending: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
@@ -80,6 +82,7 @@ class RequestState:
         if key < self._next or key in self._pending or self.streamed:
             return  # a redelivered chunk (at-least-once upstream)
         self._pending[key] = chunk
+        self.audio_bytes += len(chunk.audio)
         # Release in (seq, part) order; a chunk that overtook its predecessor waits here.
         while self._next in self._pending:
             c = self._pending.pop(self._next)
@@ -164,11 +167,15 @@ class Fanout:
         entries: int,
         ttl_s: float,
         history_lookback_s: float,
+        max_bytes: int = 256 * 1024 * 1024,
     ) -> None:
         self.kafka = kafka
         self.topics = TopicNames(kafka.topic_prefix)
         self.metrics = metrics
         self.entries = entries
+        self.max_bytes = max_bytes
+        self.cached_bytes = 0
+        """Audio bytes held by all cached requests (bounded by `max_bytes`, not only entries)."""
         self.ttl_s = ttl_s
         self.history_lookback_s = history_lookback_s
         self.cache: OrderedDict[str, RequestState] = OrderedDict()
@@ -223,7 +230,12 @@ class Fanout:
         return state
 
     def forget(self, request_id: str) -> None:
-        self.cache.pop(request_id, None)
+        self._drop(request_id)
+
+    def _drop(self, request_id: str) -> None:
+        state = self.cache.pop(request_id, None)
+        if state is not None:
+            self.cached_bytes -= state.audio_bytes
 
     def get(self, request_id: str) -> RequestState | None:
         state = self.cache.get(request_id)
@@ -288,7 +300,11 @@ class Fanout:
             if chunk.tenant != state.tenant:
                 return  # another tenant's request with the same id: never mixed into this one
             self.metrics.fanout_records.labels("audio").inc()
+            before = state.audio_bytes
             state.add_chunk(chunk)
+            self.cached_bytes += state.audio_bytes - before
+            if self.cached_bytes > self.max_bytes:
+                self._evict(len(self.cache), until=lambda: self.cached_bytes <= self.max_bytes)
         elif topic == self.topics.results:
             try:
                 result = CompletionResult.from_bytes(value)
@@ -314,20 +330,24 @@ class Fanout:
             state.fail(f"{letter.stage}: {letter.reason}")
 
     def _insert(self, state: RequestState) -> None:
+        if state.request_id in self.cache:
+            self._drop(state.request_id)
         self.cache[state.request_id] = state
-        self.cache.move_to_end(state.request_id)
+        self.cached_bytes += state.audio_bytes
         if len(self.cache) > self.entries:
             self._evict(len(self.cache) - self.entries)
         self.metrics.cache_entries.set(len(self.cache))
 
-    def _evict(self, n: int) -> None:
-        # Finished requests go first, then idle unfinished ones; never one being read.
+    def _evict(self, n: int, until: Callable[[], bool] | None = None) -> None:
+        """Drop up to `n` requests, oldest first (or until `until()` holds): finished ones
+        first, then idle unfinished ones; never one a client is reading."""
         for pick in (lambda s: s.terminal and not s.listeners, lambda s: not s.listeners):
-            for rid in [rid for rid, s in self.cache.items() if pick(s)][:n]:
-                del self.cache[rid]
+            for rid in [rid for rid, s in self.cache.items() if pick(s)]:
+                if n <= 0 or (until is not None and until()):
+                    return
+                self._drop(rid)
                 n -= 1
-            if n <= 0:
-                return
+        self.metrics.cache_entries.set(len(self.cache))
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -341,7 +361,7 @@ class Fanout:
             )
         ]
         for rid in expired:
-            del self.cache[rid]
+            self._drop(rid)
         self.metrics.cache_entries.set(len(self.cache))
 
     async def _result_from_history(self, request_id: str) -> CompletionResult | None:

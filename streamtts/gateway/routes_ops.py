@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from streamtts.gateway.http import gateway
 from streamtts.gateway.openapi import openapi_document
+from streamtts.gateway.service import Gateway
 from streamtts.gateway.voices import OPENAI_VOICES
 
 # Worker metrics the page shows: sample name → label to group by (None: one total).
@@ -59,11 +60,24 @@ async def index(request: Request) -> Response:
     return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
 
 
+PIPELINE_CACHE_S = 1.0
+"""/v1/pipeline is computed at most once a second, however many clients poll it."""
+
+
 async def pipeline(request: Request) -> Response:
     """The gateway's counters plus a summary of each configured worker's /metrics."""
     gw = gateway(request)
+    async with gw.pipeline_lock:  # single flight: concurrent polls share one scrape
+        cached = gw.pipeline_summary
+        if cached is None or time.monotonic() - cached[0] > PIPELINE_CACHE_S:
+            cached = gw.pipeline_summary = (time.monotonic(), await _pipeline_summary(gw))
+    return JSONResponse(cached[1])
+
+
+async def _pipeline_summary(gw: Gateway) -> dict[str, Any]:
     workers = await asyncio.gather(*(_scrape(u) for u in gw.settings.worker_metrics_urls))
-    own = _summarise(
+    own = await asyncio.to_thread(  # parsing expositions is CPU work: off the event loop
+        _summarise,
         gw.metrics.exposition().decode(),
         {
             "streamtts_gateway_submitted_total": "endpoint",
@@ -74,7 +88,7 @@ async def pipeline(request: Request) -> Response:
             "streamtts_gateway_time_to_first_audio_seconds_count": None,
         },
     )
-    return JSONResponse({"gateway": own, "workers": workers, "ready": gw.fanout.healthy})
+    return {"gateway": own, "workers": workers, "ready": gw.fanout.healthy}
 
 
 async def _scrape(url: str) -> dict[str, Any]:
@@ -86,7 +100,8 @@ async def _scrape(url: str) -> dict[str, Any]:
             resp.raise_for_status()
     except httpx.HTTPError as err:
         return {"url": url, "up": False, "error": type(err).__name__}
-    return {"url": url, "up": True, "metrics": _summarise(resp.text, PIPELINE_SAMPLES)}
+    summary = await asyncio.to_thread(_summarise, resp.text, PIPELINE_SAMPLES)
+    return {"url": url, "up": True, "metrics": summary}
 
 
 def _summarise(text: str, wanted: dict[str, str | None]) -> dict[str, Any]:

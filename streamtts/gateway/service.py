@@ -58,6 +58,9 @@ class Gateway:
     """Open WebSocket sessions per tenant (the per-tenant cap)."""
     lookup_limiter: RateLimiter = field(init=False)
     """Per tenant: searches of the results history (cache misses)."""
+    pipeline_summary: tuple[float, dict[str, Any]] | None = None
+    """The last /v1/pipeline answer and when it was computed."""
+    pipeline_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     misses: OrderedDict[tuple[str, str], float] = field(default_factory=OrderedDict)
     """(tenant, id) → when a search found nothing: not searched again for a while."""
 
@@ -79,6 +82,7 @@ class Gateway:
                 pipeline.kafka,
                 metrics,
                 entries=settings.cache_entries,
+                max_bytes=settings.cache_max_bytes,
                 ttl_s=settings.cache_ttl_s,
                 history_lookback_s=settings.history_lookback_s,
             ),

@@ -39,6 +39,8 @@ class GatewaySettings:
     max_body_bytes: int = 64 * 1024
     cache_entries: int = 2_000
     """Requests whose status (and streamed chunks) the gateway keeps in memory (LRU)."""
+    cache_max_bytes: int = 256 * 1024 * 1024
+    """Audio the status cache may hold in all (finished requests are evicted first)."""
     cache_ttl_s: float = 900.0
     """Finished requests leave the cache after this long."""
     request_timeout_s: float = 120.0
@@ -78,6 +80,7 @@ class GatewaySettings:
             "max_text_chars",
             "max_body_bytes",
             "cache_entries",
+            "cache_max_bytes",
             "ws_max_sessions",
             "ws_max_sessions_per_tenant",
             "ws_queue_frames",
@@ -113,6 +116,7 @@ class GatewaySettings:
             max_text_chars=env_int("MAX_TEXT_CHARS", d.max_text_chars, PREFIX),
             max_body_bytes=env_int("MAX_BODY_BYTES", d.max_body_bytes, PREFIX),
             cache_entries=env_int("CACHE_ENTRIES", d.cache_entries, PREFIX),
+            cache_max_bytes=env_int("CACHE_MAX_BYTES", d.cache_max_bytes, PREFIX),
             cache_ttl_s=env_float("CACHE_TTL_S", d.cache_ttl_s, PREFIX),
             request_timeout_s=env_float("REQUEST_TIMEOUT_S", d.request_timeout_s, PREFIX),
             history_lookback_s=env_float("HISTORY_LOOKBACK_S", d.history_lookback_s, PREFIX),
