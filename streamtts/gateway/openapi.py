@@ -25,6 +25,10 @@ AUDIO_CONTENT = {
     "audio/flac": {"schema": {"type": "string", "format": "binary"}},
     "audio/L16": {"schema": {"type": "string", "format": "binary"}},
 }
+LOOKUP_ERRORS = {
+    "429": _error("Too many lookups of requests this gateway does not hold (see Retry-After)"),
+    "503": _error("The results history is being searched; retry shortly"),
+}
 COMMON_ERRORS = {
     "400": _error("Invalid request"),
     "401": _error("Missing or invalid API key"),
@@ -178,6 +182,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             },
                         },
                         "403": _error("Acting for another tenant or choosing a reply topic"),
+                        "409": _error("The request id is in use"),
                         **COMMON_ERRORS,
                     },
                 }
@@ -204,6 +209,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "401": _error("Missing or invalid API key"),
                         "400": _error("Invalid wait"),
                         "404": _error("Unknown request (or another tenant's)"),
+                        **LOOKUP_ERRORS,
                     },
                 }
             },
@@ -219,6 +225,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "409": _error("The request failed"),
                         "502": _error("Object storage unavailable"),
                         "504": _error("No audio in time"),
+                        **LOOKUP_ERRORS,
                     },
                 }
             },

@@ -126,14 +126,20 @@ class Session:
                         await self.ws.close(code, why)
 
     async def _receive_loop(self) -> str:
-        """Read client frames until "end", "disconnect" or "idle" (timeout)."""
+        """Read client frames until "end", "disconnect" or "idle" (timeout).
+
+        Only frames that carry text keep a session alive: an empty `flush` every few seconds
+        would otherwise hold a slot forever."""
         idle = self.gw.settings.ws_idle_timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + idle
         while True:
             try:
-                async with asyncio.timeout(idle):
+                async with asyncio.timeout_at(deadline):
                     msg = await self.ws.receive()
             except TimeoutError:
                 if self.pending:
+                    deadline = loop.time() + idle
                     continue  # audio still flowing: the session is not idle
                 await self._error("idle_timeout", f"no input for {idle:g} s")
                 return "idle"
@@ -143,11 +149,14 @@ class Session:
             if text is None:
                 await self._error("invalid_message", "send text frames (JSON commands or plain text)")
                 continue
+            before = (self.count, len(self.buffer.strip()))
             try:
                 if await self._handle(text):
                     return "end"
             except ApiError as err:
                 await self._error(err.code, err.message)
+            if (self.count, len(self.buffer.strip())) != before:
+                deadline = loop.time() + idle
 
     async def _handle(self, text: str) -> bool:
         if not text.lstrip().startswith("{"):

@@ -51,3 +51,23 @@ async def test_sessions_over_the_limit_are_refused_and_idle_ones_closed(gateway_
             await third.send(orjson.dumps({"type": "start", "voice": "no_such_voice"}).decode())
             error = await _next_event(third)
             assert error["type"] == "error" and "no_such_voice" in error["message"]
+
+
+async def test_empty_flushes_do_not_keep_a_session_alive(gateway_url: str) -> None:
+    url = gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
+    async with asyncio.timeout(30), websockets.connect(url) as ws:
+        assert (await _next_event(ws))["type"] == "session"
+        started = asyncio.get_running_loop().time()
+
+        async def keep_flushing() -> None:
+            while True:
+                await ws.send(orjson.dumps({"type": "flush"}).decode())
+                await asyncio.sleep(0.3)  # the client's own pace
+
+        flusher = asyncio.create_task(keep_flushing())
+        try:
+            event = await _next_event(ws)
+        finally:
+            flusher.cancel()
+        assert event["code"] == "idle_timeout", "flushes without text are not input"
+        assert asyncio.get_running_loop().time() - started < 2.0 + 1.5

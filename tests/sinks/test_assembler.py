@@ -74,3 +74,14 @@ def test_stale_requests_name_their_missing_segments() -> None:
     now[0] = 100.0
     ((key, tp, _ctx, missing, _headers),) = asm.stale(30.0)
     assert key == (req.tenant, req.request_id) and tp == TP and missing == [0, 2]
+
+
+def test_two_tenants_using_one_request_id_are_assembled_apart() -> None:
+    asm = RequestAssembler()
+    a, b = request(tenant="acme", request_id="same"), request(tenant="globex", request_id="same")
+    a0, b0 = pcm_chunk(a, 0, 2), pcm_chunk(b, 0, 1)
+    assert asm.add(TP, 0, a0.to_bytes(), a0) is None
+    done = asm.add(TP, 1, b0.to_bytes(), b0)
+    assert done is not None and done.ctx.tenant == "globex" and done.chunks == 1, "acme's chunk is not in it"
+    asm.finish(("globex", "same"))
+    assert asm.pending_ids() == [("acme", "same")], "acme's request still waits for its second segment"

@@ -27,3 +27,10 @@ def test_silence_still_yields_one_part() -> None:
     seg = segment(request())
     (only,) = pcm_chunks(seg, RenderedSegment(np.zeros(0, np.float32), 24_000, "x", None, 0.0), 5000)
     assert only.pcm == b"" and only.last and only.last_part
+
+
+def test_blends_share_one_metric_label_and_breaker_class() -> None:
+    from streamtts.processors.synthesize.registry import voice_class
+
+    assert voice_class("jm_kumo") == "jm_kumo"
+    assert {voice_class(f"jm_kumo:0.{i}+jf_alpha:0.{9 - i}") for i in range(1, 9)} == {"blend"}
