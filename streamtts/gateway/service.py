@@ -104,13 +104,16 @@ class Gateway:
     def rate_limit(self, tenant: str) -> None:
         wait_s = self.limiter.take(tenant)
         if wait_s > 0:
-            self.metrics.rejected.labels("rate_limited").inc()
-            raise ApiError(
-                429,
-                "rate_limited",
-                f"tenant {tenant!r} is over its request rate; retry in {wait_s:.1f} s",
-                {"Retry-After": str(max(1, round(wait_s + 0.5)))},
-            )
+            raise self._too_many("rate_limited", f"tenant {tenant!r} is over its request rate", wait_s)
+
+    def _too_many(self, counter: str, message: str, wait_s: float) -> ApiError:
+        self.metrics.rejected.labels(counter).inc()
+        return ApiError(
+            429,
+            "rate_limited",
+            f"{message}; retry in {wait_s:.1f} s",
+            {"Retry-After": str(max(1, round(wait_s + 0.5)))},
+        )
 
     def check_text(self, text: str) -> None:
         if len(text) > self.settings.max_text_chars:
@@ -188,13 +191,8 @@ class Gateway:
             return None
         wait_s = self.lookup_limiter.take(tenant)
         if wait_s > 0:
-            self.metrics.rejected.labels("lookup_rate_limited").inc()
-            raise ApiError(
-                429,
-                "rate_limited",
-                f"too many lookups of requests this gateway does not hold; retry in {wait_s:.1f} s",
-                {"Retry-After": str(max(1, round(wait_s + 0.5)))},
-            )
+            message = "too many lookups of requests this gateway does not hold"
+            raise self._too_many("lookup_rate_limited", message, wait_s)
         if self.fanout.history_waiting >= self.settings.history_waiters:
             self.metrics.rejected.labels("lookup_busy").inc()
             raise ApiError(
