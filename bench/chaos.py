@@ -79,6 +79,9 @@ class ChaosReport:
     poison_sent: int = 0
     poison_dead_lettered: int = 0
     longest_wait_after_fault_s: float = 0.0
+    wait_after: dict[str, float] = field(default_factory=dict)
+    """Per fault: the longest a request waited after that fault ended (it was the last one
+    before the request's result). For `poison`, what hostile records cost the others."""
     faults: list[FaultWindow] = field(default_factory=list)
     duration_s: float = 0.0
     unplanned_restarts: int = 0
@@ -99,6 +102,7 @@ class ChaosReport:
             "dead letters (poison)": f"{self.poison_dead_lettered}/{self.poison_sent}",
             "dead letters (all)": self.dead_letters,
             "longest wait after a fault s": round(self.longest_wait_after_fault_s, 1),
+            "longest wait by fault s": ", ".join(f"{k} {v:.1f}" for k, v in self.wait_after.items()),
             "unplanned restarts": self.unplanned_restarts,
             "drained": not self.drain_timed_out,
             "faults s": ", ".join(f"{f.name} {f.ended - f.started:.1f}" for f in self.faults),
@@ -363,7 +367,7 @@ class ChaosRun:
         r.poison_sent = sum(1 for k in self.poison_ids if k in self.sent_at)
         r.poison_dead_lettered = sum(1 for k in self.poison_ids if observer.dead_letters.get(k))
         r.dead_letters = sum(observer.dead_letters.values())
-        ends = sorted(f.ended for f in r.faults)
+        windows = sorted(r.faults, key=lambda f: f.ended)
         for key in good:
             seen = observer.results.get(key, [])
             if not seen:
@@ -375,8 +379,12 @@ class ChaosRun:
             r.duplicate_results += len(seen) > 1
             r.flips += "completed" in statuses and statuses[-1] != "completed"
             at = seen[0][1]
-            origin = max([self.sent_at[key], *(e for e in ends if e <= at)])
+            before = [f for f in windows if f.ended <= at]
+            last = before[-1] if before else None
+            origin = max(self.sent_at[key], last.ended if last else 0.0)
             r.longest_wait_after_fault_s = max(r.longest_wait_after_fault_s, at - origin)
+            if last is not None:
+                r.wait_after[last.name] = max(r.wait_after.get(last.name, 0.0), at - origin)
 
 
 def markdown(reports: list[ChaosReport]) -> str:
