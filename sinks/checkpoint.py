@@ -64,33 +64,35 @@ class SinkCheckpoint:
             self._shared = make_producer(self.kafka)
             await self._shared.start()
 
-    async def _assign(self, tps: set[TopicPart]) -> None:
+    async def assign(self, tps: set[TopicPart]) -> None:
         """exactly_once: start (and so fence the old owner of) each new partition's producer."""
-        self.owned |= tps
-        if not self.exactly_once:
-            return
-        for tp in sorted(tps - set(self._tx)):
-            producer = make_producer(self.kafka, transactional_id=transactional_id(self.group, tp))
-            await producer.start()  # init_transactions: fences the previous holder of this id
-            self._tx[tp] = producer
+        async with self._lock:
+            self.owned |= tps
+            if not self.exactly_once:
+                return
+            for tp in sorted(tps - set(self._tx)):
+                producer = make_producer(self.kafka, transactional_id=transactional_id(self.group, tp))
+                await producer.start()  # init_transactions: fences the previous holder of this id
+                self._tx[tp] = producer
 
-    async def _revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
+    async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
         """Commit what is finished on `tps`, then let them go (their producers stop)."""
-        try:
-            await self._commit({tp: off for tp, off in offsets.items() if tp in tps})
-        except KafkaError as err:  # the next owner re-reads from the last commit: redone, not lost
-            log_event(log, "commit_on_revoke_failed", logging.WARNING, error=str(err)[:200])
-        self.owned -= tps
-        for tp in tps:
-            self._committed.pop(tp, None)
-            producer = self._tx.pop(tp, None)
-            if producer is not None:
-                if tp in self._open:  # outputs without their offsets: invisible, redone by the next owner
-                    self._open.discard(tp)
-                    await producer.abort_transaction()
-                await producer.stop()
+        async with self._lock:
+            try:
+                await self._commit({tp: off for tp, off in offsets.items() if tp in tps})
+            except KafkaError as err:  # the next owner re-reads from the last commit: redone, not lost
+                log_event(log, "commit_on_revoke_failed", logging.WARNING, error=str(err)[:200])
+            self.owned -= tps
+            for tp in tps:
+                self._committed.pop(tp, None)
+                producer = self._tx.pop(tp, None)
+                if producer is not None:
+                    if tp in self._open:  # outputs without their offsets: invisible, redone by the next owner
+                        self._open.discard(tp)
+                        await producer.abort_transaction()
+                    await producer.stop()
 
-    async def _send(
+    async def send(
         self,
         tp: TopicPart,
         topic: str,
@@ -99,20 +101,33 @@ class SinkCheckpoint:
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         """Send one output caused by a record of `tp` and wait for the broker's ack."""
-        if tp not in self.owned:
-            raise PartitionRevoked(f"{tp[0]}/{tp[1]} was revoked")
-        if not self.exactly_once:
-            assert self._shared is not None, "start() first"
-            await self._shared.send_and_wait(topic, key=key, value=value, headers=headers)
-            return
-        producer = self._tx[tp]
-        if tp not in self._open:  # 1. open the partition's transaction
-            await producer.begin_transaction()
-            self._open.add(tp)
-        await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
+        async with self._lock:
+            if tp not in self.owned:
+                raise PartitionRevoked(f"{tp[0]}/{tp[1]} was revoked")
+            if not self.exactly_once:
+                assert self._shared is not None, "start() first"
+                await self._shared.send_and_wait(topic, key=key, value=value, headers=headers)
+                return
+            producer = self._tx[tp]
+            if tp not in self._open:  # 1. open the partition's transaction
+                await producer.begin_transaction()
+                self._open.add(tp)
+            await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
+
+    async def commit(self, offsets: dict[TopicPart, int]) -> None:
+        """Make outputs and consumed offsets durable; offsets only move forward."""
+        async with self._lock:
+            await self._commit(offsets)
+
+    async def abort(self) -> None:
+        """Nothing of the open transactions becomes visible; a restart redoes that work."""
+        async with self._lock:
+            for tp in sorted(self._open):
+                self._open.discard(tp)
+                await self._tx[tp].abort_transaction()
 
     async def _commit(self, offsets: dict[TopicPart, int]) -> None:
-        """Make outputs and consumed offsets durable; offsets only move forward."""
+        """`commit` without taking the lock (`revoke` holds it already)."""
         fresh = {tp: off for tp, off in offsets.items() if off > self._committed.get(tp, -1)}
         if not self.exactly_once:
             if not fresh:
@@ -135,39 +150,6 @@ class SinkCheckpoint:
             await producer.commit_transaction()  # 4. visible together, or not at all
             if tp in fresh:
                 self._committed[tp] = fresh[tp]
-
-    async def _abort(self) -> None:
-        """Nothing of the open transactions becomes visible; a restart redoes that work."""
-        for tp in sorted(self._open):
-            self._open.discard(tp)
-            await self._tx[tp].abort_transaction()
-
-    async def assign(self, tps: set[TopicPart]) -> None:
-        async with self._lock:
-            await self._assign(tps)
-
-    async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
-        async with self._lock:
-            await self._revoke(tps, offsets)
-
-    async def send(
-        self,
-        tp: TopicPart,
-        topic: str,
-        key: bytes | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        async with self._lock:
-            await self._send(tp, topic, key, value, headers)
-
-    async def commit(self, offsets: dict[TopicPart, int]) -> None:
-        async with self._lock:
-            await self._commit(offsets)
-
-    async def abort(self) -> None:
-        async with self._lock:
-            await self._abort()
 
     async def stop(self) -> None:
         for producer in self._tx.values():

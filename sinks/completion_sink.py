@@ -31,7 +31,7 @@ from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
-from streamtts.runtime.stage import aimed_elsewhere
+from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, PcmChunk, RequestContext, StorageRef
@@ -57,7 +57,7 @@ class StorageRejected(RecordError):
     reason = "storage_rejected"
 
 
-class CompletionSink:
+class CompletionSink(DeadLettering):
     """The sink stage (a `Stage`): one aiokafka consumer of tts.pcm, one loop."""
 
     name = "sink"
@@ -104,7 +104,11 @@ class CompletionSink:
         self.assigned = False
         self.sources = [self.topics.pcm]
         self.dead_letters = DeadLetterPublisher(
-            self.name, self.topics.dlq(self.name), self._send_dlq, self.telemetry
+            # Dead letters go out like every other output: inside the partition's transaction.
+            self.name,
+            self.topics.dlq(self.name),
+            self._send,
+            self.telemetry,
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -355,23 +359,6 @@ class CompletionSink:
                 missing=missing[:20],
             )
             self._finished(_rendering(ctx, headers), "failed", result.completed_at)
-
-    async def dead_letter(
-        self,
-        source: SourceRecord,
-        error: BaseException,
-        *,
-        request_id: str | None = None,
-        tenant: str | None = None,
-    ) -> str:
-        """Write `source` to tts.sink.dlq (inside its partition's transaction in exactly-once mode)."""
-        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
-        return "dead_lettered"
-
-    async def _send_dlq(
-        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
-    ) -> None:
-        await self._send(topic, key, value, headers)
 
 
 def _rendering(ctx: RequestContext, headers: tuple[tuple[str, bytes], ...]) -> RenderKey:

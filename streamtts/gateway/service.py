@@ -53,9 +53,8 @@ class Gateway:
     fanout: Fanout
     store: ObjectStore
     started_at: float = field(default_factory=time.monotonic)
-    ws_sessions: int = 0
     ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
-    """Open WebSocket sessions per tenant (the per-tenant cap)."""
+    """Open WebSocket sessions per tenant (the per-tenant cap); their sum is `ws_sessions`."""
     lookup_limiter: RateLimiter = field(init=False)
     """Per tenant: searches of the results history (cache misses)."""
     pipeline_summary: tuple[float, dict[str, Any]] | None = None
@@ -66,6 +65,11 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.lookup_limiter = RateLimiter(lambda _tenant: self.settings.lookup_rate)
+
+    @property
+    def ws_sessions(self) -> int:
+        """Open WebSocket sessions, all tenants (the global cap)."""
+        return sum(self.ws_tenant_sessions.values())
 
     @classmethod
     def build(cls, settings: GatewaySettings, pipeline: Settings) -> Gateway:

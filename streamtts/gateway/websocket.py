@@ -306,44 +306,36 @@ async def stream(ws: WebSocket) -> None:
     try:
         tenant = authenticate(ws, allow_query=True)
     except ApiError as err:
-        await ws.send_text(orjson.dumps({"type": "error", "code": err.code, "message": err.message}).decode())
-        await ws.close(4401, "unauthorized")
+        await _refuse(ws, err.code, err.message, 4401, "unauthorized")
         return
-    if gw.ws_sessions >= gw.settings.ws_max_sessions:
+    limits = gw.settings
+    if gw.ws_sessions >= limits.ws_max_sessions:
         gw.metrics.rejected.labels("too_many_sessions").inc()
-        message = f"the gateway is at its limit of {gw.settings.ws_max_sessions} sessions"
-        await ws.send_text(
-            orjson.dumps({"type": "error", "code": "too_many_sessions", "message": message}).decode()
-        )
-        await ws.close(1013, "try again later")
+        message = f"the gateway is at its limit of {limits.ws_max_sessions} sessions"
+        await _refuse(ws, "too_many_sessions", message, 1013, "try again later")
         return
-    if gw.ws_tenant_sessions.get(tenant, 0) >= gw.settings.ws_max_sessions_per_tenant:
+    if gw.ws_tenant_sessions.get(tenant, 0) >= limits.ws_max_sessions_per_tenant:
         gw.metrics.rejected.labels("too_many_tenant_sessions").inc()
-        limit = gw.settings.ws_max_sessions_per_tenant
-        await ws.send_text(
-            orjson.dumps(
-                {
-                    "type": "error",
-                    "code": "too_many_sessions",
-                    "message": f"tenant {tenant!r} is at its limit of {limit} sessions",
-                }
-            ).decode()
-        )
-        await ws.close(1013, "try again later")
+        message = f"tenant {tenant!r} is at its limit of {limits.ws_max_sessions_per_tenant} sessions"
+        await _refuse(ws, "too_many_sessions", message, 1013, "try again later")
         return
-    gw.ws_sessions += 1
     gw.ws_tenant_sessions[tenant] = gw.ws_tenant_sessions.get(tenant, 0) + 1
     gw.metrics.ws_sessions.set(gw.ws_sessions)
     try:
         await Session(ws, gw, tenant).run()
     finally:
-        gw.ws_sessions -= 1
         left = gw.ws_tenant_sessions.get(tenant, 1) - 1
         if left:
             gw.ws_tenant_sessions[tenant] = left
         else:
             gw.ws_tenant_sessions.pop(tenant, None)
         gw.metrics.ws_sessions.set(gw.ws_sessions)
+
+
+async def _refuse(ws: WebSocket, code: str, message: str, close_code: int, reason: str) -> None:
+    """An error event the client can read, then the close code a proxy or library acts on."""
+    await ws.send_text(orjson.dumps({"type": "error", "code": code, "message": message}).decode())
+    await ws.close(close_code, reason)
 
 
 routes = [WebSocketRoute("/v1/stream", stream)]

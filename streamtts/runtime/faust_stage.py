@@ -14,7 +14,7 @@ from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
-from streamtts.runtime.stage import aimed_elsewhere
+from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas.headers import header_pairs
@@ -25,7 +25,7 @@ def source_of(event: EventT) -> SourceRecord:
     return SourceRecord(msg.topic, msg.partition, msg.offset, msg.key, msg.value, header_pairs(msg.headers))
 
 
-class FaustStage:
+class FaustStage(DeadLettering):
     """Base of the segment/synthesize/encode stages: one faust app (consumer group) + its DLQ."""
 
     name = "stage"
@@ -116,18 +116,6 @@ class FaustStage:
         # faust commits the source offset only after the agent moves on (producer flushed first).
         pending = await self.dlq.send(key=key, value=value, headers=headers)
         await pending
-
-    async def dead_letter(
-        self,
-        source: SourceRecord,
-        error: BaseException,
-        *,
-        request_id: str | None = None,
-        tenant: str | None = None,
-    ) -> str:
-        """Send the record to this stage's DLQ and wait for the broker's ack."""
-        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
-        return "dead_lettered"
 
     def failure(self) -> BaseException | None:
         """faust supervises its agents (a crashed agent is restarted); the app itself crashing

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from streamtts.runtime.dead_letters import SourceRecord
+from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.schemas.headers import REPLAY_STAGE, header
 
 
@@ -36,6 +36,25 @@ class Stage(Protocol):
     ) -> str:
         """Write `source` to the stage's DLQ and wait for the ack; returns the outcome label."""
         ...
+
+
+class DeadLettering:
+    """`Stage.dead_letter` for every stage kind: the stage only provides its publisher (which
+    knows how that stage sends: a faust topic, or inside the sink's partition transaction)."""
+
+    dead_letters: DeadLetterPublisher
+
+    async def dead_letter(
+        self,
+        source: SourceRecord,
+        error: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
+    ) -> str:
+        """Write `source` to the stage's DLQ and wait for the broker's ack; the outcome label."""
+        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
+        return "dead_lettered"
 
 
 def aimed_elsewhere(headers: object, stage: str) -> bool:
