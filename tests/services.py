@@ -12,6 +12,7 @@ All three are real brokers/servers reached over sockets; none is a mock.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -94,6 +95,11 @@ def _local_stack() -> Iterator[Services]:
     )
     stack = LocalStack.from_settings(Settings(kafka=kafka, s3=s3), paths)
     already_running = stack.kafka.pid() is not None and stack.minio.pid() is not None
+    if stack.kafka.pid() is None:
+        # The test broker holds only throwaway per-test topics (a fresh prefix each): start it
+        # empty. Kept across sessions they pile up (~10k partitions a suite run) until the
+        # broker's small heap cannot load its metadata and it dies at start-up.
+        shutil.rmtree(stack.kafka.data_dir, ignore_errors=True)
     # In a thread: `up` uses asyncio.run for its readiness checks, which would reset the main
     # thread's current event loop under pytest-asyncio's session loop.
     with ThreadPoolExecutor(max_workers=1) as pool:
