@@ -11,11 +11,13 @@ from collections.abc import Iterator
 
 from streamtts.processors.segment.segmenter import (
     DEFAULT_FIRST_MAX_CHARS,
+    DEFAULT_FIRST_MIN_CHARS,
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_TEXT_CHARS,
     Span,
     segment_text,
 )
+from streamtts.processors.segment.voice_plan import plan_voices
 from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
 from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate
@@ -32,6 +34,7 @@ def synthesize_text(
     sample_rate: int | None = None,
     *,
     first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> Iterator[tuple[Span, AudioChunk]]:
@@ -41,8 +44,9 @@ def synthesize_text(
         synth: the speech core that renders each span.
         text: request text.
         lang_hint: request language (decides Han characters; see `segment_text`).
-        voice_id: requested voice; spans in a language it cannot speak use that language's
-            base voice. None: the base voice of each span's language.
+        voice_id: requested voice ("auto" or None: one voice for the whole request where one
+            speaks all its languages, see `voice_plan`); a sentence it cannot speak gets the
+            voice "auto" picks for that sentence.
         speed: 0.5–2.0 or None.
         sample_rate: output rate for all chunks; None uses the rate of the first voice
             used, so that all chunks of one request share one rate.
@@ -54,29 +58,33 @@ def synthesize_text(
         UnknownVoiceError, InvalidParameterError: before any audio.
     """
     check_rate(sample_rate)
+    voice_id = None if voice_id in (None, "auto") else voice_id
     if voice_id:
         synth.registry.spec(voice_id)  # unknown voice fails before any work
     spans = segment_text(
         text,
         lang_hint=lang_hint,
         first_max_chars=first_max_chars,
+        first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
     )
     spoken = 0
-    for span in spans:
-        if span.lang not in synth.registry.base_voices:
+    for span, plan in plan_voices(spans, voice_id, synth.registry):
+        if not span.langs <= set(synth.registry.base_voices):
             log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
             continue
+        voice = plan.voice or voice_id
         if sample_rate is None:
-            sample_rate = synth.registry.voice_for(voice_id, span.lang)[0].sample_rate
+            sample_rate = synth.registry.voice_for(voice, span.langs)[0].sample_rate
         for chunk in synth.synthesize_span(
             span.text,
             span.lang,
-            voice_id,
+            voice,
             speed,
             sample_rate,
             pause_after_ms=span.pause_after_ms,
+            runs=[(r.text, r.lang) for r in span.runs],
         ):
             spoken += 1
             yield span, chunk

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, Self
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.context import RequestContext
-from streamtts.schemas.request import MAX_SEGMENTS
+from streamtts.schemas.request import MAX_SEGMENTS, VOICE_PATTERN
 
-SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other"]
+SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other", "mixed"]
+RunLanguage = Literal["zh", "en", "ja", "ko", "yue"]
+
+
+class SpanRun(BaseModel):
+    """A piece of a mixed-language span in one language (each run has its own G2P)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1, max_length=2000)
+    lang: RunLanguage
 
 
 class Segment(Contract):
@@ -29,6 +39,15 @@ class Segment(Contract):
     ends_sentence: bool = True
     pause_after_ms: int = Field(default=0, ge=0, le=5000)
     """Silence to append after the span's audio (clause/sentence/paragraph pause)."""
+    runs: list[SpanRun] | None = Field(default=None, max_length=500)
+    """For `lang` "mixed": the language runs whose texts concatenate to `text` (one voice
+    speaks them in one model call). None for a single-language span."""
+    voice: str | None = Field(default=None, max_length=600, pattern=VOICE_PATTERN)
+    """The voice the segment stage chose for a request with voice "auto" (one speaker for
+    the whole request where one voice speaks all its languages). None: the request's voice."""
+    voice_scope: Literal["request", "sentence", "span"] | None = None
+    """How widely `voice` holds: the whole request, this span's sentence, or only this span
+    (no single voice speaks the sentence: the one case where the voice changes inside it)."""
     request: RequestContext
     segmented_at: AwareDatetime
 
@@ -40,4 +59,17 @@ class Segment(Contract):
             raise ValueError("last must be true exactly for seq == total - 1")
         if self.request_id != self.request.request_id:
             raise ValueError("request_id differs from request.request_id")
+        if (self.lang == "mixed") != bool(self.runs):
+            raise ValueError('runs are given exactly for lang "mixed"')
+        if self.runs and "".join(r.text for r in self.runs) != self.text:
+            raise ValueError("the runs' texts must concatenate to text")
         return self
+
+    @property
+    def langs(self) -> frozenset[str]:
+        """Every language a voice must speak to say this span."""
+        return frozenset(r.lang for r in self.runs) if self.runs else frozenset({self.lang})
+
+    def run_pairs(self) -> list[tuple[str, str]]:
+        """(text, lang) pieces to phonemize, in order."""
+        return [(r.text, r.lang) for r in self.runs] if self.runs else [(self.text, self.lang)]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from streamtts.processors.segment.number_context import read_codes, read_ranges
+
 _CURRENCY_CHARS = "$€£¥￥"
 TOKEN_RE = re.compile(
     r"(?P<date>(?<!\d)(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})(?!\d))"
@@ -384,12 +386,16 @@ _VERBALIZERS = {
 }
 
 
-def verbalize_numbers(text: str, lang: str) -> str:
+def verbalize_numbers(text: str, lang: str, before: str = "") -> str:
     """Rewrite numeric expressions of `text` into words for `lang`.
+
+    Codes (verification codes, phone and order numbers, card tails…) are read digit by digit,
+    ranges as "A to B", everything else as quantities (see `number_context`).
 
     Args:
         text: a run of one language (see `processors.segment.langid`).
         lang: zh, yue, en, ja, ko; any other language returns `text` unchanged.
+        before: the sentence's text before this run (for code words in another run).
     Returns:
         The text with numbers, dates ("2024-03-15"), times ("10:30"), currency ("$3.50"),
         percentages and known units ("5kg") verbalized. Never raises.
@@ -397,6 +403,9 @@ def verbalize_numbers(text: str, lang: str) -> str:
     token = _VERBALIZERS.get(lang)
     if token is None or not any(c.isdigit() for c in text):
         return text
+    if lang == "en":  # "iPhone15", "MP3": a number glued to a word is still its own word
+        text = re.sub(r"(?<=[A-Za-z])(?=\d)", " ", text)
+    text = read_ranges(read_codes(text, lang, before), lang)
     out = TOKEN_RE.sub(token, text)
     if lang == "zh" or lang == "yue":
         out = _zh_leftovers(out)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from streamtts.processors.segment.input_policy import check_text
-from streamtts.processors.segment.segmenter import segment_text
+from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, segment_text
+from streamtts.processors.segment.voice_plan import VoiceChooser, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
+from streamtts.schemas.segment import SpanRun
 
 # Span languages the contract knows; anything else the segmenter reports is "other".
-_CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue"}
+_CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue", "mixed"}
 
 
 def plan_segments(
@@ -20,8 +22,12 @@ def plan_segments(
     max_text_chars: int,
     markup: str = "reject",
     now: datetime | None = None,
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
+    voices: VoiceChooser | None = None,
 ) -> list[Segment]:
     """Split a request into segments numbered 0..total-1 with `last` on the final one.
+
+    With `voices`, each segment also carries the voice planned for it (see `voice_plan`).
 
     Raises:
         InputRejected: markup or control characters (see `input_policy`).
@@ -33,11 +39,17 @@ def plan_segments(
         request.text,
         lang_hint=hint,
         first_max_chars=first_max_chars,
+        first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
     )
     ctx = RequestContext.of(request)
     stamp = now or datetime.now(UTC)
+    requested = None if request.voice == "auto" else request.voice
+    planned = plan_voices(spans, requested, voices) if voices is not None else None
+    if planned is not None:
+        spans = [span for span, _ in planned]
+    plans = [plan for _, plan in planned] if planned is not None else None
     total = len(spans)
     return [
         Segment(
@@ -50,6 +62,9 @@ def plan_segments(
             sentence_index=span.sentence_index,
             ends_sentence=span.ends_sentence,
             pause_after_ms=int(span.pause_after_ms),
+            runs=[SpanRun(text=r.text, lang=r.lang) for r in span.runs] if span.lang == "mixed" else None,  # type: ignore[arg-type]
+            voice=plans[i].voice if plans else None,
+            voice_scope=plans[i].scope if plans else None,
             request=ctx,
             segmented_at=stamp,
         )

@@ -1,8 +1,14 @@
-"""Public entry of the text front-end: request text → ordered, single-language spans.
+"""Public entry of the text front-end: request text → ordered spans, each tagged with its
+language runs.
 
 Steps: 1. normalize Unicode, 2. split sentences, 3. tag language runs per sentence, 4. verbalize
 numbers per run, 5. split clauses and pack them into budget-sized spans (the first span of the
-request is kept short so the first audio chunk leaves fast), 6. drop spans with nothing to say.
+request is a short clause so the first audio chunk leaves fast), 6. drop spans with nothing to say.
+
+A span may hold runs of several languages ("请在App里打开您的account设置。" is one span with
+zh/en/zh/en/zh runs): one voice speaks it in one model call, which keeps the speaker and the
+prosody of the sentence, while each run is phonemized by its own language's G2P. Only runs of
+scripts no engine speaks ("other") are kept apart, so they can degrade on their own.
 """
 
 from __future__ import annotations
@@ -12,12 +18,17 @@ import unicodedata
 from dataclasses import dataclass
 
 from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong
-from streamtts.processors.segment.langid import normalize_lang_hint, tag_runs
+from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs
 from streamtts.processors.segment.normalize import has_speakable, normalize_text
+from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
 
 DEFAULT_FIRST_MAX_CHARS = 40
+# A first span shorter than this joins the next clause: "您好，" alone is spoken as a fragment
+# (ASR heard "您也好"); "您好，请问有什么可以帮您？" keeps the greeting's prosody. Measured in
+# `streamtts eval --first-min`.
+DEFAULT_FIRST_MIN_CHARS = 12
 DEFAULT_MAX_CHARS = 150
 DEFAULT_MAX_TEXT_CHARS = 20_000
 
@@ -37,7 +48,7 @@ class Span:
     text: str
     """Speakable text (normalized, numbers verbalized), never empty."""
     lang: str
-    """zh, en, ja, ko, yue or other (see `processors.segment.langid`)."""
+    """zh, en, ja, ko, yue, other (see `processors.segment.langid`), or mixed (see `runs`)."""
     sentence_index: int
     """0-based index of the sentence the span belongs to (counts sentences with spans)."""
     ends_sentence: bool
@@ -46,6 +57,13 @@ class Span:
     """Silence the synthesizer appends after the span's audio."""
     index: int = 0
     """0-based position of the span in the request."""
+    runs: tuple[Run, ...] = ()
+    """Language runs whose texts concatenate to `text` (one run unless `lang` is mixed)."""
+
+    @property
+    def langs(self) -> frozenset[str]:
+        """Every language a voice must speak to say this span."""
+        return frozenset(r.lang for r in self.runs) or frozenset({self.lang})
 
 
 def segment_text(
@@ -53,6 +71,7 @@ def segment_text(
     *,
     lang_hint: str | None = None,
     first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     strip_markup: bool = True,
@@ -66,6 +85,8 @@ def segment_text(
             Han characters without kana in their sentence; spans of other scripts keep their
             own language.
         first_max_chars: size limit of the first span (latency of the first audio chunk).
+        first_min_chars: the first span takes clauses until it has at least this cost (0:
+            the first clause alone, however short); capped at `first_max_chars`.
         max_chars: size limit of every other span (CJK characters count double).
         max_text_chars: longest accepted input, counted before normalization.
         strip_markup: remove SSML/HTML-like tags.
@@ -83,7 +104,11 @@ def segment_text(
         raise EmptyText("text is empty")
     if not has_speakable(clean):
         raise SegmentationError("text has nothing speakable (only punctuation, symbols or emoji)")
-    splitter = ClauseSplitter(max_chars=max_chars, first_max_chars=first_max_chars)
+    splitter = ClauseSplitter(
+        max_chars=max_chars,
+        first_max_chars=first_max_chars,
+        first_min_chars=max(0, min(first_min_chars, first_max_chars)),
+    )
 
     spans: list[Span] = []
     sentence_index = 0
@@ -91,17 +116,25 @@ def segment_text(
         pieces = _sentence_pieces(sentence, hint, splitter, first=not spans, verbalize=verbalize)
         if not pieces:
             continue
-        for k, (piece, lang) in enumerate(pieces):
+        for k, raw_runs in enumerate(pieces):
+            # Codes were kept whole between markers (see `number_context`).
+            piece_runs = tuple(Run(_unmark(r.text), r.lang) for r in raw_runs if _unmark(r.text))
+            piece = "".join(r.text for r in piece_runs)
             last = k == len(pieces) - 1
             if last:
                 pause = PAUSE_PARAGRAPH_MS if ends_paragraph else PAUSE_SENTENCE_MS
             else:
                 pause = PAUSE_CLAUSE_MS if piece[-1] in CLAUSE_END else 0
-            spans.append(Span(piece, lang, sentence_index, last, pause, len(spans)))
+            lang = piece_runs[0].lang if len(piece_runs) == 1 else "mixed"
+            spans.append(Span(piece, lang, sentence_index, last, pause, len(spans), piece_runs))
         sentence_index += 1
     if not spans:  # only reachable if every letter sat in stripped markup
         raise SegmentationError("text has nothing speakable after removing markup")
     return spans
+
+
+def _unmark(text: str) -> str:
+    return text.replace(CODE_OPEN, "").replace(CODE_CLOSE, "")
 
 
 def _drop_symbols(text: str) -> str:
@@ -116,18 +149,69 @@ def _drop_symbols(text: str) -> str:
 
 def _sentence_pieces(
     sentence: str, hint: str | None, splitter: ClauseSplitter, *, first: bool, verbalize: bool
-) -> list[tuple[str, str]]:
-    """Pieces (text, lang) of one sentence; `first` makes the first piece short."""
-    out: list[tuple[str, str]] = []
+) -> list[tuple[Run, ...]]:
+    """Pieces of one sentence, each as its runs; `first` makes the first piece a short clause."""
+    runs: list[Run] = []
+    before = ""
     for run in tag_runs(sentence, hint):
-        run_text = verbalize_numbers(run.text, run.lang) if verbalize else run.text
-        run_text = _drop_symbols(run_text)
-        clauses = splitter.clauses(run_text)
-        while first and not out and clauses:
-            # Streaming first: the first span is the first clause, cut if still too long.
-            head, tail = splitter.cut_head(clauses[0].strip(), splitter.first_max_chars)
-            clauses = [tail, *clauses[1:]] if tail.strip() else clauses[1:]
-            if has_speakable(head):
-                out.append((head.strip(), run.lang))
-        out.extend((p, run.lang) for p in splitter.pack(clauses) if has_speakable(p))
+        text = verbalize_numbers(run.text, run.lang, before) if verbalize else run.text
+        before += run.text
+        text = _drop_symbols(text)
+        if runs and runs[-1].lang == run.lang:
+            runs[-1] = Run(runs[-1].text + text, run.lang)
+        elif text:
+            runs.append(Run(text, run.lang))
+    out: list[tuple[Run, ...]] = []
+    for group in _speakable_groups(runs):
+        text = "".join(r.text for r in group)
+        langs = [r.lang for r in group for _ in r.text]
+        clauses = splitter.clauses(text)
+        pieces: list[str] = []
+        if first and not out and clauses:
+            head, clauses = splitter.first_piece(clauses)
+            pieces.append(head)
+        pieces.extend(splitter.pack(clauses))
+        pos = 0
+        for piece in pieces:
+            piece = piece.strip()
+            if not has_speakable(piece):
+                continue
+            start = text.find(piece, pos)
+            if start < 0:  # unreachable: pieces are substrings in order; keep one language
+                out.append((Run(piece, group[0].lang),))
+                continue
+            pos = start + len(piece)
+            out.append(_runs_of(piece, langs[start:pos]))
     return out
+
+
+def _speakable_groups(runs: list[Run]) -> list[list[Run]]:
+    """Consecutive runs that one voice may speak together; each "other" run stands alone."""
+    groups: list[list[Run]] = []
+    for run in runs:
+        if groups and run.lang != "other" and groups[-1][-1].lang != "other":
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    return groups
+
+
+def _runs_of(piece: str, langs: list[str]) -> tuple[Run, ...]:
+    """Split a piece into runs by its characters' languages; a run with nothing to say (a
+    comma, a space) joins its neighbour so no G2P call gets bare punctuation."""
+    runs: list[Run] = []
+    for ch, lang in zip(piece, langs, strict=True):
+        if runs and runs[-1].lang == lang:
+            runs[-1] = Run(runs[-1].text + ch, lang)
+        else:
+            runs.append(Run(ch, lang))
+    merged: list[Run] = []
+    for run in runs:
+        if merged and (not has_speakable(run.text) or not has_speakable(merged[-1].text)):
+            lang = merged[-1].lang if has_speakable(merged[-1].text) else run.lang
+            merged[-1] = Run(merged[-1].text + run.text, lang)
+        elif merged and merged[-1].lang == run.lang:
+            merged[-1] = Run(merged[-1].text + run.text, run.lang)
+        else:
+            merged.append(run)
+    return tuple(merged)

@@ -28,6 +28,22 @@ def _is_cjk(ch: str) -> bool:
     )
 
 
+# Marks around a code's digit words (see `number_context`): a cut never falls between them.
+_CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
+
+
+def _outside_codes(text: str, cut: int) -> int:
+    """`cut` moved to the start of the code it falls in (or past its end when the code starts
+    the text), so a code is never read half in one span and half in the next."""
+    start = text.rfind(_CODE_OPEN, 0, cut)
+    if start < 0 or text.rfind(_CODE_CLOSE, 0, cut) > start:
+        return cut
+    if start > 0:
+        return start
+    end = text.find(_CODE_CLOSE, cut)
+    return end + 1 if end >= 0 else cut
+
+
 @dataclass(frozen=True)
 class ClauseSplitter:
     """Splits normalized text into sentences, sentences into clauses, and packs clauses into
@@ -43,6 +59,8 @@ class ClauseSplitter:
     """Budget of a regular piece."""
     first_max_chars: int = 40
     """Budget of the first piece of a request (keeps time-to-first-audio low)."""
+    first_min_chars: int = 12
+    """The first piece takes whole clauses until it costs at least this much."""
     cjk_weight: int = 2
     """Cost of one CJK character."""
 
@@ -51,6 +69,11 @@ class ClauseSplitter:
             raise ValueError(
                 "need 4 <= first_max_chars <= max_chars, got "
                 f"first_max_chars={self.first_max_chars}, max_chars={self.max_chars}"
+            )
+        if not 0 <= self.first_min_chars <= self.first_max_chars:
+            raise ValueError(
+                "need 0 <= first_min_chars <= first_max_chars, got "
+                f"first_min_chars={self.first_min_chars}, first_max_chars={self.first_max_chars}"
             )
 
     def cost(self, text: str) -> int:
@@ -151,7 +174,27 @@ class ClauseSplitter:
             cut = limit
             while cut > 1 and unicodedata.combining(text[cut]):
                 cut -= 1
+        if _CODE_OPEN in text:
+            cut = _outside_codes(text, cut)
         return text[:cut], text[cut:]
+
+    def first_piece(self, clauses: list[str]) -> tuple[str, list[str]]:
+        """The first piece of a request and the clauses left after it.
+
+        Whole clauses are taken until the piece costs at least `first_min_chars`, as long as
+        they fit `first_max_chars`: a clause boundary keeps the prosody a fragment loses. A
+        first clause over the budget is cut (at a space where there is one).
+        """
+        head, k = clauses[0], 1
+        while (
+            k < len(clauses)
+            and self.cost(head.strip()) < self.first_min_chars
+            and self.cost((head + clauses[k]).strip()) <= self.first_max_chars
+        ):
+            head, k = head + clauses[k], k + 1
+        head, tail = self.cut_head(head.strip(), self.first_max_chars)
+        rest = clauses[k:]
+        return head, [tail, *rest] if tail.strip() else rest
 
     def pack(self, clauses: list[str], budget: int | None = None) -> list[str]:
         """Merge consecutive clauses into pieces of cost <= budget; cut clauses that are longer.

@@ -9,6 +9,7 @@ from faust.types import EventT
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
@@ -19,8 +20,9 @@ from streamtts.schemas import TTSRequest
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, rendering_headers
 
 
-class VoiceCatalog(Protocol):
-    """What the segment stage needs of the voice registry: reject unknown voices up front."""
+class VoiceCatalog(VoiceChooser, Protocol):
+    """What the segment stage needs of the voice registry: reject unknown voices up front and
+    plan one voice per request or sentence."""
 
     def spec(self, voice_id: str) -> object:
         """Resolve `voice_id`; raise a `RecordError` (reason "unknown_voice") if it is not known."""
@@ -86,9 +88,11 @@ class SegmentStage(FaustStage):
             segments = plan_segments(
                 request,
                 first_max_chars=self.pipeline.first_max_chars,
+                first_min_chars=self.pipeline.first_min_chars,
                 max_chars=self.pipeline.max_chars,
                 max_text_chars=self.pipeline.max_text_chars,
                 markup=self.pipeline.markup,
+                voices=self.voices,
             )
         except (RecordError, ValueError) as err:  # permanent: this record can never succeed
             return await self.dead_letter(
@@ -114,6 +118,8 @@ class SegmentStage(FaustStage):
             tenant=request.tenant,
             stage=self.name,
             voice=request.voice,
+            voice_planned=segments[0].voice,
+            voice_scope=segments[0].voice_scope,
             lang=request.language,
             segments=len(segments),
             pool=pool,

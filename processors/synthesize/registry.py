@@ -51,6 +51,9 @@ _BUNDLED_NOTES = {
     "jm_kumo": "Kokoro, male; good Chinese and English",
 }
 _BLEND_CACHE_MAX = 64
+# After each language's base voice, the voices "auto" prefers for a sentence in several
+# languages: both spoke English word-perfect and Chinese near-perfect in our ASR checks.
+AUTO_MULTILINGUAL: tuple[str, ...] = ("jm_kumo", "jf_gongitsune")
 
 
 def voice_class(voice_id: str) -> str:
@@ -222,19 +225,66 @@ class VoiceRegistry:
             )
         return self.spec(voice_id)
 
-    def voice_for(self, voice_id: str | None, lang: str) -> tuple[VoiceSpec, bool]:
-        """Voice to speak `lang` for a request that asked for `voice_id`.
+    def voice_for(self, voice_id: str | None, langs: str | Iterable[str]) -> tuple[VoiceSpec, bool]:
+        """Voice to speak `langs` (one language or all of a mixed span's) for a request that
+        asked for `voice_id`.
 
         Returns:
-            (spec, substituted): the requested voice if it speaks `lang`, else the base voice
-            of `lang` with substituted=True (a degradation the caller should report).
+            (spec, substituted): the requested voice if it speaks them all, else the one voice
+            "auto" picks for them (the base voice for one language) with substituted=True (a
+            degradation the caller should report). Without `voice_id`: the "auto" pick.
+        Raises:
+            UnsupportedLanguageError: no voice speaks them all.
         """
+        wanted = frozenset({langs} if isinstance(langs, str) else langs)
         if voice_id:
             spec = self.spec(voice_id)
-            if lang in spec.languages:
+            if wanted <= spec.languages:
                 return spec, False
-            return self.base_voice(lang), True
-        return self.base_voice(lang), False
+        if len(wanted) == 1:
+            chosen = self.base_voice(next(iter(wanted)))
+        else:
+            found = self.voice_for_langs(wanted)
+            if found is None:
+                raise UnsupportedLanguageError(f"no single voice speaks {', '.join(sorted(wanted))}")
+            chosen = self.spec(found)
+        return chosen, bool(voice_id)
+
+    def languages_of(self, voice_id: str) -> frozenset[str]:
+        """Languages `voice_id` (or a blend) speaks.
+
+        Raises:
+            UnknownVoiceError, InvalidVoiceError: as `spec`.
+        """
+        return self.spec(voice_id).languages
+
+    def voice_for_langs(self, langs: Iterable[str]) -> str | None:
+        """The one voice "auto" picks to speak all of `langs`, or None if no voice can.
+
+        Each language ranks the voices: its base voice first, then `AUTO_MULTILINGUAL`, then
+        every other voice that speaks it. The voice with the lowest rank sum wins (ties: the
+        earlier in that order), so one language gets its base voice ("en" → en_joe) and
+        zh + en gets jm_kumo (zh's base voice, and second for English).
+        """
+        wanted = sorted(set(langs))
+        if not wanted:
+            return None
+        order = list(dict.fromkeys([*self.base_voices.values(), *AUTO_MULTILINGUAL, *self.voice_ids()]))
+        order = [v for v in order if v in self._voices]
+        best: tuple[int, int, str] | None = None
+        for position, voice_id in enumerate(order):
+            if not set(wanted) <= self._voices[voice_id].languages:
+                continue
+            score = sum(self._rank(voice_id, lang, order) for lang in wanted)
+            if best is None or (score, position) < best[:2]:
+                best = (score, position, voice_id)
+        return best[2] if best else None
+
+    def _rank(self, voice_id: str, lang: str, order: list[str]) -> int:
+        base = self.base_voices.get(lang)
+        ranked = [base] if base else []
+        ranked += [v for v in (*AUTO_MULTILINGUAL, *order) if v != base and lang in self._voices[v].languages]
+        return list(dict.fromkeys(ranked)).index(voice_id)
 
     # -- engines --------------------------------------------------------------------------
 

@@ -111,8 +111,11 @@ class SegmentRenderer:
         """Audio for one segment. Never raises for a speech failure: it degrades instead."""
         ctx = segment.request
         requested = None if ctx.voice == "auto" else ctx.voice
+        # The segment stage plans one voice per request/sentence; older segments carry none.
+        planned = segment.voice or requested
         lang = segment.lang
-        main_lang = ctx.language if ctx.language != "auto" else lang
+        langs = segment.langs
+        main_lang = ctx.language if ctx.language != "auto" else _main_lang(segment)
         cls = (voice_class(ctx.voice), lang)
         started = time.perf_counter()
         # By-design substitutions (no native voice) are reported but are not failures.
@@ -124,7 +127,7 @@ class SegmentRenderer:
             reason = "breaker_open"
         else:
             try:
-                samples, used, substituted = self._speak(segment, requested, lang)
+                samples, used, substituted = self._speak(segment, planned, langs)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
                 self.breaker.record_degradation(cls)
@@ -141,20 +144,29 @@ class SegmentRenderer:
                 )
             else:
                 self.breaker.record_success(cls)
-                if substituted and requested is not None:  # e.g. an English-only voice on a zh span
+                if requested is not None and used != requested and (substituted or segment.voice):
+                    # e.g. an English-only voice on a zh sentence: the planner gave the whole
+                    # sentence one voice that speaks it.
                     return self._degraded(
                         segment, samples, used, "fallback_voice", "voice_lacks_language", started
+                    )
+                if segment.voice_scope == "span":  # no single voice speaks this sentence
+                    return self._degraded(
+                        segment, samples, used, "fallback_voice", "no_single_voice", started
                     )
                 return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
         step: DegradationStep = "breaker_open" if reason == "breaker_open" else "fallback_voice"
         # Step 2: the base voice of the request's main language, then of the span's language.
-        speak_lang = {"yue": "zh", "other": "en"}.get(lang, lang)
-        for fallback_lang in _unique((main_lang, speak_lang)):
+        speak_langs = frozenset({"yue": "zh", "other": "en"}.get(x, x) for x in langs)
+        for fallback_lang in _unique((main_lang, *sorted(speak_langs))):
             try:
                 base = self.synth.registry.base_voice(
                     {"yue": "zh", "other": "en"}.get(fallback_lang, fallback_lang)
                 )
-                samples, used, _ = self._speak(segment, base.voice_id, speak_lang)
+                if not speak_langs <= base.languages:
+                    found = self.synth.registry.voice_for_langs(speak_langs)
+                    base = self.synth.registry.spec(found) if found else base
+                samples, used, _ = self._speak(segment, base.voice_id, speak_langs)
                 return self._degraded(segment, samples, used, step, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
@@ -170,13 +182,17 @@ class SegmentRenderer:
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
         return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
 
-    def _speak(self, segment: Segment, voice_id: str | None, lang: str) -> tuple[np.ndarray, str, bool]:
+    def _speak(
+        self, segment: Segment, voice_id: str | None, langs: frozenset[str]
+    ) -> tuple[np.ndarray, str, bool]:
         """Synthesize one span within its G2P and inference budgets, each step once:
-        1. resolve the voice, 2. phonemize (G2P budget), 3. render those phonemes (inference
-        budget). Returns (samples, voice used, whether it replaced the requested voice)."""
+        1. resolve the voice, 2. phonemize every run (G2P budget), 3. render those phonemes in
+        one call (inference budget). Returns (samples, voice used, whether it replaced the
+        requested voice)."""
         ctx = segment.request
-        voice = self.synth.resolve(voice_id, lang)
-        phonemes = self._within(self.budgets.g2p_s, "g2p", voice.engine.phonemize, segment.text, lang)
+        voice = self.synth.resolve(voice_id, langs)
+        runs = [(text, lang if lang in langs else next(iter(langs))) for text, lang in segment.run_pairs()]
+        phonemes = self._within(self.budgets.g2p_s, "g2p", self.synth.phonemize, voice, runs)
         assert isinstance(phonemes, str)
         chunks: list = self._within(  # type: ignore[assignment]
             self.budgets.inference_s(segment.text),
@@ -238,6 +254,13 @@ class SegmentRenderer:
         if self._on_degraded:
             self._on_degraded(deg)
         return RenderedSegment(samples, ctx.sample_rate, used, deg, _ms(started))
+
+
+def _main_lang(segment: Segment) -> str:
+    """The language of a span's longest run (what a fallback voice should speak first)."""
+    if not segment.runs:
+        return segment.lang
+    return max(segment.runs, key=lambda r: len(r.text)).lang
 
 
 def _reason(err: BaseException) -> str:

@@ -5,7 +5,7 @@ before later parts are synthesized)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,33 +63,45 @@ class Synthesizer:
         sample_rate: int | None = None,
         *,
         pause_after_ms: float = 0.0,
+        runs: Sequence[tuple[str, str]] | None = None,
     ) -> Iterator[AudioChunk]:
-        """Synthesize one span (already segmented text in one language).
+        """Synthesize one span (already segmented text).
 
         Args:
             span_text: text of the span.
-            lang: its language (zh, en, ja, ko, yue).
-            voice_id: requested voice or blend; None picks the base voice of `lang`. A voice
-                that cannot speak `lang` is replaced by the base voice of `lang`.
+            lang: its language (zh, en, ja, ko, yue; "mixed" with `runs`).
+            voice_id: requested voice or blend; None picks the "auto" voice of the span's
+                languages. A voice that cannot speak them all is replaced by that pick.
             speed: 0.5–2.0; None uses the voice's default.
             sample_rate: output rate (8000–48000); None keeps the engine's native rate.
             pause_after_ms: silence appended after the span's last chunk.
+            runs: (text, lang) pieces of a mixed-language span; each is phonemized in its
+                own language and the whole span is rendered in one model call.
         Yields:
             Post-processed chunks (trimmed, resampled, peak-limited, faded), usually one.
         Raises:
             UnknownVoiceError, UnsupportedLanguageError, InvalidParameterError.
         """
         check_rate(sample_rate)
-        voice = self.resolve(voice_id, lang)
-        phonemes = voice.engine.phonemize(span_text, lang)
+        pieces = list(runs) if runs else [(span_text, lang)]
+        voice = self.resolve(voice_id, {piece_lang for _, piece_lang in pieces})
+        phonemes = self.phonemize(voice, pieces)
         yield from self.render_phonemes(phonemes, voice, speed, sample_rate, pause_after_ms=pause_after_ms)
 
-    def resolve(self, voice_id: str | None, lang: str) -> ResolvedVoice:
-        """Step 1: the voice that speaks `lang` for a request asking for `voice_id`."""
-        spec, substituted = self.registry.voice_for(voice_id, lang)
+    def resolve(self, voice_id: str | None, langs: str | Iterable[str]) -> ResolvedVoice:
+        """Step 1: the voice that speaks `langs` (all of them) for a request asking for
+        `voice_id`."""
+        spec, substituted = self.registry.voice_for(voice_id, langs)
         if substituted:
-            log.info("voice %s cannot speak %s; using %s", voice_id, lang, spec.voice_id)
+            log.info("voice %s cannot speak %s; using %s", voice_id, langs, spec.voice_id)
         return ResolvedVoice(spec, self.registry.engine(spec), substituted)
+
+    @staticmethod
+    def phonemize(voice: ResolvedVoice, runs: Sequence[tuple[str, str]]) -> str:
+        """Step 2: the phonemes of a span's runs, each in its own language's G2P, joined by
+        a word break so the model speaks them as one utterance."""
+        parts = (voice.engine.phonemize(text, lang) for text, lang in runs)
+        return " ".join(p for p in parts if p)
 
     def render_phonemes(
         self,

@@ -128,6 +128,9 @@ class PipelineSettings:
 
     first_max_chars: int = 40
     """Size of the first span of a request: it bounds the time to first audio."""
+    first_min_chars: int = 12
+    """The first span takes whole clauses until it is this long (a lone "您好，" loses its
+    prosody); 0 keeps the first clause alone."""
     max_chars: int = 150
     """Size of later spans (CJK characters count double)."""
     max_text_chars: int = 20_000
@@ -203,6 +206,11 @@ class PipelineSettings:
             raise ConfigError(
                 f"{ENV_PREFIX}MAX_CHARS ({self.max_chars}) must be ≥ FIRST_MAX_CHARS ({self.first_max_chars})"
             )
+        if not 0 <= self.first_min_chars <= self.first_max_chars:
+            raise ConfigError(
+                f"{ENV_PREFIX}FIRST_MIN_CHARS ({self.first_min_chars}) must be 0–FIRST_MAX_CHARS "
+                f"({self.first_max_chars})"
+            )
         if not 0 <= self.ops_port <= 65535:
             raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
         if self.chunk_max_ms > 15_000:
@@ -221,6 +229,7 @@ class PipelineSettings:
         warm = tuple(v for v in _env("WARM_VOICES", ",".join(cls.warm_voices)).split(",") if v)
         return cls(
             first_max_chars=env_int("FIRST_MAX_CHARS", cls.first_max_chars),
+            first_min_chars=env_int("FIRST_MIN_CHARS", cls.first_min_chars),
             max_chars=env_int("MAX_CHARS", cls.max_chars),
             max_text_chars=env_int("MAX_TEXT_CHARS", cls.max_text_chars),
             chunk_max_ms=env_int("CHUNK_MAX_MS", cls.chunk_max_ms),

@@ -57,7 +57,7 @@ def test_english_ordinals_and_years() -> None:
     ],
 )
 def test_english_verbalization(text: str, spoken: str) -> None:
-    assert verbalize_numbers(text, "en") == spoken
+    assert verbalize_numbers(text, "en").replace("\ue000", "").replace("\ue001", "") == spoken
 
 
 @pytest.mark.parametrize(
@@ -69,11 +69,11 @@ def test_english_verbalization(text: str, spoken: str) -> None:
         ("2024-03-15", "二零二四年三月十五日"),
         ("10:30见", "十点三十分见"),
         ("重5kg，共1234567个", "重五千克，共一百二十三万四千五百六十七个"),
-        ("电话13800138000", "电话一三八零零一三八零零零"),
+        ("电话13800138000", "电话一三八 零零一三 八零零零"),
     ],
 )
 def test_chinese_verbalization(text: str, spoken: str) -> None:
-    assert verbalize_numbers(text, "zh") == spoken
+    assert verbalize_numbers(text, "zh").replace("\ue000", "").replace("\ue001", "") == spoken
 
 
 def test_japanese_keeps_digits_for_openjtalk_but_rewrites_symbols() -> None:

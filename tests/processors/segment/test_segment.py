@@ -101,14 +101,54 @@ def test_sentences_keep_abbreviations_and_decimals() -> None:
     ]
 
 
-def test_first_span_is_short_and_later_spans_are_packed() -> None:
-    text = "您好，欢迎使用流式语音合成服务，我们会尽快把音频发给您。今天天气很好。"
+def test_first_span_is_a_whole_clause_of_minimum_length_and_later_spans_are_packed() -> None:
+    text = "您好，欢迎使用流式语音合成服务，我们会尽快把音频发给您，谢谢。今天天气很好。"
     spans = segment_text(text)
-    assert spans[0].text == "您好，"
-    assert spans[1].text == "欢迎使用流式语音合成服务，我们会尽快把音频发给您。"
+    # "您好，" alone is a fragment (spoken "您也好"): it takes the next clause along.
+    assert spans[0].text == "您好，欢迎使用流式语音合成服务，"
+    assert spans[1].text == "我们会尽快把音频发给您，谢谢。"
     assert [s.sentence_index for s in spans] == [0, 0, 1]
     assert [s.ends_sentence for s in spans] == [False, True, True]
     assert spans[1].pause_after_ms > spans[0].pause_after_ms > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "first_min", "first"),
+    [
+        ("您好，欢迎光临。", 0, "您好，"),  # the old policy: the first clause alone
+        ("您好，欢迎光临。", 12, "您好，欢迎光临。"),
+        ("Hello, how can I help you today?", 12, "Hello, how can I help you today?"),
+        ("Good morning, how can I help?", 12, "Good morning,"),  # 13 ≥ 12: a clause is enough
+        # The next clause would exceed the first span's budget: the short clause stays alone
+        # rather than being cut mid-clause.
+        ("Hi, " + "a" * 10 + " " + "b" * 30 + ".", 12, "Hi,"),
+    ],
+)
+def test_first_span_policy(text: str, first_min: int, first: str) -> None:
+    assert segment_text(text, first_min_chars=first_min)[0].text == first
+
+
+def test_a_mixed_sentence_is_one_span_with_language_runs() -> None:
+    spans = segment_text("请在App里打开您的account设置。")
+    assert len(spans) == 1 and spans[0].lang == "mixed"
+    assert [(r.text, r.lang) for r in spans[0].runs] == [
+        ("请在", "zh"),
+        ("App", "en"),
+        ("里打开您的", "zh"),
+        ("account", "en"),
+        ("设置。", "zh"),
+    ]
+    assert spans[0].langs == {"zh", "en"}
+
+
+def test_runs_concatenate_to_the_span_and_other_scripts_stay_apart() -> None:
+    spans = segment_text(
+        "我今天用 Python 写了一个 demo，Привет мир，然后 push 到 GitHub。", first_min_chars=0
+    )
+    for span in spans:
+        assert "".join(r.text for r in span.runs) == span.text
+        assert span.lang == (span.runs[0].lang if len(span.runs) == 1 else "mixed")
+    assert [s.lang for s in spans] == ["mixed", "other", "mixed"]
 
 
 def test_long_unpunctuated_text_is_cut_at_spaces() -> None:
@@ -149,7 +189,7 @@ def test_20000_chars_segment_quickly_and_limit_is_configurable() -> None:
 
 
 def test_other_scripts_are_kept_and_tagged() -> None:
-    spans = segment_text("Привет, мир. Hello.")
+    spans = segment_text("Привет, мир. Hello.", first_min_chars=0)
     assert [(s.text, s.lang) for s in spans] == [
         ("Привет,", "other"),
         ("мир.", "other"),
@@ -174,13 +214,19 @@ _TEXTS = st.lists(_ANY, max_size=300).map("".join)
 @given(
     text=_TEXTS,
     first=st.integers(4, 60),
+    first_min=st.integers(0, 60),
     extra=st.integers(0, 200),
     hint=st.sampled_from([None, "zh", "ja", "en", "yue", "ko"]),
 )
-def test_segmentation_properties(text: str, first: int, extra: int, hint: str | None) -> None:
+def test_segmentation_properties(text: str, first: int, first_min: int, extra: int, hint: str | None) -> None:
     try:
         spans = segment_text(
-            text, lang_hint=hint, first_max_chars=first, max_chars=first + extra, verbalize=False
+            text,
+            lang_hint=hint,
+            first_max_chars=first,
+            first_min_chars=first_min,
+            max_chars=first + extra,
+            verbalize=False,
         )
     except SegmentationError:
         assert not speakable(normalize_text(text))
@@ -190,7 +236,11 @@ def test_segmentation_properties(text: str, first: int, extra: int, hint: str | 
     assert all(len(s.text) <= first + extra for s in spans)
     # Every speakable character of the (normalized) input is spoken, in order.
     assert speakable("".join(s.text for s in spans)) == speakable(normalize_text(text))
-    assert all(s.lang in {"zh", "en", "ja", "ko", "yue", "other"} for s in spans)
+    assert all(s.lang in {"zh", "en", "ja", "ko", "yue", "other", "mixed"} for s in spans)
+    for span in spans:  # runs tile the span; only mixed spans have several; never "other" in them
+        assert "".join(r.text for r in span.runs) == span.text
+        assert (span.lang == "mixed") == (len(span.runs) > 1)
+        assert span.lang != "mixed" or "other" not in span.langs
     assert spans[-1].ends_sentence
 
 

@@ -142,4 +142,4 @@ def test_a_segment_is_phonemized_once_and_its_voice_resolved_once(registry, monk
     out = renderer.render(_segment("你好，世界。", "zh", voice="jm_kumo", language="zh"))
     assert out.degradation is None and out.samples.size > 0
     assert phonemized == ["你好，世界。"], "the G2P budget's phonemes are the ones synthesized"
-    assert resolved == [("jm_kumo", "zh")]
+    assert resolved == [("jm_kumo", frozenset({"zh"}))]

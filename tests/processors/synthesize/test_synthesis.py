@@ -60,8 +60,17 @@ def test_english_kokoro_speech(synthesizer: Synthesizer) -> None:
 
 def test_mixed_sentence_uses_one_voice_for_all_languages(synthesizer: Synthesizer) -> None:
     pairs, audio, _ = run(synthesizer, "我今天用 Python 写了一个 demo。", voice_id="jm_kumo")
-    assert [span.lang for span, _ in pairs] == ["zh", "en", "zh", "en"]
+    # One span, one model call: each run phonemized in its language, one utterance.
+    assert [span.lang for span, _ in pairs] == ["mixed"]
+    assert [r.lang for r in pairs[0][0].runs] == ["zh", "en", "zh", "en"]
     assert {chunk.voice_id for _, chunk in pairs} == {"jm_kumo"}
+    assert_clean_speech(audio)
+
+
+def test_auto_speaks_a_mixed_request_with_one_kokoro_voice(synthesizer: Synthesizer) -> None:
+    pairs, audio, rate = run(synthesizer, "Thank you for waiting. 请在App里打开您的account设置。")
+    assert {chunk.voice_id for _, chunk in pairs} == {"jm_kumo"}  # English sentence too
+    assert rate == 24_000
     assert_clean_speech(audio)
 
 
