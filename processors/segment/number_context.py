@@ -121,13 +121,15 @@ def _groups(digits: str) -> list[str]:
 
 
 def read_digits(groups: list[str], lang: str) -> str:
-    """Digit groups spoken one digit at a time. Groups are kept apart by a space, not a comma:
-    a comma would end a clause and could put the two halves of a code in two spans."""
+    """Digit groups spoken one digit at a time, each digit its own word (glued together, the
+    Chinese G2P makes one fast word of them: "一二三四" was heard as "要三次"), groups apart by
+    a comma: the short breath people take ("382, 915"). The splitter does not cut inside a
+    code's marks, so that comma never ends a span."""
     if lang == "en":
-        return " ".join(" ".join(_EN_DIGITS[int(d)] for d in g) for g in groups)
+        return ", ".join(" ".join(_EN_DIGITS[int(d)] for d in g) for g in groups)
     if lang == "ja":
-        return " ".join("".join(_JA_DIGITS[int(d)] for d in g) for g in groups)
-    return " ".join("".join(_ZH_DIGITS[int(d)] for d in g) for g in groups)
+        return "、".join("".join(_JA_DIGITS[int(d)] for d in g) for g in groups)
+    return "，".join(" ".join(_ZH_DIGITS[int(d)] for d in g) for g in groups)
 
 
 _DATE_SHAPE_RE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")

@@ -131,8 +131,13 @@ class ClauseSplitter:
         """Split a sentence after clause punctuation (，、；：,;:…), keeping it attached."""
         out: list[str] = []
         start, i, n = 0, 0, len(sentence)
+        in_code = False
         while i < n:
-            if sentence[i] in CLAUSE_END or sentence[i] in SENTENCE_END or sentence[i] == ".":
+            if sentence[i] in (_CODE_OPEN, _CODE_CLOSE):
+                in_code = sentence[i] == _CODE_OPEN
+            elif in_code:
+                pass  # the breath between a code's digit groups does not end a clause
+            elif sentence[i] in CLAUSE_END or sentence[i] in SENTENCE_END or sentence[i] == ".":
                 if sentence[i] in ",." and 0 < i < n - 1 and sentence[i + 1].isdigit():
                     i += 1  # 1,000 / 3.5 left by an unverbalized run
                     continue

@@ -28,6 +28,19 @@ G2P_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
 _ZH_SPLIT_RE = re.compile(r"([\u3400-\u9fff\uf900-\ufaff]+)|([A-Za-z][A-Za-z'\-]*)")
 
 
+# A run of Latin text inside a Chinese or Japanese sentence keeps the sentence's punctuation
+# ("…的app。"); espeak drops full-width marks, and without its final "." the model cuts the
+# sentence's falling end short (ASR lost whole words). Map them to what espeak reads.
+_FULLWIDTH_PUNCT = str.maketrans(
+    {"。": ". ", "，": ", ", "、": ", ", "！": "! ", "？": "? ", "：": ": ", "；": "; ", "…": "... "}
+)
+
+
+def ascii_punctuation(text: str) -> str:
+    """Full-width CJK punctuation → ASCII (with the space it implies), for espeak."""
+    return text.translate(_FULLWIDTH_PUNCT).strip()
+
+
 class Phonemizer(Protocol):
     """Text in one language → phoneme string."""
 
@@ -47,7 +60,7 @@ class EnglishG2P:
         if not text.strip():
             return ""
         with self._lock:
-            phonemes, _ = self._fallback(types.SimpleNamespace(text=text))
+            phonemes, _ = self._fallback(types.SimpleNamespace(text=ascii_punctuation(text)))
         return (phonemes or "").strip()
 
 

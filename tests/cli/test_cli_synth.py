@@ -40,3 +40,16 @@ def test_synth_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert "streamtts: error: --text is empty" in capsys.readouterr().err
     assert main(["synth", "--text", "hi", "--out", str(tmp_path / "missing" / "x.wav")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_synth_voice_auto_speaks_a_mixed_text_with_one_voice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`auto` is the contract's default voice, so `synth` takes it too (it used to refuse it)."""
+    out = tmp_path / "mixed.wav"
+    rc = main(["synth", "--text", "请在App里打开您的account设置。", "--voice", "auto", "--out", str(out)])
+    assert rc == 0
+    audio, rate = decode_audio(out.read_bytes(), "wav")
+    assert rate == 24_000 and len(audio) / rate > 1.0  # Kokoro's rate: one voice for it all
+    assert "fallback voices" not in capsys.readouterr().err

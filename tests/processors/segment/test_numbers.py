@@ -69,7 +69,7 @@ def test_english_verbalization(text: str, spoken: str) -> None:
         ("2024-03-15", "二零二四年三月十五日"),
         ("10:30见", "十点三十分见"),
         ("重5kg，共1234567个", "重五千克，共一百二十三万四千五百六十七个"),
-        ("电话13800138000", "电话一三八 零零一三 八零零零"),
+        ("电话13800138000", "电话一 三 八，零 零 一 三，八 零 零 零"),
     ],
 )
 def test_chinese_verbalization(text: str, spoken: str) -> None:
