@@ -32,16 +32,17 @@ def _is_cjk(ch: str) -> bool:
 _CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
 
 
-def _outside_codes(text: str, cut: int) -> int:
+def _outside_codes(text: str, cut: int, max_len: int) -> int:
     """`cut` moved to the start of the code it falls in (or past its end when the code starts
-    the text), so a code is never read half in one span and half in the next."""
+    the text and is at most `max_len` long), so a code is never read half in one span and
+    half in the next; a code longer than that is cut like any text."""
     start = text.rfind(_CODE_OPEN, 0, cut)
     if start < 0 or text.rfind(_CODE_CLOSE, 0, cut) > start:
         return cut
     if start > 0:
         return start
     end = text.find(_CODE_CLOSE, cut)
-    return end + 1 if end >= 0 else cut
+    return end + 1 if 0 <= end < max_len else cut
 
 
 @dataclass(frozen=True)
@@ -180,15 +181,18 @@ class ClauseSplitter:
             while cut > 1 and unicodedata.combining(text[cut]):
                 cut -= 1
         if _CODE_OPEN in text:
-            cut = _outside_codes(text, cut)
+            cut = _outside_codes(text, cut, budget * 3 // 2)
         return text[:cut], text[cut:]
 
     def first_piece(self, clauses: list[str]) -> tuple[str, list[str]]:
         """The first piece of a request and the clauses left after it.
 
         Whole clauses are taken until the piece costs at least `first_min_chars`, as long as
-        they fit `first_max_chars`: a clause boundary keeps the prosody a fragment loses. A
-        first clause over the budget is cut (at a space where there is one).
+        they fit `first_max_chars`: a clause boundary keeps the prosody a fragment loses. If
+        the rest of the sentence would then be a fragment itself (under twice that), the whole
+        sentence is taken
+        when it fits 1.5 × `first_max_chars`. A first clause over the budget is cut (at a
+        space where there is one).
         """
         head, k = clauses[0], 1
         while (
@@ -197,8 +201,15 @@ class ClauseSplitter:
             and self.cost((head + clauses[k]).strip()) <= self.first_max_chars
         ):
             head, k = head + clauses[k], k + 1
-        head, tail = self.cut_head(head.strip(), self.first_max_chars)
         rest = clauses[k:]
+        tail_cost = self.cost("".join(rest).strip())
+        if 0 < tail_cost < 2 * self.first_min_chars and self.cost((head + "".join(rest)).strip()) <= (
+            self.first_max_chars * 3 // 2
+        ):
+            # What is left of the sentence would be a fragment too ("…，请妥善保管。" spoken
+            # alone came back garbled): the sentence goes whole, up to 1.5 × the budget.
+            return (head + "".join(rest)).strip(), []
+        head, tail = self.cut_head(head.strip(), self.first_max_chars)
         return head, [tail, *rest] if tail.strip() else rest
 
     def pack(self, clauses: list[str], budget: int | None = None) -> list[str]:

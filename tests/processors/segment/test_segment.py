@@ -118,10 +118,15 @@ def test_first_span_is_a_whole_clause_of_minimum_length_and_later_spans_are_pack
         ("您好，欢迎光临。", 0, "您好，"),  # the old policy: the first clause alone
         ("您好，欢迎光临。", 12, "您好，欢迎光临。"),
         ("Hello, how can I help you today?", 12, "Hello, how can I help you today?"),
-        ("Good morning, how can I help?", 12, "Good morning,"),  # 13 ≥ 12: a clause is enough
+        # 13 ≥ 12: a clause is enough (the rest is no fragment)
+        ("Good morning, thank you for calling the support line.", 12, "Good morning,"),
+        ("Good morning, how can I help?", 12, "Good morning, how can I help?"),
         # The next clause would exceed the first span's budget: the short clause stays alone
         # rather than being cut mid-clause.
-        ("Hi, " + "a" * 10 + " " + "b" * 30 + ".", 12, "Hi,"),
+        ("Hi, " + "a" * 10 + " " + "b" * 30 + " " + "c" * 30 + ".", 12, "Hi,"),
+        # No fragment at the end either: the short rest of the sentence comes along.
+        ("您的验证码是三八二九一五，五分钟内有效。", 12, "您的验证码是三八二九一五，五分钟内有效。"),
+        ("您的验证码是三八二九一五，请在五分钟内输入，过期后需要重新获取。", 12, "您的验证码是三八二九一五，"),
     ],
 )
 def test_first_span_policy(text: str, first_min: int, first: str) -> None:
@@ -232,7 +237,7 @@ def test_segmentation_properties(text: str, first: int, first_min: int, extra: i
         assert not speakable(normalize_text(text))
         return
     assert spans and all(isinstance(s, Span) and s.text.strip() for s in spans)
-    assert len(spans[0].text) <= first
+    assert len(spans[0].text) <= first * 3 // 2  # 1.5 x: a sentence is not left with a fragment
     assert all(len(s.text) <= first + extra for s in spans)
     # Every speakable character of the (normalized) input is spoken, in order.
     assert speakable("".join(s.text for s in spans)) == speakable(normalize_text(text))
@@ -251,4 +256,5 @@ def test_verbalizing_segmentation_never_crashes(text: str) -> None:
         spans = segment_text(text, first_max_chars=20, max_chars=60)
     except SegmentationError:
         return
-    assert all(0 < len(s.text) <= 60 for s in spans) and len(spans[0].text) <= 20
+    # A code is never cut in two unless it alone exceeds 1.5 x the budget.
+    assert all(0 < len(s.text) <= 90 for s in spans) and len(spans[0].text) <= 30
