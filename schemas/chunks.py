@@ -40,6 +40,9 @@ def _check_order(seq: int, total: int, last: bool, last_part: bool) -> None:
         raise ValueError("last requires last_part and seq == total - 1")
 
 
+CacheState = Literal["hit", "miss", "off"]
+
+
 class PcmChunk(Contract):
     """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
 
@@ -58,6 +61,8 @@ class PcmChunk(Contract):
     pcm: AudioBytes
     degradation: Degradation | None = None
     synth_ms: float = Field(default=0.0, ge=0)
+    cache: CacheState | None = None
+    """Render cache: "hit" (served without inference), "miss" (rendered and stored) or "off"."""
     request: RequestContext
     synthesized_at: AwareDatetime
 
@@ -91,6 +96,8 @@ class AudioChunk(Contract):
     audio: AudioBytes
     duration_ms: float = Field(ge=0)
     degradation: Degradation | None = None
+    cache: CacheState | None = None
+    """Render cache status of the segment's audio (see `PcmChunk.cache`)."""
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime
     """The request's creation time (so subscribers can measure end-to-end latency)."""

@@ -31,6 +31,7 @@ class RequestContext(BaseModel):
     priority: Priority
     delivery: Delivery
     metadata: dict[str, str] = Field(default_factory=dict)
+    cache: bool = True
     created_at: AwareDatetime
 
     @classmethod
@@ -46,5 +47,6 @@ class RequestContext(BaseModel):
             priority=request.priority,
             delivery=request.delivery,
             metadata=request.metadata,
+            cache=request.cache,
             created_at=request.created_at,
         )

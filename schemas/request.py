@@ -76,6 +76,8 @@ class TTSRequest(Contract):
     speed: float = Field(default=1.0, ge=0.5, le=2.0)
     priority: Priority = "normal"
     delivery: Delivery = Field(default_factory=Delivery)
+    cache: bool = True
+    """Serve and store renders in the render cache; false always synthesizes afresh."""
     metadata: dict[str, str] = Field(default_factory=dict, max_length=32)
     """Caller correlation data, echoed on the completion result."""
     created_at: AwareDatetime

@@ -121,7 +121,14 @@ class Worker:
 
         renderer = self._renderer
         if renderer is None:
-            renderer = self._renderer = await asyncio.to_thread(build_renderer, self.pipeline)
+            counters = self.telemetry.render_cache
+
+            def count(kind: str, tier: str, n: int) -> None:
+                counters[kind].labels(tier).inc(n)
+
+            renderer = self._renderer = await asyncio.to_thread(
+                build_renderer, self.pipeline, self.settings.s3, count
+            )
         voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
         spec = renderer.synth.registry.spec(voice)
         lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]

@@ -43,6 +43,7 @@ def encode_pcm_chunk(chunk: PcmChunk) -> AudioChunk:
         audio=payload,
         duration_ms=chunk.duration_ms,
         degradation=chunk.degradation,
+        cache=chunk.cache,
         metadata=ctx.metadata,
         created_at=ctx.created_at,
         encoded_at=datetime.now(UTC),

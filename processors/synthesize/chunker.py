@@ -32,6 +32,7 @@ def pcm_chunks(segment: Segment, rendered: RenderedSegment, chunk_max_ms: int) -
                 pcm=pcm[start : start + per_part].tobytes(),
                 degradation=rendered.degradation if i == 0 else None,
                 synth_ms=rendered.synth_ms if i == 0 else 0.0,
+                cache=rendered.cache,
                 request=segment.request,
                 synthesized_at=now,
             )

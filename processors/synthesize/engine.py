@@ -68,6 +68,8 @@ class SpeechEngine(Protocol):
     name: str
     sample_rate: int
     languages: frozenset[str]
+    model_id: str
+    """Digest of the weights (and whatever else changes the samples): render cache keys use it."""
 
     def warm_up(self) -> None:
         """Run one short inference per language so the first request pays no lazy costs."""

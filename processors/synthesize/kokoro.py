@@ -114,6 +114,8 @@ class KokoroEngine:
     name: str = "kokoro"
     sample_rate: int = SAMPLE_RATE
     languages: frozenset[str] = KOKORO_LANGS
+    model_id: str = ""
+    """SHA-256 of the model and its vocabulary: part of every render cache key."""
 
     @classmethod
     def load(
@@ -141,7 +143,9 @@ class KokoroEngine:
             raise ModelLoadError(f"cannot load the Kokoro model: {err}") from err
         vocab_text = (resources.files(_DATA_PACKAGE) / "data" / "vocab.json").read_text("utf-8")
         vocab = json.loads(vocab_text)["vocab"]
-        return cls(session=session, vocab=vocab, g2p=g2p or G2PBank())
+        digest = hashlib.sha256(hashlib.sha256(model).digest())
+        digest.update(json.dumps(vocab, sort_keys=True).encode())
+        return cls(session=session, vocab=vocab, g2p=g2p or G2PBank(), model_id=digest.hexdigest())
 
     def phonemize(self, text: str, lang: str) -> str:
         """Kokoro phonemes for `text` (characters outside the vocabulary are removed)."""

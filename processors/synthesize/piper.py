@@ -6,6 +6,7 @@ Piper's convention: BOS, then each phoneme followed by the pad id, then EOS.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources as resources
 import json
 import threading
@@ -54,6 +55,8 @@ class PiperEngine:
     name: str = "piper"
     sample_rate: int = 22_050
     languages: frozenset[str] = frozenset({"en"})
+    model_id: str = ""
+    """SHA-256 of the model bytes and its config: part of every render cache key."""
     _phonemizer: _EspeakPhonemizer | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -99,12 +102,15 @@ class PiperEngine:
         except Exception as err:  # onnxruntime's own exception types
             raise ModelLoadError(f"cannot load Piper voice {name!r}: {err}") from err
         family = str(parsed.get("language", {}).get("family") or "en")
+        digest = hashlib.sha256(model)
+        digest.update(json.dumps(parsed, sort_keys=True).encode())
         return cls(
             session=session,
             config=parsed,
             name=name,
             sample_rate=int(parsed["audio"]["sample_rate"]),
             languages=frozenset({family}),
+            model_id=digest.hexdigest(),
         )
 
     def _espeak(self) -> _EspeakPhonemizer:

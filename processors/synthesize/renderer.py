@@ -24,6 +24,7 @@ from streamtts.errors import failure_reason
 from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
+from streamtts.processors.synthesize.render_cache import CacheStatus
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
@@ -67,6 +68,8 @@ class RenderedSegment:
     voice_used: str
     degradation: Degradation | None
     synth_ms: float
+    cache: CacheStatus | None = None
+    """Whether the render cache had it ("hit"), stored it ("miss"), or was bypassed ("off")."""
 
 
 class SegmentRenderer:
@@ -127,7 +130,7 @@ class SegmentRenderer:
             reason = "breaker_open"
         else:
             try:
-                samples, used, substituted = self._speak(segment, planned, langs)
+                samples, used, substituted, cache = self._speak(segment, planned, langs)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
                 self.breaker.record_degradation(cls)
@@ -154,7 +157,7 @@ class SegmentRenderer:
                     return self._degraded(
                         segment, samples, used, "fallback_voice", "no_single_voice", started
                     )
-                return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started))
+                return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started), cache)
         step: DegradationStep = "breaker_open" if reason == "breaker_open" else "fallback_voice"
         # Step 2: the base voice of the request's main language, then of the span's language.
         speak_langs = frozenset({"yue": "zh", "other": "en"}.get(x, x) for x in langs)
@@ -166,7 +169,7 @@ class SegmentRenderer:
                 if not speak_langs <= base.languages:
                     found = self.synth.registry.voice_for_langs(speak_langs)
                     base = self.synth.registry.spec(found) if found else base
-                samples, used, _ = self._speak(segment, base.voice_id, speak_langs)
+                samples, used, _, _ = self._speak(segment, base.voice_id, speak_langs)
                 return self._degraded(segment, samples, used, step, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
@@ -183,30 +186,59 @@ class SegmentRenderer:
         return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
 
     def _speak(
-        self, segment: Segment, voice_id: str | None, langs: frozenset[str]
-    ) -> tuple[np.ndarray, str, bool]:
+        self, segment: Segment, voice_id: str | None, langs: frozenset[str], *, only_cached: bool = False
+    ) -> tuple[np.ndarray, str, bool, CacheStatus]:
         """Synthesize one span within its G2P and inference budgets, each step once:
         1. resolve the voice, 2. phonemize every run (G2P budget), 3. render those phonemes in
-        one call (inference budget). Returns (samples, voice used, whether it replaced the
-        requested voice)."""
+        one call, or take them from the render cache (inference budget). Returns (samples,
+        voice used, whether it replaced the requested voice, cache status)."""
         ctx = segment.request
         voice = self.synth.resolve(voice_id, langs)
         runs = [(text, lang if lang in langs else next(iter(langs))) for text, lang in segment.run_pairs()]
         phonemes = self._within(self.budgets.g2p_s, "g2p", self.synth.phonemize, voice, runs)
         assert isinstance(phonemes, str)
-        chunks: list = self._within(  # type: ignore[assignment]
+        rendered: tuple[list, CacheStatus] = self._within(  # type: ignore[assignment]
             self.budgets.inference_s(segment.text),
             "inference",
-            lambda: list(
-                self.synth.render_phonemes(
-                    phonemes, voice, ctx.speed, ctx.sample_rate, pause_after_ms=segment.pause_after_ms
-                )
+            lambda: self.synth.render_cached(
+                phonemes,
+                voice,
+                ctx.speed,
+                ctx.sample_rate,
+                pause_after_ms=segment.pause_after_ms,
+                use_cache=ctx.cache,
+                only_cached=only_cached,
             ),
         )
+        chunks, cache = rendered
         if not chunks:
+            if only_cached:
+                return np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache
             raise SynthesisError("engine produced no audio")
         samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
-        return samples, voice.spec.voice_id, voice.substituted
+        return samples, voice.spec.voice_id, voice.substituted, cache
+
+    def render_if_cached(self, segment: Segment) -> RenderedSegment | None:
+        """The segment's audio if the render cache has it, else None — never runs the model,
+        so the stage can stream a cached first span at once while the model is busy. Only
+        the plain path (no degradation, no fallback voice) is served from here."""
+        ctx = segment.request
+        if not ctx.cache or self.synth.cache is None or segment.lang in ("other", "yue"):
+            return None
+        requested = None if ctx.voice == "auto" else ctx.voice
+        planned = segment.voice or requested
+        if planned is not None and requested is not None and planned != requested:
+            return None  # a substitution: reported by the regular path
+        if segment.voice_scope == "span" or not self.breaker.allow((voice_class(ctx.voice), segment.lang)):
+            return None
+        started = time.perf_counter()
+        try:
+            samples, used, substituted, cache = self._speak(segment, planned, segment.langs, only_cached=True)
+        except (SynthesisError, ValueError, RuntimeError, TimeoutError):
+            return None
+        if cache != "hit" or not samples.size or (substituted and requested is not None):
+            return None
+        return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started), "hit")
 
     def _within(self, budget_s: float, what: str, fn: Callable[..., object], *args: object) -> object:
         future = self._guard.submit(fn, *args)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.registry import VoiceRegistry
+from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.runtime.blob_tier import BlobTier
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.settings import PipelineSettings
+from streamtts.runtime.settings import PipelineSettings, S3Settings
 
 log = logging.getLogger("streamtts.synthesize")
 
@@ -24,8 +27,25 @@ def usable_cpus() -> int:
     return os.cpu_count() or 2
 
 
-def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
-    """Load and warm the engines (blocking: call it in a thread at start-up)."""
+def build_cache(
+    pipeline: PipelineSettings,
+    s3: S3Settings | None,
+    on_count: Callable[[str, str, int], None] | None = None,
+) -> RenderCache | None:
+    """The render cache the settings ask for (None when it is off)."""
+    if not pipeline.render_cache:
+        return None
+    shared = BlobTier(s3) if s3 is not None and pipeline.render_cache_shared else None
+    return RenderCache(MemoryTier(pipeline.render_cache_mb * 1024 * 1024), shared, on_count)
+
+
+def build_renderer(
+    pipeline: PipelineSettings,
+    s3: S3Settings | None = None,
+    on_cache_count: Callable[[str, str, int], None] | None = None,
+) -> SegmentRenderer:
+    """Load and warm the engines (blocking: call it in a thread at start-up); with `s3`, the
+    render cache's shared tier lives there and its newest entries are preloaded."""
     started = time.perf_counter()
     threads = pipeline.synth_threads or usable_cpus()
     registry = VoiceRegistry(threads=threads, spin=pipeline.synth_spin)
@@ -34,8 +54,10 @@ def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
     )
     # Every phonemizer is warmed: a cold one (jieba, OpenJTalk) would blow the G2P budget.
     registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja", "ko"))
+    cache = build_cache(pipeline, s3, on_cache_count)
+    preloaded = cache.preload(pipeline.render_cache_preload) if cache is not None else 0
     renderer = SegmentRenderer(
-        Synthesizer(registry),
+        Synthesizer(registry, cache=cache),
         breaker=CircuitBreaker(pipeline.breaker_threshold, pipeline.breaker_open_s),
         budgets=Budgets(g2p_s=pipeline.g2p_budget_ms / 1000, inference_base_s=pipeline.inference_budget_s),
     )
@@ -45,5 +67,7 @@ def build_renderer(pipeline: PipelineSettings) -> SegmentRenderer:
         "model_ready",
         duration_ms=round((time.perf_counter() - started) * 1000, 1),
         engines=sorted(registry.loaded_engines()),
+        render_cache="off" if cache is None else ("shared" if cache.shared else "memory"),
+        cache_preloaded=preloaded,
     )
     return renderer

@@ -17,7 +17,7 @@ from faust.types import EventT, StreamT
 
 from streamtts.processors.synthesize.chunker import pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
-from streamtts.processors.synthesize.renderer import SegmentRenderer
+from streamtts.processors.synthesize.renderer import RenderedSegment, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
@@ -58,6 +58,10 @@ class SynthesizeStage(FaustStage):
         source = self.topics.segments_long if pool == "long" else self.topics.segments
         self.sources = [source]
         self._acks: InOrderAcks[EventT] = InOrderAcks()
+        # Cached first spans are looked up here, not in the model's executor: a hit is
+        # streamed at once even while the model is busy with another request's inference.
+        self.lookup_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"synth-{pool}-cache")
+        self._prerendered: dict[int, tuple[Segment, RenderedSegment]] = {}
         self.app.agent(self.topic(source), name=self.group)(self._agent)
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
@@ -78,13 +82,36 @@ class SynthesizeStage(FaustStage):
                 if aimed_elsewhere(msg.headers, self.name):
                     await self.ack(event, manual)
                     continue
-                await queue.put(event, first=header(event.message.headers, FIRST_SEGMENT) is not None)
+                first = header(event.message.headers, FIRST_SEGMENT) is not None
+                if first and await self._served_from_cache(event, manual):
+                    continue
+                await queue.put(event, first=first)
                 if worker.done():  # surface a crashed drain task instead of filling the queue
                     worker.result()
         finally:
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
+
+    async def _served_from_cache(self, event: EventT, manual: StreamT[bytes]) -> bool:
+        """Publish a first segment right away if the render cache has its audio.
+
+        Done inline in the reading loop: the request's later segments are read only after
+        this one is published, so its order holds without any bookkeeping.
+        """
+        if self.renderer.synth.cache is None:
+            return False
+        try:
+            segment = Segment.from_bytes(event.message.value)
+        except ContractError:
+            return False  # the regular path dead-letters it
+        loop = asyncio.get_running_loop()
+        rendered = await loop.run_in_executor(self.lookup_pool, self.renderer.render_if_cached, segment)
+        if rendered is None:
+            return False
+        self._prerendered[id(event)] = (segment, rendered)
+        await self.process(event, manual)
+        return True
 
     async def _drain(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
         while True:
@@ -100,14 +127,19 @@ class SynthesizeStage(FaustStage):
             await manual.ack(ready)
 
     async def handle(self, event: EventT) -> str | None:
-        try:
-            segment = Segment.from_bytes(event.message.value)
-        except ContractError as err:
-            return await self.dead_letter(source_of(event), err)
-        loop = asyncio.get_running_loop()
         started = time.perf_counter()
+        prerendered = self._prerendered.pop(id(event), None)
+        if prerendered is not None:
+            segment, rendered = prerendered
+        else:
+            try:
+                segment = Segment.from_bytes(event.message.value)
+            except ContractError as err:
+                return await self.dead_letter(source_of(event), err)
+        loop = asyncio.get_running_loop()
         try:
-            rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
+            if prerendered is None:
+                rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
             chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
             return await self.dead_letter(
@@ -143,6 +175,7 @@ class SynthesizeStage(FaustStage):
             parts=len(chunks),
             rtf=round(rendered.synth_ms / 1000 / audio_s, 3) if audio_s else None,
             degraded=rendered.degradation.reason if rendered.degradation else None,
+            cache=rendered.cache,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return "degraded" if rendered.degradation else "ok"
@@ -150,3 +183,4 @@ class SynthesizeStage(FaustStage):
     async def stop(self) -> None:
         await super().stop()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.lookup_pool.shutdown(wait=True, cancel_futures=True)

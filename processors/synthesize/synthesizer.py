@@ -15,6 +15,7 @@ from streamtts.audio.pcm import resample
 from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
 from streamtts.processors.synthesize.exceptions import InvalidParameterError
 from streamtts.processors.synthesize.registry import VoiceRegistry
+from streamtts.processors.synthesize.render_cache import CacheStatus, RenderCache, render_key
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,16 @@ class Synthesizer:
     """Turns spans into post-processed audio chunks with a `VoiceRegistry`, in Piper's three
     visible steps: resolve the voice → phonemize → render the phonemes."""
 
-    def __init__(self, registry: VoiceRegistry, settings: SynthesisSettings | None = None) -> None:
+    def __init__(
+        self,
+        registry: VoiceRegistry,
+        settings: SynthesisSettings | None = None,
+        cache: RenderCache | None = None,
+    ) -> None:
         self.registry = registry
         self.settings = settings or SynthesisSettings()
+        self.cache = cache
+        """Render cache of raw engine output (None: every span is synthesized)."""
 
     def synthesize_span(
         self,
@@ -112,7 +120,8 @@ class Synthesizer:
         *,
         pause_after_ms: float = 0.0,
     ) -> Iterator[AudioChunk]:
-        """Step 3: post-processed audio for phonemes made by `voice.engine.phonemize` (step 2).
+        """Step 3: post-processed audio for phonemes made by `voice.engine.phonemize` (step 2),
+        streamed chunk by chunk (no cache).
 
         Raises:
             InvalidParameterError: speed or sample rate out of range.
@@ -120,9 +129,60 @@ class Synthesizer:
         check_rate(sample_rate)
         spec, engine = voice.spec, voice.engine
         speed = _check_speed(spec.default_speed if speed is None else speed)
+        yield from self._post(
+            engine.synthesize_phonemes(phonemes, spec, speed), voice, sample_rate, pause_after_ms
+        )
+
+    def render_cached(
+        self,
+        phonemes: str,
+        voice: ResolvedVoice,
+        speed: float | None = None,
+        sample_rate: int | None = None,
+        *,
+        pause_after_ms: float = 0.0,
+        use_cache: bool = True,
+        only_cached: bool = False,
+    ) -> tuple[list[AudioChunk], CacheStatus]:
+        """Step 3 through the render cache: the raw engine output comes from the cache when
+        it has it, post-processing runs either way (so the result is the same bytes).
+
+        Args:
+            use_cache: False bypasses the cache (the request's `"cache": false`).
+            only_cached: return ([], "miss") instead of synthesizing on a miss.
+        """
+        check_rate(sample_rate)
+        spec, engine = voice.spec, voice.engine
+        speed = _check_speed(spec.default_speed if speed is None else speed)
+        if self.cache is None or not use_cache:
+            if only_cached:
+                return [], "off"
+            raw = list(engine.synthesize_phonemes(phonemes, spec, speed))
+            return list(self._post(iter(raw), voice, sample_rate, pause_after_ms)), "off"
+        key = render_key(engine, spec, speed, phonemes)
+        found = self.cache.lookup(key, spec.voice_id)
+        if found is None:
+            if only_cached:
+                return [], "miss"
+            found = list(engine.synthesize_phonemes(phonemes, spec, speed))
+            if found:
+                self.cache.store(key, found)
+            status: CacheStatus = "miss"
+        else:
+            status = "hit"
+        return list(self._post(iter(found), voice, sample_rate, pause_after_ms)), status
+
+    def _post(
+        self,
+        raw_chunks: Iterator[AudioChunk],
+        voice: ResolvedVoice,
+        sample_rate: int | None,
+        pause_after_ms: float,
+    ) -> Iterator[AudioChunk]:
+        engine, spec = voice.engine, voice.spec
         out_rate = sample_rate or engine.sample_rate
         pending: AudioChunk | None = None
-        for raw in engine.synthesize_phonemes(phonemes, spec, speed):
+        for raw in raw_chunks:
             if pending is not None:
                 yield self._finish(pending, engine.sample_rate, out_rate, 0.0, spec.voice_id)
             pending = raw

@@ -149,6 +149,14 @@ class PipelineSettings:
     queued later segments of other requests (head-of-line blocking)."""
     synth_workers: int = 1
     """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
+    render_cache: bool = True
+    """Serve repeated spans from the render cache instead of the model (see README)."""
+    render_cache_mb: int = 256
+    """Memory tier of the render cache per synthesize process, in MiB."""
+    render_cache_shared: bool = True
+    """Share renders between workers through object storage (prefix `render-cache/`)."""
+    render_cache_preload: int = 500
+    """Entries of the shared tier a synthesize worker loads into memory at start."""
     warm_voices: tuple[str, ...] = ("jm_kumo",)
     long_text_chars: int = 300
     """Requests longer than this (or priority "batch") go to the long-text synthesize pool;
@@ -236,6 +244,10 @@ class PipelineSettings:
             synth_threads=env_int("SYNTH_THREADS", cls.synth_threads),
             synth_spin=env_bool("SYNTH_SPIN", cls.synth_spin),
             synth_workers=env_int("SYNTH_WORKERS", cls.synth_workers),
+            render_cache=env_bool("RENDER_CACHE", cls.render_cache),
+            render_cache_mb=env_int("RENDER_CACHE_MB", cls.render_cache_mb),
+            render_cache_shared=env_bool("RENDER_CACHE_SHARED", cls.render_cache_shared),
+            render_cache_preload=env_int("RENDER_CACHE_PRELOAD", cls.render_cache_preload),
             synth_lookahead=env_int("SYNTH_LOOKAHEAD", cls.synth_lookahead),
             warm_voices=warm,
             long_text_chars=env_int("LONG_TEXT_CHARS", cls.long_text_chars),

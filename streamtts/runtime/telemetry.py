@@ -45,6 +45,16 @@ class Telemetry:
             buckets=RTF_BUCKETS,
             registry=r,
         )
+        cache_kinds = (
+            ("hits", "Spans served"),
+            ("misses", "Lookups that found nothing"),
+            ("bytes", "Bytes stored"),
+            ("evictions", "Entries evicted"),
+        )
+        self.render_cache = {
+            kind: Counter(f"streamtts_render_cache_{kind}", f"Render cache: {doc}", ["tier"], registry=r)
+            for kind, doc in cache_kinds
+        }
         self.audio_seconds = Counter(
             "streamtts_audio_seconds", "Audio produced (seconds)", ["voice"], registry=r
         )

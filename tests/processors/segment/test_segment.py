@@ -126,7 +126,11 @@ def test_first_span_is_a_whole_clause_of_minimum_length_and_later_spans_are_pack
         ("Hi, " + "a" * 10 + " " + "b" * 30 + " " + "c" * 30 + ".", 12, "Hi,"),
         # No fragment at the end either: the short rest of the sentence comes along.
         ("您的验证码是三八二九一五，五分钟内有效。", 12, "您的验证码是三八二九一五，五分钟内有效。"),
-        ("您的验证码是三八二九一五，请在五分钟内输入，过期后需要重新获取。", 12, "您的验证码是三八二九一五，"),
+        (
+            "您的验证码是三八二九一五，请在五分钟内输入，过期后需要重新获取。",
+            12,
+            "您的验证码是三八二九一五，",
+        ),
     ],
 )
 def test_first_span_policy(text: str, first_min: int, first: str) -> None:

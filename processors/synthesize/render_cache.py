@@ -1,0 +1,231 @@
+"""Render cache: never synthesize the same span twice.
+
+Key = SHA-256 of everything that changes an engine's samples: the cache format, the engine,
+its model digest, the voice's style vector (Kokoro) or the model itself (Piper), the speed and
+the phonemes (which carry the language). A new model or voice pack changes the key, so no
+stale render is ever served. The value is the engine's *raw* output (float32 chunks, before
+trimming, resampling, limiting and fades), so post-processing still runs per request and the
+audio is byte-identical to an uncached render at any sample rate or pause.
+
+Two tiers, both bounded:
+- memory: an LRU per process, bounded in bytes;
+- shared: every synthesize worker reads and fills one object-storage prefix (see
+  `runtime.blob_tier`). Chosen over a compacted Kafka topic because a render is looked up by
+  key on the hot path: S3 answers one key in a few ms, while a topic would have to be read
+  whole into every worker (hundreds of MB of PCM) before its first lookup, and values of a few
+  hundred KB sit badly with Kafka's 1 MB records.
+
+Kokoro is deterministic for a given session and thread count. Piper draws noise inside the
+graph, so a Piper render is cached as first produced (every later hit is that one render).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
+
+CACHE_FORMAT = 1
+CacheStatus = Literal["hit", "miss", "off"]
+TIERS = ("memory", "shared")
+
+
+class SharedTier(Protocol):
+    """A byte store shared by all workers (object storage). Failures are misses, never errors."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, value: bytes) -> None: ...
+
+
+COUNT_KINDS = ("hits", "misses", "bytes", "evictions")
+
+
+@dataclass
+class CacheStats:
+    """Counters by kind (hits, misses, bytes stored, evictions), then by tier."""
+
+    counts: dict[str, dict[str, int]]
+
+    @classmethod
+    def empty(cls) -> CacheStats:
+        return cls({kind: dict.fromkeys(TIERS, 0) for kind in COUNT_KINDS})
+
+    def __getitem__(self, kind: str) -> dict[str, int]:
+        return self.counts[kind]
+
+
+def render_key(engine: SpeechEngine, voice: VoiceSpec, speed: float, phonemes: str) -> str:
+    """The content address of a render."""
+    h = hashlib.sha256()
+    h.update(f"streamtts-render/{CACHE_FORMAT}\0{engine.name}\0{engine.model_id}\0".encode())
+    if voice.style is not None:
+        h.update(hashlib.sha256(np.ascontiguousarray(voice.style, np.float32).tobytes()).digest())
+    else:
+        h.update(b"no-style")
+    h.update(struct.pack("<d", float(speed)))
+    h.update(phonemes.encode("utf-8"))
+    return h.hexdigest()
+
+
+def encode_render(chunks: list[AudioChunk]) -> bytes:
+    """Chunks → bytes: a count, then per chunk its rate, phonemes and float32 samples."""
+    out = [struct.pack("<I", len(chunks))]
+    for c in chunks:
+        ph = c.phonemes.encode("utf-8")
+        samples = np.ascontiguousarray(c.samples, "<f4").tobytes()
+        out.append(struct.pack("<III", c.sample_rate, len(ph), len(samples)))
+        out += [ph, samples]
+    return b"".join(out)
+
+
+def decode_render(data: bytes, voice_id: str) -> list[AudioChunk]:
+    """Inverse of `encode_render`.
+
+    Raises:
+        ValueError: truncated or malformed bytes (a corrupt entry is a miss for the caller).
+    """
+    (count,) = struct.unpack_from("<I", data, 0)
+    pos, chunks = 4, []
+    for _ in range(count):
+        rate, nph, nbytes = struct.unpack_from("<III", data, pos)
+        pos += 12
+        if pos + nph + nbytes > len(data) or nbytes % 4:
+            raise ValueError("truncated render cache entry")
+        ph = data[pos : pos + nph].decode("utf-8")
+        samples = np.frombuffer(data, "<f4", nbytes // 4, pos + nph).astype(np.float32)
+        pos += nph + nbytes
+        chunks.append(AudioChunk(samples, rate, ph, voice_id))
+    if pos != len(data):
+        raise ValueError("trailing bytes in render cache entry")
+    return chunks
+
+
+class MemoryTier:
+    """LRU of encoded renders, bounded in bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: bytes) -> int:
+        """Store; returns how many entries were evicted to make room (0 if it does not fit)."""
+        if len(value) > self.max_bytes:
+            return 0
+        evicted = 0
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old)
+            while self._items and self._bytes + len(value) > self.max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= len(dropped)
+                evicted += 1
+            self._items[key] = value
+            self._bytes += len(value)
+        return evicted
+
+
+class RenderCache:
+    """Both tiers behind one lookup; thread-safe (the stage renders in executor threads)."""
+
+    def __init__(
+        self,
+        memory: MemoryTier,
+        shared: SharedTier | None = None,
+        on_count: Callable[[str, str, int], None] | None = None,
+    ) -> None:
+        """on_count(kind, tier, n): kind is hits, misses, bytes or evictions (for metrics)."""
+        self.memory = memory
+        self.shared = shared
+        self.stats = CacheStats.empty()
+        self._on_count = on_count
+        self._lock = threading.Lock()
+
+    def _count(self, kind: str, tier: str, n: int = 1) -> None:
+        with self._lock:
+            self.stats.counts[kind][tier] += n
+        if self._on_count is not None:
+            self._on_count(kind, tier, n)
+
+    def lookup(self, key: str, voice_id: str) -> list[AudioChunk] | None:
+        """The cached render of `key`, memory first, then the shared tier (filling memory)."""
+        data = self.memory.get(key)
+        if data is not None:
+            self._count("hits", "memory")
+            return _decoded(data, voice_id)
+        self._count("misses", "memory")
+        if self.shared is None:
+            return None
+        data = self.shared.get(key)
+        if data is None:
+            self._count("misses", "shared")
+            return None
+        chunks = _decoded(data, voice_id)
+        if chunks is None:
+            self._count("misses", "shared")
+            return None
+        self._count("hits", "shared")
+        self._store_memory(key, data)
+        return chunks
+
+    def store(self, key: str, chunks: list[AudioChunk], *, shared: bool = True) -> None:
+        data = encode_render(chunks)
+        self._store_memory(key, data)
+        if shared and self.shared is not None:
+            self.shared.put(key, data)
+            self._count("bytes", "shared", len(data))
+
+    def _store_memory(self, key: str, data: bytes) -> None:
+        evicted = self.memory.put(key, data)
+        self._count("bytes", "memory", len(data))
+        if evicted:
+            self._count("evictions", "memory", evicted)
+
+    def preload(self, limit: int) -> int:
+        """Fill memory with up to `limit` entries of the shared tier, newest first (a warm
+        start); stops when memory is full. Returns how many were loaded."""
+        keys = getattr(self.shared, "keys", None)
+        if self.shared is None or keys is None or limit <= 0:
+            return 0
+        loaded = 0
+        for key in keys(limit):
+            data = self.shared.get(key)
+            if data is None:
+                continue
+            if self.memory.size_bytes + len(data) > self.memory.max_bytes:
+                break
+            self.memory.put(key, data)
+            loaded += 1
+        return loaded
+
+
+def _decoded(data: bytes, voice_id: str) -> list[AudioChunk] | None:
+    try:
+        return decode_render(data, voice_id)
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return None  # a corrupt entry is a miss; the fresh render overwrites it
