@@ -94,6 +94,7 @@ async def test_a_cached_first_span_leaves_while_the_worker_is_busy(
         ),
         voice="jm_kumo",
         format="mp3",
+        priority="interactive",  # the short pool: the same synthesize worker and queue
     )
     cached = TTSRequest.new(greeting + " I will look that up for you.", voice="jm_kumo", format="mp3")
     ids = [long.request_id, cached.request_id]
