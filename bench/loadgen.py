@@ -134,6 +134,10 @@ class PipelineClient:
             rec.audio_done_at = audio.completed_at
             rec.audio_s = audio.duration_ms / 1000
             rec.degraded = max(rec.degraded, len(audio.degraded))
+            heads = [c for c in audio.chunks if c.part == 0]
+            rec.spans = len(heads)
+            rec.cache_hits = sum(c.cache == "hit" for c in heads)
+            rec.first_cached = bool(heads) and heads[0].seq == 0 and heads[0].cache == "hit"
             self._check_done(rec)
 
     def first_chunk_seen(self, rec: RequestRecord) -> None:

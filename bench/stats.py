@@ -25,6 +25,11 @@ class RequestRecord:
     """Spans that were not rendered as asked (fallback voice, please-wait clip, open breaker)."""
     failed: bool = False
     """The pipeline reported the request as failed (or it was dead-lettered)."""
+    spans: int = 0
+    """Segments delivered (first part of each)."""
+    cache_hits: int = 0
+    """Segments served by the render cache."""
+    first_cached: bool = False
 
     @property
     def completed_at(self) -> float | None:

@@ -91,3 +91,47 @@ def synthesize_text(
     if spoken == 0:
         langs = sorted({span.lang for span in spans})
         raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")
+
+
+def warm_cache(
+    synth: Synthesizer,
+    text: str,
+    voice_id: str | None = None,
+    lang_hint: str | None = None,
+    speed: float | None = None,
+    *,
+    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> tuple[int, int]:
+    """Render `text` into `synth.cache` span by span, as the pipeline would segment it (the
+    same segmentation settings give the same spans, phonemes and keys).
+
+    Returns:
+        (spans rendered now, spans that were already cached).
+    Raises:
+        ValueError: the synthesizer has no cache.
+        SegmentationError, UnknownVoiceError, InvalidParameterError: as `synthesize_text`.
+    """
+    if synth.cache is None:
+        raise ValueError("the synthesizer has no render cache")
+    voice_id = None if voice_id in (None, "auto") else voice_id
+    if voice_id:
+        synth.registry.spec(voice_id)
+    spans = segment_text(
+        text,
+        lang_hint=lang_hint,
+        first_max_chars=first_max_chars,
+        first_min_chars=first_min_chars,
+        max_chars=max_chars,
+    )
+    rendered = cached = 0
+    for span, plan in plan_voices(spans, voice_id, synth.registry):
+        if not span.langs <= set(synth.registry.base_voices):
+            continue
+        voice = synth.resolve(plan.voice or voice_id, span.langs)
+        phonemes = synth.phonemize(voice, [(r.text, r.lang) for r in span.runs])
+        _, status = synth.render_cached(phonemes, voice, speed)
+        rendered += status == "miss"
+        cached += status == "hit"
+    return rendered, cached

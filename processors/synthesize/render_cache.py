@@ -26,6 +26,7 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -34,6 +35,7 @@ import numpy as np
 from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
 
 CACHE_FORMAT = 1
+_MAX_PENDING = 32
 CacheStatus = Literal["hit", "miss", "off"]
 TIERS = ("memory", "shared")
 
@@ -43,7 +45,9 @@ class SharedTier(Protocol):
 
     def get(self, key: str) -> bytes | None: ...
 
-    def put(self, key: str, value: bytes) -> None: ...
+    def put(self, key: str, value: bytes) -> bool:
+        """Store; False when the store is unavailable (the entry is then memory-only)."""
+        ...
 
 
 COUNT_KINDS = ("hits", "misses", "bytes", "evictions")
@@ -165,6 +169,11 @@ class RenderCache:
         self.stats = CacheStats.empty()
         self._on_count = on_count
         self._lock = threading.Lock()
+        # Uploads to the shared tier run behind the hot path: a miss's audio is published
+        # without waiting for S3. At most `_MAX_PENDING` wait; beyond that they are dropped
+        # (the entry stays in memory; another worker renders it once more).
+        self._uploads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="render-cache-upload")
+        self._pending: list[Future[None]] = []
 
     def _count(self, kind: str, tier: str, n: int = 1) -> None:
         with self._lock:
@@ -197,8 +206,21 @@ class RenderCache:
         data = encode_render(chunks)
         self._store_memory(key, data)
         if shared and self.shared is not None:
-            self.shared.put(key, data)
+            with self._lock:
+                self._pending = [f for f in self._pending if not f.done()]
+                if len(self._pending) >= _MAX_PENDING:
+                    return
+                self._pending.append(self._uploads.submit(self._upload, key, data))
+
+    def _upload(self, key: str, data: bytes) -> None:
+        if self.shared is not None and self.shared.put(key, data):
             self._count("bytes", "shared", len(data))
+
+    def flush(self, timeout_s: float = 60.0) -> None:
+        """Wait for queued uploads to the shared tier (the warm command ends with this)."""
+        with self._lock:
+            pending = list(self._pending)
+        wait(pending, timeout=timeout_s)
 
     def _store_memory(self, key: str, data: bytes) -> None:
         evicted = self.memory.put(key, data)

@@ -35,7 +35,9 @@ def build_cache(
     """The render cache the settings ask for (None when it is off)."""
     if not pipeline.render_cache:
         return None
-    shared = BlobTier(s3) if s3 is not None and pipeline.render_cache_shared else None
+    shared = None
+    if s3 is not None and pipeline.render_cache_shared:
+        shared = BlobTier(s3, prefix=pipeline.render_cache_prefix)
     return RenderCache(MemoryTier(pipeline.render_cache_mb * 1024 * 1024), shared, on_count)
 
 

@@ -75,6 +75,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out", type=Path, default=None, help="results folder (default results/bench/<timestamp>)"
     )
     p.add_argument("--publish", action="store_true", help=f"also copy report.md + PNGs to {DOCS_PERF}")
+    p.add_argument(
+        "--cache",
+        action="store_true",
+        help="only the render cache section: off / cold / warm on a repetitive customer-service mix",
+    )
     p.set_defaults(func=run)
 
 
@@ -121,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         except UnknownVoiceError as err:
             raise ConfigError(str(err)) from None
 
+    if args.cache:
+        return _cache_section(args, voices)
+
     _import_path()
     from streamtts.bench.plots import plot_all
     from streamtts.bench.report import markdown, write_json
@@ -164,3 +172,24 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
+    import asyncio
+    import json
+
+    from streamtts.bench.cache_bench import VOICE_LANG, markdown, run_cache_bench
+
+    unknown = [v for v in voices if v not in VOICE_LANG]
+    if unknown:
+        raise ConfigError(f"--cache benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")
+    rates = {"en_joe": args.rate or 4.0, "jm_kumo": args.rate or 1.2}
+    duration = args.duration or (30.0 if args.quick else 90.0)
+    out = args.out or Path("results") / "bench" / time.strftime("cache-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    runs = asyncio.run(run_cache_bench(voices, rates, duration, args.seed, out))
+    table = markdown(runs)
+    (out / "cache.md").write_text(table + "\n", "utf-8")
+    (out / "cache.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")
+    print(table)
+    return 0 if all(r.summary.lost == 0 for r in runs) else 1

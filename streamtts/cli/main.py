@@ -27,6 +27,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "bench_cmd",
     "chaos_cmd",
     "eval_cmd",
+    "cache_cmd",
     "config_cmd",
     "gateway_cmd",
 )

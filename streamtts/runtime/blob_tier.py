@@ -80,9 +80,9 @@ class BlobTier:
             resp.close()
             resp.release_conn()
 
-    def put(self, key: str, value: bytes) -> None:
+    def put(self, key: str, value: bytes) -> bool:
         if not self._available():
-            return
+            return False
         try:
             if not self._bucket_ready:
                 if not self.client.bucket_exists(self.bucket):
@@ -97,6 +97,8 @@ class BlobTier:
             )
         except Exception as err:
             self._failed("put", err)
+            return False
+        return True
 
     def keys(self, limit: int) -> list[str]:
         """Up to `limit` keys, most recently written first (what a worker preloads)."""

@@ -157,6 +157,8 @@ class PipelineSettings:
     """Share renders between workers through object storage (prefix `render-cache/`)."""
     render_cache_preload: int = 500
     """Entries of the shared tier a synthesize worker loads into memory at start."""
+    render_cache_prefix: str = "render-cache/"
+    """Object key prefix of the shared tier, in the audio bucket."""
     warm_voices: tuple[str, ...] = ("jm_kumo",)
     long_text_chars: int = 300
     """Requests longer than this (or priority "batch") go to the long-text synthesize pool;
@@ -248,6 +250,7 @@ class PipelineSettings:
             render_cache_mb=env_int("RENDER_CACHE_MB", cls.render_cache_mb),
             render_cache_shared=env_bool("RENDER_CACHE_SHARED", cls.render_cache_shared),
             render_cache_preload=env_int("RENDER_CACHE_PRELOAD", cls.render_cache_preload),
+            render_cache_prefix=_env("RENDER_CACHE_PREFIX", cls.render_cache_prefix),
             synth_lookahead=env_int("SYNTH_LOOKAHEAD", cls.synth_lookahead),
             warm_voices=warm,
             long_text_chars=env_int("LONG_TEXT_CHARS", cls.long_text_chars),

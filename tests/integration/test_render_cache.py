@@ -77,6 +77,7 @@ async def test_repeated_speech_is_served_from_the_cache_byte_identical(
     assert warm.data == cold.data  # the same bytes, without running the model again
     assert off.data == cold.data  # Kokoro is deterministic: the cache changes nothing
     # Another worker (its own memory tier) finds the renders in the shared tier.
+    cached_pipeline.flush()
     other = RenderCache(MemoryTier(64 << 20), BlobTier(services.s3, prefix=cache_prefix))
     loaded = other.preload(100)
     assert loaded == len(cold.chunks) and other.stats["hits"]["memory"] == 0
