@@ -187,7 +187,7 @@ def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     duration = args.duration or (30.0 if args.quick else 90.0)
     out = args.out or Path("results") / "bench" / time.strftime("cache-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    runs = asyncio.run(run_cache_bench(voices, rates, duration, args.seed, out))
+    runs = asyncio.run(run_cache_bench(voices, rates, duration, args.seed, out, drain_s=90.0))
     table = markdown(runs)
     (out / "cache.md").write_text(table + "\n", "utf-8")
     (out / "cache.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")

@@ -90,6 +90,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "language": {"type": "string", "enum": list(LANGUAGES)},
                         "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
                         "speed": {"type": "number", "minimum": 0.5, "maximum": 2.0},
+                        "cache": {"type": "boolean", "description": "use the render cache (default true)"},
                         "delivery": {
                             "type": "object",
                             "additionalProperties": False,

@@ -36,6 +36,8 @@ class SpeechBody(BaseModel):
     speed: float = Field(default=1.0, ge=0.5, le=2.0)
     delivery: DeliveryBody = DeliveryBody()
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
+    cache: bool = True
+    """Serve repeated spans from the render cache (false: synthesize afresh)."""
     tenant: str | None = None
     """Optional; must be the API key's own tenant."""
 
@@ -57,6 +59,7 @@ async def submit(request: Request) -> Response:
         storage=body.delivery.storage,
         presign=body.delivery.presign,
         metadata=body.metadata,
+        cache=body.cache,
     )
     state = await gateway(request).submit(tenant, opts, endpoint="speech")
     url = f"/v1/speech/{state.request_id}"

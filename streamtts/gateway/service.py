@@ -33,6 +33,8 @@ class SpeechOptions:
     presign: bool = True
     namespace: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    cache: bool = True
+    """Use the render cache (false: always synthesize afresh)."""
 
 
 MISS_MEMORY_S = 10.0
@@ -143,6 +145,7 @@ class Gateway:
             "language": opts.language,
             "format": opts.format,
             "speed": opts.speed,
+            "cache": opts.cache,
             "metadata": {**opts.metadata, "via": "gateway"},
             "delivery": {
                 "chunks": True,  # the gateway streams from tts.audio
