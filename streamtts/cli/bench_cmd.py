@@ -80,6 +80,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only the render cache section: off / cold / warm on a repetitive customer-service mix",
     )
+    p.add_argument(
+        "--cache-modes",
+        default="off,cold,warm",
+        help="with --cache: which of off,cold,warm to run (default all)",
+    )
     p.set_defaults(func=run)
 
 
@@ -187,7 +192,10 @@ def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     duration = args.duration or (30.0 if args.quick else 90.0)
     out = args.out or Path("results") / "bench" / time.strftime("cache-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    runs = asyncio.run(run_cache_bench(voices, rates, duration, args.seed, out, drain_s=90.0))
+    modes = [m for m in args.cache_modes.split(",") if m]
+    if not modes or set(modes) - {"off", "cold", "warm"}:
+        raise ConfigError(f"--cache-modes takes off,cold,warm; got {args.cache_modes!r}")
+    runs = asyncio.run(run_cache_bench(voices, rates, duration, args.seed, out, drain_s=90.0, modes=modes))
     table = markdown(runs)
     (out / "cache.md").write_text(table + "\n", "utf-8")
     (out / "cache.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")
