@@ -1,0 +1,35 @@
+"""`streamtts eval` argument mistakes are one clear line (no model is loaded for them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamtts.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--langs", "fr"], "unknown language(s) ['fr']"),
+        (["--first-min", "a,b"], "--first-min takes comma-separated integers"),
+        (["--per-lang", "0"], "must be ≥ 1"),
+        (["--set", "/no/such/set.jsonl"], "cannot read /no/such/set.jsonl"),
+    ],
+)
+def test_eval_mistakes_are_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "--no-pipeline", *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamtts: error: ") and message in err and "Traceback" not in err
+
+
+def test_a_malformed_set_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "set.jsonl"
+    bad.write_text(
+        '{"id": "a", "lang": "en", "text": "Hi."}\n{"id": "b", "lang": "xx", "text": "?"}\n', "utf-8"
+    )
+    assert main(["eval", "--no-pipeline", "--set", str(bad)]) == 1
+    assert "line 2: unknown lang 'xx'" in capsys.readouterr().err
