@@ -138,6 +138,8 @@ class PipelineClient:
             rec.spans = len(heads)
             rec.cache_hits = sum(c.cache == "hit" for c in heads)
             rec.first_cached = bool(heads) and heads[0].seq == 0 and heads[0].cache == "hit"
+            if heads:
+                rec.first_left_s = (heads[0].encoded_at - heads[0].created_at).total_seconds()
             self._check_done(rec)
 
     def first_chunk_seen(self, rec: RequestRecord) -> None:

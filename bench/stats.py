@@ -30,6 +30,8 @@ class RequestRecord:
     cache_hits: int = 0
     """Segments served by the render cache."""
     first_cached: bool = False
+    first_left_s: float | None = None
+    """Request created → its first chunk encoded (leaving the pipeline), by the stages' clocks."""
 
     @property
     def completed_at(self) -> float | None:
