@@ -29,6 +29,12 @@ class CircuitBreaker:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], _State] = {}
 
+    def is_closed(self, key: tuple[str, str]) -> bool:
+        """True while the class has not tripped; unlike `allow`, claims no half-open probe."""
+        with self._lock:
+            st = self._states.get(key)
+            return st is None or st.opened_at is None
+
     def allow(self, key: tuple[str, str]) -> bool:
         """True if the normal path may be tried (closed, or the half-open probe)."""
         with self._lock:

@@ -229,8 +229,10 @@ class SegmentRenderer:
         planned = segment.voice or requested
         if planned is not None and requested is not None and planned != requested:
             return None  # a substitution: reported by the regular path
-        if segment.voice_scope == "span" or not self.breaker.allow((voice_class(ctx.voice), segment.lang)):
-            return None
+        if segment.voice_scope == "span" or not self.breaker.is_closed(
+            (voice_class(ctx.voice), segment.lang)
+        ):
+            return None  # an open or probing breaker is the regular path's to handle
         started = time.perf_counter()
         try:
             samples, used, substituted, cache = self._speak(segment, planned, segment.langs, only_cached=True)

@@ -143,3 +143,16 @@ def test_a_segment_is_phonemized_once_and_its_voice_resolved_once(registry, monk
     assert out.degradation is None and out.samples.size > 0
     assert phonemized == ["你好，世界。"], "the G2P budget's phonemes are the ones synthesized"
     assert resolved == [("jm_kumo", frozenset({"zh"}))]
+
+
+def test_asking_whether_the_breaker_is_closed_claims_no_probe() -> None:
+    """The cached-first-span lookup asks `is_closed`; it must not take the half-open probe
+    the regular path needs (a taken probe that never reports would keep the breaker open)."""
+    clock = FakeClock()
+    b = CircuitBreaker(threshold=1, open_s=5.0, clock=clock)
+    key = ("v", "en")
+    assert b.is_closed(key)
+    b.record_degradation(key)
+    clock.now += 5.1
+    assert not b.is_closed(key) and not b.is_closed(key)
+    assert b.allow(key), "the probe is still there for the regular path"
