@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -106,7 +107,11 @@ class SynthesizeStage(FaustStage):
         except ContractError:
             return False  # the regular path dead-letters it
         loop = asyncio.get_running_loop()
-        rendered = await loop.run_in_executor(self.lookup_pool, self.renderer.render_if_cached, segment)
+        try:
+            rendered = await loop.run_in_executor(self.lookup_pool, self.renderer.render_if_cached, segment)
+        except Exception as err:  # a lookup bug must not stop the stage: the model path remains
+            log_event(self.log, "cache_lookup_failed", logging.WARNING, error=str(err)[:200])
+            return False
         if rendered is None:
             return False
         self._prerendered[id(event)] = (segment, rendered)
