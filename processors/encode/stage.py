@@ -7,7 +7,10 @@ the concatenation of chunks plays (see `streamtts.audio.codecs`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -25,11 +28,57 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk
 
 
-def encode_pcm_chunk(chunk: PcmChunk) -> AudioChunk:
-    """PCM chunk → independently decodable audio chunk in the requested format (pure)."""
+class EncodedChunks:
+    """Payloads of recently encoded PCM, bounded in bytes (LRU).
+
+    Encoding is a pure function of (PCM, rate, format) — the Opus serial is a CRC of the
+    samples — and a render cache hit brings back byte-identical PCM, so its encoding can be
+    reused: a cached span's MP3 costs no encoder time (it was ~80 ms of a hit's first audio).
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[bytes, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(chunk: PcmChunk) -> bytes:
+        digest = hashlib.sha256(chunk.pcm)
+        digest.update(f"\0{chunk.sample_rate}\0{chunk.request.format}".encode())
+        return digest.digest()
+
+    def get(self, key: bytes) -> bytes | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: bytes, payload: bytes) -> None:
+        if len(payload) > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            while self._items and self._bytes + len(payload) > self.max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= len(dropped)
+            self._items[key] = payload
+            self._bytes += len(payload)
+
+
+def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> AudioChunk:
+    """PCM chunk → independently decodable audio chunk in the requested format (pure, or
+    served from `encoded` when this PCM was encoded before)."""
     ctx = chunk.request
-    samples = np.frombuffer(chunk.pcm, dtype="<i2")
-    payload = encode_chunk(samples, chunk.sample_rate, ctx.format)
+    key = EncodedChunks.key(chunk) if encoded is not None else b""
+    payload = encoded.get(key) if encoded is not None else None
+    if payload is None:
+        samples = np.frombuffer(chunk.pcm, dtype="<i2")
+        payload = encode_chunk(samples, chunk.sample_rate, ctx.format)
+        if encoded is not None:
+            encoded.put(key, payload)
     return AudioChunk(
         request_id=chunk.request_id,
         tenant=ctx.tenant,
@@ -63,6 +112,8 @@ class EncodeStage(FaustStage):
     ) -> None:
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
+        # Only worth it where the render cache repeats PCM; off with the render cache.
+        self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache else None
         self._topics_cache: dict[str, Any] = {}
         self.sources = [self.topics.pcm]
         self.app.agent(self.topic(self.topics.pcm), name="encode")(self._agent)
@@ -82,7 +133,12 @@ class EncodeStage(FaustStage):
         except ContractError as err:
             return await self.dead_letter(source_of(event), err)
         try:
-            audio = await asyncio.get_running_loop().run_in_executor(self.pool, encode_pcm_chunk, chunk)
+            audio = await asyncio.get_running_loop().run_in_executor(
+                self.pool,
+                encode_pcm_chunk,
+                chunk,
+                self.encoded if chunk.cache == "hit" or chunk.cache == "miss" else None,
+            )
         except (EncodingError, ValueError) as err:
             return await self.dead_letter(
                 source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
