@@ -149,6 +149,7 @@ async def _scenario(
     cache_prefix: str,
     log_dir: Path,
     drain_s: float,
+    threads: int = 2,
 ) -> CacheRun:
     from streamtts.bench.run import _apply_topics, _drop_topics
 
@@ -161,7 +162,7 @@ async def _scenario(
         "STREAMTTS_RENDER_CACHE": "0" if mode == "off" else "1",
         "STREAMTTS_RENDER_CACHE_PREFIX": cache_prefix,
     }
-    workers = WorkerSet(Topology(1, 2, warm_voices=(voice,)), env, log_dir / f"{voice}-{mode}")
+    workers = WorkerSet(Topology(1, threads, warm_voices=(voice,)), env, log_dir / f"{voice}-{mode}")
     (log_dir / f"{voice}-{mode}").mkdir(parents=True, exist_ok=True)
     await asyncio.to_thread(workers.start)
     client = PipelineClient(dataclasses.replace(settings.kafka, topic_prefix=prefix))
@@ -226,6 +227,7 @@ async def run_cache_bench(
     out_dir: Path = Path("results") / "bench",
     drain_s: float = 40.0,
     modes: Sequence[str] = ("off", "cold", "warm"),
+    threads: int = 2,
 ) -> list[CacheRun]:
     """Off, cold and warm (or `modes`) per voice on the same schedule; logs go to `out_dir`."""
     settings = Settings.from_env()
@@ -252,6 +254,7 @@ async def run_cache_bench(
                     cache_prefix,
                     out_dir / "logs",
                     drain_s,
+                    threads,
                 )
             )
     return runs

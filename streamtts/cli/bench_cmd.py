@@ -195,7 +195,11 @@ def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     modes = [m for m in args.cache_modes.split(",") if m]
     if not modes or set(modes) - {"off", "cold", "warm"}:
         raise ConfigError(f"--cache-modes takes off,cold,warm; got {args.cache_modes!r}")
-    runs = asyncio.run(run_cache_bench(voices, rates, duration, args.seed, out, drain_s=90.0, modes=modes))
+    runs = asyncio.run(
+        run_cache_bench(
+            voices, rates, duration, args.seed, out, drain_s=90.0, modes=modes, threads=args.threads
+        )
+    )
     table = markdown(runs)
     (out / "cache.md").write_text(table + "\n", "utf-8")
     (out / "cache.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")
