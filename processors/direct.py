@@ -25,6 +25,44 @@ from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate
 log = logging.getLogger(__name__)
 
 
+def _planned_spans(
+    synth: Synthesizer,
+    text: str,
+    voice_id: str | None,
+    lang_hint: str | None,
+    *,
+    first_max_chars: int,
+    first_min_chars: int,
+    max_chars: int,
+    max_text_chars: int,
+) -> tuple[list[Span], list[tuple[Span, str | None]]]:
+    """Segment `text` as the pipeline does and plan its voices (see `voice_plan`).
+
+    Returns:
+        (every span, the speakable ones with the voice each is spoken with; None: "auto").
+    Raises:
+        SegmentationError, UnknownVoiceError: before any audio.
+    """
+    voice_id = None if voice_id in (None, "auto") else voice_id
+    if voice_id:
+        synth.registry.spec(voice_id)  # unknown voice fails before any work
+    spans = segment_text(
+        text,
+        lang_hint=lang_hint,
+        first_max_chars=first_max_chars,
+        first_min_chars=first_min_chars,
+        max_chars=max_chars,
+        max_text_chars=max_text_chars,
+    )
+    speakable: list[tuple[Span, str | None]] = []
+    for span, plan in plan_voices(spans, voice_id, synth.registry):
+        if not span.langs <= set(synth.registry.base_voices):
+            log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
+            continue
+        speakable.append((span, plan.voice or voice_id))
+    return spans, speakable
+
+
 def synthesize_text(
     synth: Synthesizer,
     text: str,
@@ -58,23 +96,18 @@ def synthesize_text(
         UnknownVoiceError, InvalidParameterError: before any audio.
     """
     check_rate(sample_rate)
-    voice_id = None if voice_id in (None, "auto") else voice_id
-    if voice_id:
-        synth.registry.spec(voice_id)  # unknown voice fails before any work
-    spans = segment_text(
+    spans, speakable = _planned_spans(
+        synth,
         text,
-        lang_hint=lang_hint,
+        voice_id,
+        lang_hint,
         first_max_chars=first_max_chars,
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
     )
     spoken = 0
-    for span, plan in plan_voices(spans, voice_id, synth.registry):
-        if not span.langs <= set(synth.registry.base_voices):
-            log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
-            continue
-        voice = plan.voice or voice_id
+    for span, voice in speakable:
         if sample_rate is None:
             sample_rate = synth.registry.voice_for(voice, span.langs)[0].sample_rate
         for chunk in synth.synthesize_span(
@@ -115,21 +148,19 @@ def warm_cache(
     """
     if synth.cache is None:
         raise ValueError("the synthesizer has no render cache")
-    voice_id = None if voice_id in (None, "auto") else voice_id
-    if voice_id:
-        synth.registry.spec(voice_id)
-    spans = segment_text(
+    _, speakable = _planned_spans(
+        synth,
         text,
-        lang_hint=lang_hint,
+        voice_id,
+        lang_hint,
         first_max_chars=first_max_chars,
         first_min_chars=first_min_chars,
         max_chars=max_chars,
+        max_text_chars=DEFAULT_MAX_TEXT_CHARS,
     )
     rendered = cached = 0
-    for span, plan in plan_voices(spans, voice_id, synth.registry):
-        if not span.langs <= set(synth.registry.base_voices):
-            continue
-        voice = synth.resolve(plan.voice or voice_id, span.langs)
+    for span, voice_id_of_span in speakable:
+        voice = synth.resolve(voice_id_of_span, span.langs)
         phonemes = synth.phonemize(voice, [(r.text, r.lang) for r in span.runs])
         _, status = synth.render_cached(phonemes, voice, speed)
         rendered += status == "miss"

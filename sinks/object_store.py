@@ -12,10 +12,10 @@ from datetime import timedelta
 from urllib.parse import quote
 
 import urllib3
-from minio import Minio
 from minio.error import S3Error, ServerError
 
 from streamtts.audio.codecs import CONTENT_TYPES, EXTENSIONS
+from streamtts.runtime.s3 import ensure_bucket, make_minio
 from streamtts.runtime.settings import S3Settings
 from streamtts.schemas import RequestContext, StorageRef
 
@@ -57,30 +57,13 @@ class ObjectStore:
         self.bucket = s3.bucket
         # One retry layer only: the sink's own capped backoff (logged, counted). The SDK's
         # default urllib3 retries would stack seconds of hidden waiting under each attempt.
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=3.0, read=30.0),
-            retries=urllib3.Retry(total=1, backoff_factor=0.1, status_forcelist=(500, 502, 503, 504)),
-            maxsize=8,
-        )
-        self.client = Minio(
-            s3.endpoint,
-            access_key=s3.access_key,
-            secret_key=s3.secret_key,
-            secure=s3.secure,
-            region=s3.region,
-            http_client=http,
-        )
+        self.client = make_minio(s3, connect_s=3.0, read_s=30.0, retries=1, pool=8)
         self._bucket_ready = False
 
     def ensure_bucket(self) -> None:
         if self._bucket_ready:
             return
-        if not self.client.bucket_exists(self.bucket):
-            try:
-                self.client.make_bucket(self.bucket)
-            except Exception:
-                if not self.client.bucket_exists(self.bucket):  # lost a creation race: fine
-                    raise
+        ensure_bucket(self.client, self.bucket)
         self._bucket_ready = True
 
     def put_audio(

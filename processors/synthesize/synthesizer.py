@@ -126,12 +126,9 @@ class Synthesizer:
         Raises:
             InvalidParameterError: speed or sample rate out of range.
         """
-        check_rate(sample_rate)
-        spec, engine = voice.spec, voice.engine
-        speed = _check_speed(spec.default_speed if speed is None else speed)
-        yield from self._post(
-            engine.synthesize_phonemes(phonemes, spec, speed), voice, sample_rate, pause_after_ms
-        )
+        speed = _checked(voice, speed, sample_rate)
+        raw = voice.engine.synthesize_phonemes(phonemes, voice.spec, speed)
+        yield from self._post(raw, voice, sample_rate, pause_after_ms)
 
     def render_cached(
         self,
@@ -149,32 +146,26 @@ class Synthesizer:
 
         Args:
             use_cache: False bypasses the cache (the request's `"cache": false`).
-            only_cached: return ([], "miss") instead of synthesizing on a miss.
+            only_cached: return ([], status) instead of synthesizing when the cache has
+                nothing ("miss") or is not used ("off").
         """
-        check_rate(sample_rate)
+        speed = _checked(voice, speed, sample_rate)
         spec, engine = voice.spec, voice.engine
-        speed = _check_speed(spec.default_speed if speed is None else speed)
-        if self.cache is None or not use_cache:
+        cache = self.cache if use_cache else None
+        key = render_key(engine, spec, speed, phonemes) if cache is not None else ""
+        raw = cache.lookup(key, spec.voice_id) if cache is not None else None
+        status: CacheStatus = "off" if cache is None else "hit" if raw is not None else "miss"
+        if raw is None:
             if only_cached:
-                return [], "off"
+                return [], status
             raw = list(engine.synthesize_phonemes(phonemes, spec, speed))
-            return list(self._post(iter(raw), voice, sample_rate, pause_after_ms)), "off"
-        key = render_key(engine, spec, speed, phonemes)
-        found = self.cache.lookup(key, spec.voice_id)
-        if found is None:
-            if only_cached:
-                return [], "miss"
-            found = list(engine.synthesize_phonemes(phonemes, spec, speed))
-            if found:
-                self.cache.store(key, found)
-            status: CacheStatus = "miss"
-        else:
-            status = "hit"
-        return list(self._post(iter(found), voice, sample_rate, pause_after_ms)), status
+            if cache is not None and raw:
+                cache.store(key, raw)
+        return list(self._post(raw, voice, sample_rate, pause_after_ms)), status
 
     def _post(
         self,
-        raw_chunks: Iterator[AudioChunk],
+        raw_chunks: Iterable[AudioChunk],
         voice: ResolvedVoice,
         sample_rate: int | None,
         pause_after_ms: float,
@@ -207,6 +198,16 @@ class Synthesizer:
         samples = effects.apply_fades(samples, rate_out, fade_ms=s.fade_ms)
         samples = effects.append_silence(samples, rate_out, pause_ms)
         return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id)
+
+
+def _checked(voice: ResolvedVoice, speed: float | None, sample_rate: int | None) -> float:
+    """The speed to render with (the voice's default for None), after checking both knobs.
+
+    Raises:
+        InvalidParameterError: speed or sample rate out of range.
+    """
+    check_rate(sample_rate)
+    return _check_speed(voice.spec.default_speed if speed is None else speed)
 
 
 def _check_speed(speed: float) -> float:

@@ -11,11 +11,10 @@ import logging
 import threading
 import time
 
-import urllib3
-from minio import Minio
 from minio.error import S3Error
 
 from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.s3 import ensure_bucket, make_minio
 from streamtts.runtime.settings import S3Settings
 
 log = logging.getLogger("streamtts.cache")
@@ -28,19 +27,7 @@ class BlobTier:
         self.bucket = s3.bucket
         self.prefix = prefix
         self.backoff_s = backoff_s
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=0.5, read=2.0),
-            retries=urllib3.Retry(total=0),
-            maxsize=4,
-        )
-        self.client = Minio(
-            s3.endpoint,
-            access_key=s3.access_key,
-            secret_key=s3.secret_key,
-            secure=s3.secure,
-            region=s3.region,
-            http_client=http,
-        )
+        self.client = make_minio(s3, connect_s=0.5, read_s=2.0, retries=0, pool=4)
         self._off_until = 0.0
         self._bucket_ready = False
         self._lock = threading.Lock()
@@ -85,8 +72,7 @@ class BlobTier:
             return False
         try:
             if not self._bucket_ready:
-                if not self.client.bucket_exists(self.bucket):
-                    self.client.make_bucket(self.bucket)
+                ensure_bucket(self.client, self.bucket)
                 self._bucket_ready = True
             self.client.put_object(
                 self.bucket,
