@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +18,7 @@ from faust.types import EventT
 
 from streamtts.audio.codecs import encode_chunk
 from streamtts.audio.exceptions import EncodingError
+from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
@@ -28,7 +27,7 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk
 
 
-class EncodedChunks:
+class EncodedChunks(ByteLRU[bytes]):
     """Payloads of recently encoded PCM, bounded in bytes (LRU).
 
     Encoding is a pure function of (PCM, rate, format) — the Opus serial is a CRC of the
@@ -36,36 +35,11 @@ class EncodedChunks:
     reused: a cached span's MP3 costs no encoder time (it was ~80 ms of a hit's first audio).
     """
 
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[bytes, bytes] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
     @staticmethod
     def key(chunk: PcmChunk) -> bytes:
         digest = hashlib.sha256(chunk.pcm)
         digest.update(f"\0{chunk.sample_rate}\0{chunk.request.format}".encode())
         return digest.digest()
-
-    def get(self, key: bytes) -> bytes | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key: bytes, payload: bytes) -> None:
-        if len(payload) > self.max_bytes:
-            return
-        with self._lock:
-            if key in self._items:
-                return
-            while self._items and self._bytes + len(payload) > self.max_bytes:
-                _, dropped = self._items.popitem(last=False)
-                self._bytes -= len(dropped)
-            self._items[key] = payload
-            self._bytes += len(payload)
 
 
 def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> AudioChunk:

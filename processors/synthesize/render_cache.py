@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
+from streamtts.runtime.byte_lru import ByteLRU
 
 CACHE_FORMAT = 1
 _MAX_PENDING = 32
@@ -113,45 +113,8 @@ def decode_render(data: bytes, voice_id: str) -> list[AudioChunk]:
     return chunks
 
 
-class MemoryTier:
-    """LRU of encoded renders, bounded in bytes."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[str, bytes] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    @property
-    def size_bytes(self) -> int:
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: str) -> bytes | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: bytes) -> int:
-        """Store; returns how many entries were evicted to make room (0 if it does not fit)."""
-        if len(value) > self.max_bytes:
-            return 0
-        evicted = 0
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old)
-            while self._items and self._bytes + len(value) > self.max_bytes:
-                _, dropped = self._items.popitem(last=False)
-                self._bytes -= len(dropped)
-                evicted += 1
-            self._items[key] = value
-            self._bytes += len(value)
-        return evicted
+class MemoryTier(ByteLRU[str]):
+    """The per-process tier: encoded renders by key, bounded in bytes."""
 
 
 class RenderCache:
