@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,14 @@ class VoiceSpec:
     """Kokoro style pack, shape (510, 1, 256) float32; None for engines without one."""
     description: str = ""
     """Human-readable note (gender, origin, quality)."""
+
+    @cached_property
+    def style_digest(self) -> bytes:
+        """SHA-256 of the style pack (b"" without one), computed once per voice: render
+        cache keys include it, and hashing 0.5 MB per span would sit on the hot path."""
+        if self.style is None:
+            return b""
+        return hashlib.sha256(np.ascontiguousarray(self.style, np.float32).tobytes()).digest()
 
 
 class SpeechEngine(Protocol):

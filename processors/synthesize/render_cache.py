@@ -71,10 +71,7 @@ def render_key(engine: SpeechEngine, voice: VoiceSpec, speed: float, phonemes: s
     """The content address of a render."""
     h = hashlib.sha256()
     h.update(f"streamtts-render/{CACHE_FORMAT}\0{engine.name}\0{engine.model_id}\0".encode())
-    if voice.style is not None:
-        h.update(hashlib.sha256(np.ascontiguousarray(voice.style, np.float32).tobytes()).digest())
-    else:
-        h.update(b"no-style")
+    h.update(voice.style_digest or b"no-style")
     h.update(struct.pack("<d", float(speed)))
     h.update(phonemes.encode("utf-8"))
     return h.hexdigest()
