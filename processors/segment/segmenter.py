@@ -167,7 +167,8 @@ def _sentence_pieces(
         langs = [r.lang for r in group for _ in r.text]
         clauses = splitter.clauses(text)
         pieces: list[str] = []
-        if first and not out and clauses:
+        while first and not out and clauses and not any(has_speakable(p) for p in pieces):
+            # The first *speakable* piece gets the first-span budget (a leading "," does not).
             head, clauses = splitter.first_piece(clauses)
             pieces.append(head)
         pieces.extend(splitter.pack(clauses))

@@ -191,7 +191,7 @@ class ClauseSplitter:
         they fit `first_max_chars`: a clause boundary keeps the prosody a fragment loses. If
         the rest of the sentence would then be a fragment itself (under twice that), the whole
         sentence is taken
-        when it fits 1.5 × `first_max_chars`. A first clause over the budget is cut (at a
+        when it fits 1.5 × `first_max_chars` (and `max_chars`). A first clause over the budget is cut (at a
         space where there is one).
         """
         head, k = clauses[0], 1
@@ -203,8 +203,10 @@ class ClauseSplitter:
             head, k = head + clauses[k], k + 1
         rest = clauses[k:]
         tail_cost = self.cost("".join(rest).strip())
-        if 0 < tail_cost < 2 * self.first_min_chars and self.cost((head + "".join(rest)).strip()) <= (
-            self.first_max_chars * 3 // 2
+        whole_budget = min(self.first_max_chars * 3 // 2, self.max_chars)
+        if (
+            0 < tail_cost < 2 * self.first_min_chars
+            and self.cost((head + "".join(rest)).strip()) <= whole_budget
         ):
             # What is left of the sentence would be a fragment too ("…，请妥善保管。" spoken
             # alone came back garbled): the sentence goes whole, up to 1.5 × the budget.
