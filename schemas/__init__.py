@@ -1,13 +1,13 @@
 """Versioned wire contracts of streamtts (orjson-serialized, strictly validated)."""
 
 from streamtts.schemas.base import SCHEMA_VERSION, Contract
-from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk
+from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk, WordTiming
 from streamtts.schemas.context import RequestContext
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.names import AUDIO_FORMATS
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
-from streamtts.schemas.result import CompletionResult, StorageRef
+from streamtts.schemas.result import Captions, CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
@@ -20,6 +20,7 @@ __all__ = [
     "LANGUAGES",
     "SCHEMA_VERSION",
     "AudioChunk",
+    "Captions",
     "CompletionResult",
     "Contract",
     "ContractError",
@@ -31,4 +32,5 @@ __all__ = [
     "Segment",
     "StorageRef",
     "TTSRequest",
+    "WordTiming",
 ]

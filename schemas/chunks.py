@@ -43,6 +43,28 @@ def _check_order(seq: int, total: int, last: bool, last_part: bool) -> None:
 CacheState = Literal["hit", "miss", "off"]
 
 
+class WordTiming(BaseModel):
+    """A word as spoken: when (ms from the start of the request's audio) and where it is in
+    the request text (`text == request_text[char_start:char_end]`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(max_length=2000)
+    start_ms: float = Field(ge=0)
+    end_ms: float = Field(ge=0)
+    char_start: int = Field(ge=0)
+    char_end: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.end_ms < self.start_ms or self.char_end < self.char_start:
+            raise ValueError("a word must not end before it starts")
+        return self
+
+
+MAX_WORDS_PER_CHUNK = 2000
+
+
 class PcmChunk(Contract):
     """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
 
@@ -63,6 +85,10 @@ class PcmChunk(Contract):
     synth_ms: float = Field(default=0.0, ge=0)
     cache: CacheState | None = None
     """Render cache: "hit" (served without inference), "miss" (rendered and stored) or "off"."""
+    offset_ms: float | None = Field(default=None, ge=0)
+    """With timestamps: where this chunk starts in the request's audio."""
+    words: list[WordTiming] | None = Field(default=None, max_length=MAX_WORDS_PER_CHUNK)
+    """With timestamps: the words that start in this chunk (times from the request's start)."""
     request: RequestContext
     synthesized_at: AwareDatetime
 
@@ -98,6 +124,10 @@ class AudioChunk(Contract):
     degradation: Degradation | None = None
     cache: CacheState | None = None
     """Render cache status of the segment's audio (see `PcmChunk.cache`)."""
+    offset_ms: float | None = Field(default=None, ge=0)
+    """With timestamps: where this chunk starts in the request's audio."""
+    words: list[WordTiming] | None = Field(default=None, max_length=MAX_WORDS_PER_CHUNK)
+    """With timestamps: the words that start in this chunk (see `PcmChunk.words`)."""
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime
     """The request's creation time (so subscribers can measure end-to-end latency)."""

@@ -32,6 +32,7 @@ class RequestContext(BaseModel):
     delivery: Delivery
     metadata: dict[str, str] = Field(default_factory=dict)
     cache: bool = True
+    timestamps: bool = False
     created_at: AwareDatetime
 
     @classmethod
@@ -48,5 +49,6 @@ class RequestContext(BaseModel):
             delivery=request.delivery,
             metadata=request.metadata,
             cache=request.cache,
+            timestamps=request.timestamps,
             created_at=request.created_at,
         )

@@ -78,6 +78,9 @@ class TTSRequest(Contract):
     delivery: Delivery = Field(default_factory=Delivery)
     cache: bool = True
     """Serve and store renders in the render cache; false always synthesizes afresh."""
+    timestamps: bool = False
+    """Word timestamps: every audio chunk carries the words it holds, and the result points
+    at WebVTT and SRT captions stored next to the audio."""
     metadata: dict[str, str] = Field(default_factory=dict, max_length=32)
     """Caller correlation data, echoed on the completion result."""
     created_at: AwareDatetime

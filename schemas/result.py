@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from streamtts.schemas.base import Contract
-from streamtts.schemas.chunks import Degradation
+from streamtts.schemas.chunks import Degradation, WordTiming
 from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
 
 
@@ -25,6 +25,22 @@ class StorageRef(BaseModel):
     """Presigned GET URL when the request asked for one."""
 
 
+class Captions(BaseModel):
+    """Word timestamps of a completed request, stored next to its audio (same key, other
+    extension): WebVTT and SRT cues, and the word list as JSON."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vtt: StorageRef
+    srt: StorageRef
+    words: StorageRef
+    """The full word list (JSON array of `WordTiming`): the claim check when it is large."""
+
+
+# Results stay small records: longer word lists are read through `captions.words`.
+MAX_INLINE_WORDS = 500
+
+
 class CompletionResult(Contract):
     contract_name: ClassVar[str] = "result"
 
@@ -38,6 +54,11 @@ class CompletionResult(Contract):
     chunks: int = Field(ge=0)
     storage: StorageRef | None = None
     degraded: list[Degradation] = Field(default_factory=list)
+    captions: Captions | None = None
+    """With timestamps: where the captions and the word list are stored."""
+    words: list[WordTiming] | None = Field(default=None, max_length=MAX_INLINE_WORDS)
+    """With timestamps: every word, when there are at most `MAX_INLINE_WORDS` (otherwise
+    None and read through `captions.words`)."""
     error: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime

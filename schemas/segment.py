@@ -14,6 +14,30 @@ SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other", "mixed"]
 RunLanguage = Literal["zh", "en", "ja", "ko", "yue"]
 
 
+TextBlock = tuple[int, int, int, int]
+"""(text_start, text_end, source_start, source_end): a stretch of a segment's text and the
+stretch of the request text it stands for; linear (character k ↔ source_start + k -
+text_start) when both lengths are equal, otherwise the whole for the whole (a number read out)."""
+
+
+def text_map_range(blocks: list[TextBlock], start: int, end: int) -> tuple[int, int]:
+    """The request-text range that segment characters [start, end) stand for."""
+    lo: int | None = None
+    hi: int | None = None
+    for s, e, a, b in blocks:
+        if e <= start or s >= end:
+            continue
+        if e - s == b - a:
+            first, last = a + max(start, s) - s, a + min(end, e) - s
+        else:
+            first, last = a, b
+        lo = first if lo is None else min(lo, first)
+        hi = last if hi is None else max(hi, last)
+    if lo is None or hi is None:
+        return (0, 0)
+    return lo, hi
+
+
 class SpanRun(BaseModel):
     """A piece of a mixed-language span in one language (each run has its own G2P)."""
 
@@ -48,6 +72,13 @@ class Segment(Contract):
     voice_scope: Literal["request", "sentence", "span"] | None = None
     """How widely `voice` holds: the whole request, this span's sentence, or only this span
     (no single voice speaks the sentence: the one case where the voice changes inside it)."""
+    text_map: list[TextBlock] | None = Field(default=None, max_length=4000)
+    """With timestamps: where `text` came from in the request text (see `TextBlock`)."""
+    source_text: str | None = Field(default=None, max_length=20_000)
+    """With timestamps: the request text from the first to the last character the span
+    stands for (words are shown as the request wrote them: "100元", not "一百元")."""
+    source_start: int = Field(default=0, ge=0)
+    """Where `source_text` starts in the request text."""
     request: RequestContext
     segmented_at: AwareDatetime
 

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from streamtts.schemas import Degradation, PcmChunk, RequestContext
+from streamtts.schemas import Degradation, PcmChunk, RequestContext, WordTiming
+from streamtts.schemas.captions import retimed
 
 TopicPart = tuple[str, int]
 RequestKey = tuple[str, str]
@@ -56,6 +57,8 @@ class AssembledRequest:
     chunks: int
     degraded: list[Degradation]
     records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]]
+    words: list[WordTiming] | None = None
+    """With timestamps: every word, timed from the assembled audio's start."""
 
 
 class RequestAssembler:
@@ -100,6 +103,9 @@ class RequestAssembler:
             chunks=len(ordered),
             degraded=[c.degradation for c in ordered if c.degradation is not None],
             records=p.records,
+            words=retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in ordered])
+            if p.ctx.timestamps
+            else None,
         )
 
     def skip(self, tp: TopicPart, offset: int) -> None:

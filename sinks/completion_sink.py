@@ -15,8 +15,10 @@ A crash after 3 may re-read chunks of finished requests; the memory of finished 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -34,8 +36,10 @@ from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, ContractError, PcmChunk, RequestContext, StorageRef
+from streamtts.schemas import Captions, CompletionResult, ContractError, PcmChunk, RequestContext, StorageRef
+from streamtts.schemas import captions as caption_files
 from streamtts.schemas.headers import REPLAY_AT, REPLAY_OF, header, header_pairs
+from streamtts.schemas.result import MAX_INLINE_WORDS
 from streamtts.sinks.assembler import AssembledRequest, RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import PartitionRevoked, SinkCheckpoint
 from streamtts.sinks.finished import FinishedRequests, RenderKey
@@ -213,9 +217,12 @@ class CompletionSink(DeadLettering):
         samples = np.frombuffer(req.pcm, dtype="<i2")
         duration_ms = len(samples) / req.sample_rate * 1000.0
         storage: StorageRef | None = None
+        stored_captions: Captions | None = None
         if ctx.delivery.storage:
             try:
                 storage = await self._store(req, samples, duration_ms)
+                if req.words is not None:
+                    stored_captions = await self._store_captions(req, storage)
             except (StorageUnavailable, StorageRejected) as err:
                 # Dead-letter the request's records for replay (`streamtts replay dlq`) and tell
                 # waiting clients it failed; the stage goes on with the next request.
@@ -228,7 +235,7 @@ class CompletionSink(DeadLettering):
                     )
                 await self._publish(req, duration_ms, None, error=str(err))
                 return
-        await self._publish(req, duration_ms, storage)
+        await self._publish(req, duration_ms, storage, captions=stored_captions)
         self.completed += 1
         self.telemetry.e2e_latency.labels(ctx.format).observe(
             max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
@@ -252,21 +259,43 @@ class CompletionSink(DeadLettering):
     async def _store(self, req: AssembledRequest, samples: np.ndarray, duration_ms: float) -> StorageRef:
         loop = asyncio.get_running_loop()
         data = await loop.run_in_executor(self.pool, encode_file, samples, req.sample_rate, req.ctx.format)
+        return await self._retrying(
+            req,
+            lambda: self.store.put_audio(
+                req.ctx,
+                data,
+                sample_rate=req.sample_rate,
+                duration_ms=duration_ms,
+                presign_s=self.pipeline.presign_expiry_s if req.ctx.delivery.presign else None,
+                namespace=self.namespace,
+            ),
+        )
+
+    async def _store_captions(self, req: AssembledRequest, audio: StorageRef) -> Captions:
+        """WebVTT, SRT and the word list next to the audio (same key, other extensions)."""
+        words = req.words or []
+        refs: dict[str, StorageRef] = {}
+        for fmt, extension in (("vtt", ".vtt"), ("srt", ".srt"), ("json", ".words.json")):
+            body = caption_files.render(words, fmt)
+            ctype = caption_files.CAPTION_CONTENT_TYPES[fmt]
+            refs[fmt] = await self._retrying(
+                req, functools.partial(self.store.put_beside, audio, extension, body, ctype)
+            )
+        return Captions(vtt=refs["vtt"], srt=refs["srt"], words=refs["json"])
+
+    async def _retrying(self, req: AssembledRequest, put: Callable[[], StorageRef]) -> StorageRef:
+        """One upload, transient faults retried with capped backoff.
+
+        Raises:
+            StorageRejected: a permanent refusal (at once).
+            StorageUnavailable: every attempt failed transiently.
+        """
+        loop = asyncio.get_running_loop()
         delay = 0.25
         attempts = max(1, self.pipeline.storage_retries)
         for attempt in range(1, attempts + 1):
             try:
-                return await loop.run_in_executor(
-                    self.pool,
-                    lambda: self.store.put_audio(
-                        req.ctx,
-                        data,
-                        sample_rate=req.sample_rate,
-                        duration_ms=duration_ms,
-                        presign_s=self.pipeline.presign_expiry_s if req.ctx.delivery.presign else None,
-                        namespace=self.namespace,
-                    ),
-                )
+                return await loop.run_in_executor(self.pool, put)
             except Exception as err:  # urllib3/minio raise many kinds; classified once, below
                 error = f"{type(err).__name__}: {str(err)[:200]}"
                 if not is_transient_storage_error(err):
@@ -298,8 +327,10 @@ class CompletionSink(DeadLettering):
         duration_ms: float,
         storage: StorageRef | None,
         error: str | None = None,
+        captions: Captions | None = None,
     ) -> None:
         ctx = req.ctx
+        words = req.words if req.words is not None and len(req.words) <= MAX_INLINE_WORDS else None
         result = CompletionResult(
             request_id=ctx.request_id,
             tenant=ctx.tenant,
@@ -310,6 +341,8 @@ class CompletionSink(DeadLettering):
             chunks=req.chunks,
             storage=storage,
             degraded=req.degraded,
+            captions=captions,
+            words=words if not error else None,
             error=error,
             metadata=ctx.metadata,
             created_at=ctx.created_at,

@@ -28,6 +28,12 @@ def object_key(ctx: RequestContext, namespace: str = "") -> str:
     return f"{prefix}{ctx.tenant}/{day}/{ctx.request_id}{EXTENSIONS[ctx.format]}"
 
 
+def sibling_key(audio_key: str, extension: str) -> str:
+    """`tenant/…/id.mp3` → `tenant/…/id.vtt`: the audio's key with another extension."""
+    stem, dot, _ = audio_key.rpartition(".")
+    return f"{stem if dot else audio_key}{extension}"
+
+
 def is_transient_storage_error(err: BaseException) -> bool:
     """Whether retrying the same upload may succeed: connection trouble, timeouts and 5xx or
     throttling answers are the store's condition; anything else (a value the client or the
@@ -105,6 +111,18 @@ class ObjectStore:
             etag=result.etag or "",
             content_type=ctype,
             url=url,
+        )
+
+    def put_beside(self, audio: StorageRef, extension: str, data: bytes, content_type: str) -> StorageRef:
+        """Store `data` next to an audio object: the same key with `extension` instead of
+        the audio's (captions: `.vtt`, `.srt`, `.words.json`)."""
+        self.ensure_bucket()
+        key = sibling_key(audio.key, extension)
+        result = self.client.put_object(
+            self.bucket, key, io.BytesIO(data), len(data), content_type=content_type
+        )
+        return StorageRef(
+            bucket=self.bucket, key=key, size=len(data), etag=result.etag or "", content_type=content_type
         )
 
     def get(self, bucket: str, key: str) -> bytes:

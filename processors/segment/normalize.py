@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from streamtts.processors.segment.text_map import MappedText
+
 # NFKC folds full-width ASCII (Ｈｅｌｌｏ１２３ → Hello123) and half-width katakana, but it would
 # also turn CJK punctuation into ASCII (，→ ,  ！→ !), which loses the hint that the
 # surrounding text is CJK and changes pause handling. These are kept as they are.
@@ -80,6 +82,47 @@ def normalize_text(text: str, *, strip_markup: bool = True) -> str:
     text = _SPACES_RE.sub(" ", text)
     text = _NEWLINES_RE.sub("\n", text)
     return text.strip()
+
+
+_CRLF_RE = re.compile(r"\r\n")
+_COMBINING_RE = re.compile(
+    r".[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u3099\u309a]*", re.S
+)
+
+
+def _filter_char(ch: str) -> str:
+    """`_char_filter` for one character."""
+    return _char_filter(ch)
+
+
+def _nfkc_mapped(text: MappedText) -> MappedText:
+    """`_nfkc_keep_cjk_punct` with the map kept: NFKC per base character and its combining
+    marks (what composes), falling back to aligning the whole when that differs."""
+    wanted = _nfkc_keep_cjk_punct(text.text)
+    pieces: list[MappedText] = []
+    for m in _COMBINING_RE.finditer(text.text):
+        cluster = m.group()
+        new = cluster if cluster in _KEEP_CJK_PUNCT else unicodedata.normalize("NFKC", cluster)
+        a, b = text.source_range(m.start(), m.end())
+        if new == cluster:
+            pieces.append(text.slice(m.start(), m.end()))
+        else:
+            pieces.append(MappedText(new, (a,) * len(new), (b,) * len(new)))
+    out = MappedText.join(pieces)
+    return out if out.text == wanted else text.rewritten(wanted)
+
+
+def normalize_mapped(text: str, *, strip_markup: bool = True) -> MappedText:
+    """`normalize_text`, keeping where each character came from in `text` (for word
+    timestamps); `normalize_mapped(t).text == normalize_text(t)` for every string."""
+    fixed = fix_surrogates(text)
+    mapped = MappedText.of(text) if fixed == text else MappedText.of(text).rewritten(fixed)
+    mapped = mapped.sub(_CRLF_RE, "\n").map_chars(_filter_char)
+    if strip_markup:
+        mapped = mapped.sub(_TAG_RE, " ")
+    mapped = _nfkc_mapped(mapped)
+    mapped = mapped.sub(_ELLIPSIS_RE, "…").sub(_SPACES_RE, " ").sub(_NEWLINES_RE, "\n")
+    return mapped.strip()
 
 
 def is_speakable_char(ch: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from streamtts.processors.segment.input_policy import check_text
-from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, segment_text
+from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, Span, segment_text
 from streamtts.processors.segment.voice_plan import VoiceChooser, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
 from streamtts.schemas.segment import SpanRun
@@ -65,8 +65,22 @@ def plan_segments(
             runs=[SpanRun(text=r.text, lang=r.lang) for r in span.runs] if span.lang == "mixed" else None,  # type: ignore[arg-type]
             voice=plans[i].voice if plans else None,
             voice_scope=plans[i].scope if plans else None,
+            text_map=span.source.blocks() if span.source is not None and _mapped(request, span) else None,
+            source_text=_source_text(request, span)[0] if _mapped(request, span) else None,
+            source_start=_source_text(request, span)[1] if _mapped(request, span) else 0,
             request=ctx,
             segmented_at=stamp,
         )
         for i, span in enumerate(spans)
     ]
+
+
+def _mapped(request: TTSRequest, span: Span) -> bool:
+    return request.timestamps and span.source is not None and len(span.source) > 0
+
+
+def _source_text(request: TTSRequest, span: Span) -> tuple[str, int]:
+    """With timestamps: the request text the span covers, and where it starts (see `Segment`)."""
+    assert span.source is not None
+    start, end = span.source.source_range(0, len(span.source))
+    return request.text[start:end], start

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong
 from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs
-from streamtts.processors.segment.normalize import has_speakable, normalize_text
+from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
+from streamtts.processors.segment.text_map import MappedText
 
 DEFAULT_FIRST_MAX_CHARS = 40
 # A first span shorter than this joins the next clause: "您好，" alone is spoken as a fragment
@@ -59,6 +60,8 @@ class Span:
     """0-based position of the span in the request."""
     runs: tuple[Run, ...] = ()
     """Language runs whose texts concatenate to `text` (one run unless `lang` is mixed)."""
+    source: MappedText | None = None
+    """`text` with, per character, the range of the request text it stands for."""
 
     @property
     def langs(self) -> frozenset[str]:
@@ -99,10 +102,10 @@ def segment_text(
     if len(text) > max_text_chars:
         raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
     hint = normalize_lang_hint(lang_hint)
-    clean = normalize_text(text, strip_markup=strip_markup)
-    if not clean:
+    clean = normalize_mapped(text, strip_markup=strip_markup)
+    if not clean.text:
         raise EmptyText("text is empty")
-    if not has_speakable(clean):
+    if not has_speakable(clean.text):
         raise SegmentationError("text has nothing speakable (only punctuation, symbols or emoji)")
     splitter = ClauseSplitter(
         max_chars=max_chars,
@@ -112,21 +115,28 @@ def segment_text(
 
     spans: list[Span] = []
     sentence_index = 0
-    for sentence, ends_paragraph in splitter.sentences(clean):
+    cursor = 0
+    for sentence_text, ends_paragraph in splitter.sentences(clean.text):
+        sentence = clean.find(sentence_text, cursor)
+        if sentence is None:  # unreachable: sentences are stripped substrings, in order
+            sentence = MappedText.of(sentence_text).rewritten(sentence_text)
+        else:
+            cursor = clean.text.find(sentence_text, cursor) + len(sentence_text)
         pieces = _sentence_pieces(sentence, hint, splitter, first=not spans, verbalize=verbalize)
         if not pieces:
             continue
-        for k, raw_runs in enumerate(pieces):
+        for k, (raw_runs, mapped) in enumerate(pieces):
             # Codes were kept whole between markers (see `number_context`).
             piece_runs = tuple(Run(_unmark(r.text), r.lang) for r in raw_runs if _unmark(r.text))
             piece = "".join(r.text for r in piece_runs)
+            source = mapped.without(CODE_OPEN + CODE_CLOSE)
             last = k == len(pieces) - 1
             if last:
                 pause = PAUSE_PARAGRAPH_MS if ends_paragraph else PAUSE_SENTENCE_MS
             else:
                 pause = PAUSE_CLAUSE_MS if piece[-1] in CLAUSE_END else 0
             lang = piece_runs[0].lang if len(piece_runs) == 1 else "mixed"
-            spans.append(Span(piece, lang, sentence_index, last, pause, len(spans), piece_runs))
+            spans.append(Span(piece, lang, sentence_index, last, pause, len(spans), piece_runs, source))
         sentence_index += 1
     if not spans:  # only reachable if every letter sat in stripped markup
         raise SegmentationError("text has nothing speakable after removing markup")
@@ -148,22 +158,36 @@ def _drop_symbols(text: str) -> str:
 
 
 def _sentence_pieces(
-    sentence: str, hint: str | None, splitter: ClauseSplitter, *, first: bool, verbalize: bool
-) -> list[tuple[Run, ...]]:
-    """Pieces of one sentence, each as its runs; `first` makes the first piece a short clause."""
+    sentence: MappedText, hint: str | None, splitter: ClauseSplitter, *, first: bool, verbalize: bool
+) -> list[tuple[tuple[Run, ...], MappedText]]:
+    """Pieces of one sentence, each as its runs and its mapped text; `first` makes the first
+    piece a short clause."""
     runs: list[Run] = []
+    mapped_runs: list[MappedText] = []
     before = ""
-    for run in tag_runs(sentence, hint):
+    pos = 0
+    for run in tag_runs(sentence.text, hint):
+        found = sentence.find(run.text, pos)
+        if found is None:  # unreachable: runs partition the sentence; map to all of it
+            a, b = sentence.source_range(0, len(sentence))
+            source = MappedText(run.text, (a,) * len(run.text), (b,) * len(run.text))
+        else:
+            source = found
+            pos = sentence.text.find(run.text, pos) + len(run.text)
         text = verbalize_numbers(run.text, run.lang, before) if verbalize else run.text
         before += run.text
         text = _drop_symbols(text)
+        mapped = source.rewritten(text)
         if runs and runs[-1].lang == run.lang:
             runs[-1] = Run(runs[-1].text + text, run.lang)
+            mapped_runs[-1] = mapped_runs[-1] + mapped
         elif text:
             runs.append(Run(text, run.lang))
-    out: list[tuple[Run, ...]] = []
-    for group in _speakable_groups(runs):
+            mapped_runs.append(mapped)
+    out: list[tuple[tuple[Run, ...], MappedText]] = []
+    for group, mapped_group in _speakable_groups(runs, mapped_runs):
         text = "".join(r.text for r in group)
+        group_map = MappedText.join(mapped_group)
         langs = [r.lang for r in group for _ in r.text]
         clauses = splitter.clauses(text)
         pieces: list[str] = []
@@ -179,21 +203,25 @@ def _sentence_pieces(
                 continue
             start = text.find(piece, pos)
             if start < 0:  # unreachable: pieces are substrings in order; keep one language
-                out.append((Run(piece, group[0].lang),))
+                a, b = group_map.source_range(0, len(group_map))
+                out.append(
+                    ((Run(piece, group[0].lang),), MappedText(piece, (a,) * len(piece), (b,) * len(piece)))
+                )
                 continue
             pos = start + len(piece)
-            out.append(_runs_of(piece, langs[start:pos]))
+            out.append((_runs_of(piece, langs[start:pos]), group_map.slice(start, pos)))
     return out
 
 
-def _speakable_groups(runs: list[Run]) -> list[list[Run]]:
+def _speakable_groups(runs: list[Run], mapped: list[MappedText]) -> list[tuple[list[Run], list[MappedText]]]:
     """Consecutive runs that one voice may speak together; each "other" run stands alone."""
-    groups: list[list[Run]] = []
-    for run in runs:
-        if groups and run.lang != "other" and groups[-1][-1].lang != "other":
-            groups[-1].append(run)
+    groups: list[tuple[list[Run], list[MappedText]]] = []
+    for run, m in zip(runs, mapped, strict=True):
+        if groups and run.lang != "other" and groups[-1][0][-1].lang != "other":
+            groups[-1][0].append(run)
+            groups[-1][1].append(m)
         else:
-            groups.append([run])
+            groups.append(([run], [m]))
     return groups
 
 

@@ -94,15 +94,24 @@ def _split_if_unspeakable(span: Span, chooser: VoiceChooser) -> list[Span]:
     if len(span.runs) < 2 or chooser.voice_for_langs(span.langs - _UNSPOKEN) is not None:
         return [span]
     last = len(span.runs) - 1
-    return [
-        replace(
-            span,
-            text=run.text.strip(),
-            lang=run.lang,
-            runs=(replace(run, text=run.text.strip()),),
-            ends_sentence=span.ends_sentence and k == last,
-            pause_after_ms=span.pause_after_ms if k == last else 0,
+    out: list[Span] = []
+    at = 0
+    for k, run in enumerate(span.runs):
+        start, at = at, at + len(run.text)
+        if not run.text.strip():
+            continue
+        lead = len(run.text) - len(run.text.lstrip())
+        text = run.text.strip()
+        source = span.source.slice(start + lead, start + lead + len(text)) if span.source else None
+        out.append(
+            replace(
+                span,
+                text=text,
+                lang=run.lang,
+                runs=(replace(run, text=text),),
+                ends_sentence=span.ends_sentence and k == last,
+                pause_after_ms=span.pause_after_ms if k == last else 0,
+                source=source,
+            )
         )
-        for k, run in enumerate(span.runs)
-        if run.text.strip()
-    ]
+    return out

@@ -6,18 +6,30 @@ from datetime import UTC, datetime
 
 from streamtts.audio.pcm import to_int16
 from streamtts.processors.synthesize.renderer import RenderedSegment
-from streamtts.schemas import PcmChunk, Segment
+from streamtts.processors.synthesize.word_timing import SpanWord
+from streamtts.schemas import PcmChunk, Segment, WordTiming
 
 
-def pcm_chunks(segment: Segment, rendered: RenderedSegment, chunk_max_ms: int) -> list[PcmChunk]:
-    """Split the segment's audio into parts of at most `chunk_max_ms` (at least one part)."""
+def pcm_chunks(
+    segment: Segment, rendered: RenderedSegment, chunk_max_ms: int, offset_ms: float | None = None
+) -> list[PcmChunk]:
+    """Split the segment's audio into parts of at most `chunk_max_ms` (at least one part).
+
+    offset_ms: with timestamps, where the segment starts in the request's audio; each part
+    then carries its own offset and the words that start in it, timed from the request start.
+    """
     pcm = to_int16(rendered.samples).astype("<i2")
-    per_part = max(1, int(rendered.sample_rate * chunk_max_ms / 1000))
+    rate = rendered.sample_rate
+    per_part = max(1, int(rate * chunk_max_ms / 1000))
     bounds = list(range(0, len(pcm), per_part)) or [0]
+    timed = offset_ms is not None and segment.request.timestamps
+    words = request_words(segment, rendered.words or [], offset_ms or 0.0) if timed else []
     now = datetime.now(UTC)
     parts = []
     for i, start in enumerate(bounds):
         last_part = i == len(bounds) - 1
+        part_offset = (offset_ms or 0.0) + start * 1000.0 / rate
+        part_end = (offset_ms or 0.0) + (start + per_part) * 1000.0 / rate
         parts.append(
             PcmChunk(
                 request_id=segment.request_id,
@@ -28,13 +40,44 @@ def pcm_chunks(segment: Segment, rendered: RenderedSegment, chunk_max_ms: int) -
                 last=segment.last and last_part,
                 lang=segment.lang,
                 voice_used=rendered.voice_used,
-                sample_rate=rendered.sample_rate,
+                sample_rate=rate,
                 pcm=pcm[start : start + per_part].tobytes(),
                 degradation=rendered.degradation if i == 0 else None,
                 synth_ms=rendered.synth_ms if i == 0 else 0.0,
                 cache=rendered.cache,
+                offset_ms=round(part_offset, 3) if timed else None,
+                words=_starting_in(words, part_offset, part_end, i == 0, last_part) if timed else None,
                 request=segment.request,
                 synthesized_at=now,
             )
         )
     return parts
+
+
+def request_words(segment: Segment, words: list[SpanWord], offset_ms: float) -> list[WordTiming]:
+    """Span words → contract words: times from the request start, text as the request wrote
+    it (`segment.source_text`)."""
+    out: list[WordTiming] = []
+    source, base = segment.source_text, segment.source_start
+    for w in words:
+        if source is not None:
+            text = source[w.char_start - base : w.char_end - base]
+        else:  # no text map (an older segment): the span's own characters
+            text = segment.text[w.char_start : w.char_end]
+        out.append(
+            WordTiming(
+                text=text,
+                start_ms=round(offset_ms + w.start_ms, 1),
+                end_ms=round(offset_ms + w.end_ms, 1),
+                char_start=w.char_start,
+                char_end=w.char_end,
+            )
+        )
+    return out
+
+
+def _starting_in(
+    words: list[WordTiming], start_ms: float, end_ms: float, first: bool, last: bool
+) -> list[WordTiming]:
+    """The words that start in [start_ms, end_ms); the first and last parts take the rest."""
+    return [w for w in words if (first or w.start_ms >= start_ms) and (last or w.start_ms < end_ms)]

@@ -27,9 +27,14 @@ class AudioChunk:
     """Phonemes the chunk was synthesized from (empty for silence or post-processed joins)."""
     voice_id: str = ""
     """Voice that spoke it (differs from the request's voice after a language fallback)."""
+    bounds: np.ndarray | None = None
+    """int64 (len(phonemes), 2): start and end sample of each phoneme character, from the
+    model's duration predictor (None: the engine does not report durations)."""
 
     def __post_init__(self) -> None:
         self.samples = np.ascontiguousarray(self.samples, dtype=np.float32).reshape(-1)
+        if self.bounds is not None and self.bounds.shape != (len(self.phonemes), 2):
+            self.bounds = None  # defensive: never let a shape mismatch produce wrong times
 
     @cached_property
     def int16(self) -> np.ndarray:

@@ -105,6 +105,11 @@ class ChineseG2P:
         out.append(text[pos:])
         return re.sub(r" {2,}", " ", "".join(out).replace(chr(815), "")).strip()
 
+    def cut(self, han: str) -> list[str]:
+        """jieba's words of a run of Han characters (as `__call__` phonemizes them)."""
+        with self._lock:
+            return list(self._tokenizer.lcut(han, cut_all=False))
+
 
 class JapaneseG2P:
     """Japanese via pyopenjtalk-plus readings and misaki 0.7's romanizer."""
@@ -121,6 +126,14 @@ class JapaneseG2P:
         with self._lock:
             result: Any = self._g2p(text)
         return str(result[0] if isinstance(result, tuple) else result).strip()
+
+    def morphemes(self, text: str) -> list[str]:
+        """OpenJTalk's morphemes of `text` (the words its readings come from)."""
+        import pyopenjtalk
+
+        with self._lock:
+            nodes = pyopenjtalk.run_frontend(text, use_sudachi_kanji_yomi=False)
+        return [str(n["string"]) for n in nodes]
 
 
 class KoreanG2P:
@@ -197,6 +210,16 @@ class G2PBank:
     def phonemize(self, text: str, lang: str) -> str:
         """Phonemes of `text` in `lang`."""
         return self.get(lang)(text)
+
+    def words(self, text: str, lang: str) -> list[tuple[int, int]]:
+        """[start, end) of each word of `text`: jieba words for zh, OpenJTalk morphemes for
+        ja, letters and digits between spaces otherwise (for word timestamps)."""
+        from streamtts.processors.synthesize.word_timing import word_units
+
+        g2p = self.get(lang)
+        zh = g2p.cut if isinstance(g2p, ChineseG2P) else None
+        ja = g2p.morphemes if isinstance(g2p, JapaneseG2P) else None
+        return word_units(text, lang, zh, ja)
 
     def warm_up(self, langs: frozenset[str] | set[str] | tuple[str, ...] = ("zh", "en")) -> None:
         """Load and exercise the phonemizers of `langs` (jieba's dictionary takes ~1 s)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from streamtts.processors.synthesize.durations import KOKORO_DURATIONS, phoneme_bounds, with_duration_output
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
@@ -121,6 +122,8 @@ class KokoroEngine:
     languages: frozenset[str] = KOKORO_LANGS
     model_id: str = ""
     """SHA-256 of the model and its vocabulary: part of every render cache key."""
+    timed: bool = False
+    """The session also returns per-token durations (word timestamps are available)."""
 
     @classmethod
     def load(
@@ -141,7 +144,8 @@ class KokoroEngine:
         Raises:
             ModelLoadError: missing or corrupted model packages.
         """
-        model = read_model_bytes()
+        # The duration output changes no other node: same audio bytes, same cache keys.
+        model, timed = with_duration_output(read_model_bytes(), KOKORO_DURATIONS)
         try:
             session = make_session(model, threads=threads, providers=providers, spin=spin)
         except Exception as err:  # onnxruntime raises its own exception types
@@ -151,7 +155,9 @@ class KokoroEngine:
         # read_model_bytes verified the bytes against this checksum: no second pass over 92 MB.
         digest = hashlib.sha256(bytes.fromhex(expected_sha256()))
         digest.update(json.dumps(vocab, sort_keys=True).encode())
-        return cls(session=session, vocab=vocab, g2p=g2p or G2PBank(), model_id=digest.hexdigest())
+        return cls(
+            session=session, vocab=vocab, g2p=g2p or G2PBank(), model_id=digest.hexdigest(), timed=timed
+        )
 
     def phonemize(self, text: str, lang: str) -> str:
         """Kokoro phonemes for `text` (characters outside the vocabulary are removed)."""
@@ -171,24 +177,33 @@ class KokoroEngine:
         if voice.style is None:
             raise ValueError(f"voice {voice.voice_id!r} has no Kokoro style pack")
         for piece in split_phonemes(phonemes):
-            yield AudioChunk(self._infer(piece, voice.style, speed), SAMPLE_RATE, piece)
+            samples, bounds = self._infer(piece, voice.style, speed)
+            yield AudioChunk(samples, SAMPLE_RATE, piece, bounds=bounds)
 
-    def _infer(self, phonemes: str, style_pack: np.ndarray, speed: float) -> np.ndarray:
-        tokens = [self.vocab[c] for c in phonemes if c in self.vocab]
+    def _infer(
+        self, phonemes: str, style_pack: np.ndarray, speed: float
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        voiced = [i for i, c in enumerate(phonemes) if c in self.vocab]
+        tokens = [self.vocab[phonemes[i]] for i in voiced]
         if not tokens:
-            return np.zeros(0, np.float32)
+            return np.zeros(0, np.float32), None
         # Invariant: the caller split to MAX_PHONEMES; the model's position table ends there.
         assert len(tokens) <= MAX_PHONEMES, len(tokens)
         style = style_pack[min(len(tokens), len(style_pack) - 1)].reshape(1, 256)
-        audio = self.session.run(
+        outputs = self.session.run(
             None,
             {
                 "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
                 "style": np.asarray(style, dtype=np.float32),
                 "speed": np.array([speed], dtype=np.float32),
             },
-        )[0]
-        return np.asarray(audio, dtype=np.float32).reshape(-1)
+        )
+        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+        if not self.timed or len(outputs) < 2:
+            return audio, None
+        # Token k+1 voices phoneme character voiced[k]; the pads at both ends voice none.
+        token_chars = [(), *((i,) for i in voiced), ()]
+        return audio, phoneme_bounds(outputs[1], token_chars, len(phonemes), len(audio))
 
     def warm_up(self, voice: VoiceSpec | None = None, langs: Sequence[str] = ("zh", "en")) -> None:
         """Load phonemizers of `langs` and run one short inference (first runs are slower)."""

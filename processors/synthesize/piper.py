@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from streamtts.processors.synthesize.durations import PIPER_DURATIONS, phoneme_bounds, with_duration_output
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import ascii_punctuation
@@ -57,6 +58,8 @@ class PiperEngine:
     languages: frozenset[str] = frozenset({"en"})
     model_id: str = ""
     """SHA-256 of the model bytes and its config: part of every render cache key."""
+    timed: bool = False
+    """The session also returns per-id durations (word timestamps are available)."""
     _phonemizer: _EspeakPhonemizer | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -96,13 +99,15 @@ class PiperEngine:
                 parsed = json.loads(config.read_text("utf-8"))
             else:
                 parsed = config
+            digest = hashlib.sha256(model)
+            # The duration output changes no other node (see `durations`).
+            model, timed = with_duration_output(model, PIPER_DURATIONS)
             session = make_session(model, threads=threads, providers=providers, spin=spin)
         except (OSError, ValueError, ModuleNotFoundError) as err:
             raise ModelLoadError(f"cannot load Piper voice {name!r}: {err}") from err
         except Exception as err:  # onnxruntime's own exception types
             raise ModelLoadError(f"cannot load Piper voice {name!r}: {err}") from err
         family = str(parsed.get("language", {}).get("family") or "en")
-        digest = hashlib.sha256(model)
         digest.update(json.dumps(parsed, sort_keys=True).encode())
         return cls(
             session=session,
@@ -111,6 +116,7 @@ class PiperEngine:
             sample_rate=int(parsed["audio"]["sample_rate"]),
             languages=frozenset({family}),
             model_id=digest.hexdigest(),
+            timed=timed,
         )
 
     def _espeak(self) -> _EspeakPhonemizer:
@@ -128,14 +134,22 @@ class PiperEngine:
 
     def phoneme_ids(self, phonemes: str) -> list[int]:
         """Piper ids: BOS, PAD, (phoneme, PAD)*, EOS; unknown phonemes are skipped."""
+        return self._ids_and_chars(phonemes)[0]
+
+    def _ids_and_chars(self, phonemes: str) -> tuple[list[int], list[tuple[int, ...]]]:
+        """The ids, and for each id the phoneme characters it voices (a phoneme's trailing
+        pad is counted as that phoneme's: it is how VITS lengthens it)."""
         id_map: dict[str, list[int]] = self.config["phoneme_id_map"]
         ids = [*id_map[_BOS], *id_map[_PAD]]
-        for ph in phonemes:
+        chars: list[tuple[int, ...]] = [()] * len(ids)
+        for i, ph in enumerate(phonemes):
             if ph in id_map:
-                ids.extend(id_map[ph])
-                ids.extend(id_map[_PAD])
+                added = [*id_map[ph], *id_map[_PAD]]
+                ids.extend(added)
+                chars.extend([(i,)] * len(added))
         ids.extend(id_map[_EOS])
-        return ids
+        chars.extend([()] * len(id_map[_EOS]))
+        return ids, chars
 
     def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         """Yield one chunk for the span (VITS has no hard input limit)."""
@@ -147,9 +161,12 @@ class PiperEngine:
         """Yield one chunk for a phoneme string of `phonemize`."""
         if not phonemes.strip():
             return
-        yield AudioChunk(self._infer(self.phoneme_ids(phonemes), speed), self.sample_rate, phonemes)
+        ids, chars = self._ids_and_chars(phonemes)
+        samples, frames = self._infer(ids, speed)
+        bounds = phoneme_bounds(frames, chars, len(phonemes), len(samples)) if frames is not None else None
+        yield AudioChunk(samples, self.sample_rate, phonemes, bounds=bounds)
 
-    def _infer(self, ids: list[int], speed: float) -> np.ndarray:
+    def _infer(self, ids: list[int], speed: float) -> tuple[np.ndarray, np.ndarray | None]:
         inference = self.config.get("inference", {})
         scales = np.array(
             [
@@ -166,8 +183,9 @@ class PiperEngine:
         }
         if int(self.config.get("num_speakers", 1)) > 1:
             feeds["sid"] = np.array([0], dtype=np.int64)
-        audio = self.session.run(None, feeds)[0]
-        return np.asarray(audio, dtype=np.float32).reshape(-1)
+        outputs = self.session.run(None, feeds)
+        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+        return audio, (outputs[1] if self.timed and len(outputs) > 1 else None)
 
     def warm_up(self) -> None:
         """Load espeak and run one short inference."""

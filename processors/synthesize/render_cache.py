@@ -34,7 +34,8 @@ import numpy as np
 from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
 from streamtts.runtime.byte_lru import ByteLRU
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+"""2: entries carry the phoneme bounds (word timestamps); 1-entries are simply not found."""
 _MAX_PENDING = 32
 CacheStatus = Literal["hit", "miss", "off"]
 TIERS = ("memory", "shared")
@@ -78,13 +79,15 @@ def render_key(engine: SpeechEngine, voice: VoiceSpec, speed: float, phonemes: s
 
 
 def encode_render(chunks: list[AudioChunk]) -> bytes:
-    """Chunks → bytes: a count, then per chunk its rate, phonemes and float32 samples."""
+    """Chunks → bytes: a count, then per chunk its rate, phonemes, float32 samples and the
+    phoneme bounds (int64 pairs; none when the engine reports no durations)."""
     out = [struct.pack("<I", len(chunks))]
     for c in chunks:
         ph = c.phonemes.encode("utf-8")
         samples = np.ascontiguousarray(c.samples, "<f4").tobytes()
-        out.append(struct.pack("<III", c.sample_rate, len(ph), len(samples)))
-        out += [ph, samples]
+        bounds = b"" if c.bounds is None else np.ascontiguousarray(c.bounds, "<i8").tobytes()
+        out.append(struct.pack("<IIII", c.sample_rate, len(ph), len(samples), len(bounds)))
+        out += [ph, samples, bounds]
     return b"".join(out)
 
 
@@ -97,14 +100,18 @@ def decode_render(data: bytes, voice_id: str) -> list[AudioChunk]:
     (count,) = struct.unpack_from("<I", data, 0)
     pos, chunks = 4, []
     for _ in range(count):
-        rate, nph, nbytes = struct.unpack_from("<III", data, pos)
-        pos += 12
-        if pos + nph + nbytes > len(data) or nbytes % 4:
+        rate, nph, nbytes, nbounds = struct.unpack_from("<IIII", data, pos)
+        pos += 16
+        if pos + nph + nbytes + nbounds > len(data) or nbytes % 4 or nbounds % 16:
             raise ValueError("truncated render cache entry")
         ph = data[pos : pos + nph].decode("utf-8")
         samples = np.frombuffer(data, "<f4", nbytes // 4, pos + nph).astype(np.float32)
         pos += nph + nbytes
-        chunks.append(AudioChunk(samples, rate, ph, voice_id))
+        bounds = None
+        if nbounds:
+            bounds = np.frombuffer(data, "<i8", nbounds // 8, pos).astype(np.int64).reshape(-1, 2)
+        pos += nbounds
+        chunks.append(AudioChunk(samples, rate, ph, voice_id, bounds))
     if pos != len(data):
         raise ValueError("trailing bytes in render cache entry")
     return chunks

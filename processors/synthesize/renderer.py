@@ -25,7 +25,14 @@ from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
-from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.processors.synthesize.synthesizer import ResolvedVoice, Synthesizer
+from streamtts.processors.synthesize.word_timing import (
+    SpanWord,
+    assign_phonemes,
+    phoneme_times,
+    span_words,
+    word_units,
+)
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
 from streamtts.schemas.chunks import DegradationStep
@@ -70,6 +77,20 @@ class RenderedSegment:
     synth_ms: float
     cache: CacheStatus | None = None
     """Whether the render cache had it ("hit"), stored it ("miss"), or was bypassed ("off")."""
+    words: list[SpanWord] | None = None
+    """With timestamps: the span's words, timed from the start of `samples`."""
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """One span as a voice spoke it (before any degradation bookkeeping)."""
+
+    samples: np.ndarray
+    voice_used: str
+    substituted: bool
+    """The requested voice could not speak the span: `voice_used` replaced it."""
+    cache: CacheStatus
+    words: list[SpanWord] | None
 
 
 class SegmentRenderer:
@@ -130,7 +151,7 @@ class SegmentRenderer:
             reason = "breaker_open"
         else:
             try:
-                samples, used, substituted, cache = self._speak(segment, planned, langs)
+                spoken = self._speak(segment, planned, langs)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
                 self.breaker.record_degradation(cls)
@@ -147,17 +168,16 @@ class SegmentRenderer:
                 )
             else:
                 self.breaker.record_success(cls)
-                if requested is not None and used != requested and (substituted or segment.voice):
+                used = spoken.voice_used
+                if requested is not None and used != requested and (spoken.substituted or segment.voice):
                     # e.g. an English-only voice on a zh sentence: the planner gave the whole
                     # sentence one voice that speaks it.
-                    return self._degraded(
-                        segment, samples, used, "fallback_voice", "voice_lacks_language", started
-                    )
+                    return self._degraded(segment, spoken, "fallback_voice", "voice_lacks_language", started)
                 if segment.voice_scope == "span":  # no single voice speaks this sentence
-                    return self._degraded(
-                        segment, samples, used, "fallback_voice", "no_single_voice", started
-                    )
-                return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started), cache)
+                    return self._degraded(segment, spoken, "fallback_voice", "no_single_voice", started)
+                return RenderedSegment(
+                    spoken.samples, ctx.sample_rate, used, None, _ms(started), spoken.cache, spoken.words
+                )
         step: DegradationStep = "breaker_open" if reason == "breaker_open" else "fallback_voice"
         # Step 2: the base voice of the request's main language, then of the span's language.
         speak_langs = frozenset({"yue": "zh", "other": "en"}.get(x, x) for x in langs)
@@ -169,8 +189,8 @@ class SegmentRenderer:
                 if not speak_langs <= base.languages:
                     found = self.synth.registry.voice_for_langs(speak_langs)
                     base = self.synth.registry.spec(found) if found else base
-                samples, used, _, _ = self._speak(segment, base.voice_id, speak_langs)
-                return self._degraded(segment, samples, used, step, reason, started)
+                spoken = self._speak(segment, base.voice_id, speak_langs)
+                return self._degraded(segment, spoken, step, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
                     log,
@@ -183,15 +203,17 @@ class SegmentRenderer:
                 )
         # Step 3: the clip pre-rendered at start-up: cannot fail.
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
-        return self._degraded(segment, clip, "please_wait_clip", "please_wait_clip", reason, started)
+        # No words: the clip says "please wait", not the span's text.
+        said = Spoken(clip, "please_wait_clip", True, "off", None)
+        return self._degraded(segment, said, "please_wait_clip", reason, started)
 
     def _speak(
         self, segment: Segment, voice_id: str | None, langs: frozenset[str], *, only_cached: bool = False
-    ) -> tuple[np.ndarray, str, bool, CacheStatus]:
+    ) -> Spoken:
         """Synthesize one span within its G2P and inference budgets, each step once:
         1. resolve the voice, 2. phonemize every run (G2P budget), 3. render those phonemes in
-        one call, or take them from the render cache (inference budget). Returns (samples,
-        voice used, whether it replaced the requested voice, cache status)."""
+        one call, or take them from the render cache (inference budget), 4. with timestamps,
+        time the words from the model's phoneme durations."""
         ctx = segment.request
         voice = self.synth.resolve(voice_id, langs)
         runs = [(text, lang if lang in langs else next(iter(langs))) for text, lang in segment.run_pairs()]
@@ -213,10 +235,11 @@ class SegmentRenderer:
         chunks, cache = rendered
         if not chunks:
             if only_cached:
-                return np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache
+                return Spoken(np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache, None)
             raise SynthesisError("engine produced no audio")
         samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
-        return samples, voice.spec.voice_id, voice.substituted, cache
+        words = _time_words(segment, voice, runs, phonemes, chunks) if ctx.timestamps else None
+        return Spoken(samples, voice.spec.voice_id, voice.substituted, cache, words)
 
     def render_if_cached(self, segment: Segment) -> RenderedSegment | None:
         """The segment's audio if the render cache has it, else None — never runs the model,
@@ -235,12 +258,14 @@ class SegmentRenderer:
             return None  # an open or probing breaker is the regular path's to handle
         started = time.perf_counter()
         try:
-            samples, used, substituted, cache = self._speak(segment, planned, segment.langs, only_cached=True)
+            spoken = self._speak(segment, planned, segment.langs, only_cached=True)
         except (SynthesisError, ValueError, RuntimeError, TimeoutError):
             return None
-        if cache != "hit" or not samples.size or (substituted and requested is not None):
+        if spoken.cache != "hit" or not spoken.samples.size or (spoken.substituted and requested is not None):
             return None
-        return RenderedSegment(samples, ctx.sample_rate, used, None, _ms(started), "hit")
+        return RenderedSegment(
+            spoken.samples, ctx.sample_rate, spoken.voice_used, None, _ms(started), "hit", spoken.words
+        )
 
     def _within(self, budget_s: float, what: str, fn: Callable[..., object], *args: object) -> object:
         future = self._guard.submit(fn, *args)
@@ -254,15 +279,10 @@ class SegmentRenderer:
         self._guard.shutdown(wait=False, cancel_futures=True)
 
     def _degraded(
-        self,
-        segment: Segment,
-        samples: np.ndarray,
-        used: str,
-        step: DegradationStep,
-        reason: str,
-        started: float,
+        self, segment: Segment, spoken: Spoken, step: DegradationStep, reason: str, started: float
     ) -> RenderedSegment:
         ctx = segment.request
+        used = spoken.voice_used
         deg = Degradation(
             seq=segment.seq,
             step=step,
@@ -287,7 +307,36 @@ class SegmentRenderer:
         )
         if self._on_degraded:
             self._on_degraded(deg)
-        return RenderedSegment(samples, ctx.sample_rate, used, deg, _ms(started))
+        return RenderedSegment(spoken.samples, ctx.sample_rate, used, deg, _ms(started), words=spoken.words)
+
+
+def _time_words(
+    segment: Segment,
+    voice: ResolvedVoice,
+    runs: list[tuple[str, str]],
+    phonemes: str,
+    chunks: list,
+) -> list[SpanWord] | None:
+    """The span's words timed by the model's own durations (see `word_timing`); None when
+    the engine reports none. Each word is phonemized alone as an alignment label only."""
+    times = phoneme_times(phonemes, chunks)
+    if times is None:
+        return None
+    engine = voice.engine
+    bank = getattr(engine, "g2p", None)
+    units: list[tuple[int, int]] = []
+    labels: list[str] = []
+    at = 0
+    for text, lang in runs:
+        found = bank.words(text, lang) if bank is not None else word_units(text, lang)
+        for a, b in found:
+            units.append((at + a, at + b))
+            try:
+                labels.append(engine.phonemize(text[a:b], lang))
+            except (SynthesisError, ValueError, RuntimeError):
+                labels.append("")
+        at += len(text)
+    return span_words(units, assign_phonemes(phonemes, labels), times, segment.text_map)
 
 
 def _main_lang(segment: Segment) -> str:

@@ -20,6 +20,7 @@ from streamtts.processors.synthesize.chunker import pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.renderer import RenderedSegment, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
+from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
@@ -63,6 +64,7 @@ class SynthesizeStage(FaustStage):
         # streamed at once even while the model is busy with another request's inference.
         self.lookup_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"synth-{pool}-cache")
         self._prerendered: dict[int, tuple[Segment, RenderedSegment]] = {}
+        self._timeline = RequestTimeline()
         self.app.agent(self.topic(source), name=self.group)(self._agent)
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
@@ -145,7 +147,8 @@ class SynthesizeStage(FaustStage):
         try:
             if prerendered is None:
                 rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
-            chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms)
+            offset = await self._segment_start(segment) if segment.request.timestamps else None
+            chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms, offset)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
             return await self.dead_letter(
                 source_of(event), err, request_id=segment.request_id, tenant=segment.request.tenant
@@ -155,6 +158,8 @@ class SynthesizeStage(FaustStage):
         for chunk in chunks:
             await self.out.send(key=key, value=chunk.to_bytes(), headers=rendering or None)
         audio_s = len(rendered.samples) / rendered.sample_rate
+        if offset is not None:
+            self._timeline.advance(segment, offset, sum(c.duration_ms for c in chunks))
         t = self.telemetry
         voice_label = voice_class(rendered.voice_used)
         t.audio_seconds.labels(voice_label).inc(audio_s)
@@ -184,6 +189,28 @@ class SynthesizeStage(FaustStage):
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return "degraded" if rendered.degradation else "ok"
+
+    async def _segment_start(self, segment: Segment) -> float:
+        """Where the segment starts in its request's audio (see `timeline`)."""
+        start = self._timeline.start_of(segment)
+        if start is not None:
+            return start
+        try:
+            start = await published_audio_ms(self.kafka, self.topics.pcm, segment, segment.request.created_at)
+        except Exception as err:  # Kafka trouble: the words are still right within the span
+            log_event(self.log, "timeline_recovery_failed", logging.WARNING, error=str(err)[:200])
+            start = None
+        log_event(
+            self.log,
+            "timeline_recovered" if start is not None else "timeline_unknown",
+            logging.INFO if start is not None else logging.WARNING,
+            request_id=segment.request_id,
+            seq=segment.seq,
+            start_ms=round(start, 1) if start is not None else None,
+        )
+        # Unknown: times count from this segment; the sink re-times stored captions from
+        # each chunk's own offset, so only this live stream is shifted.
+        return start if start is not None else 0.0
 
     async def stop(self) -> None:
         await super().stop()

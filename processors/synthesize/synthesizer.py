@@ -190,14 +190,20 @@ class Synthesizer:
         4. fades at both edges (chunk starts and ends at zero: no clicks when concatenated),
         5. append the span's pause as exact zeros."""
         s = self.settings
-        samples = effects.trim_silence(raw.samples, rate_in, pad_ms=s.trim_pad_ms)
-        samples = resample(samples, rate_in, rate_out)
+        start, end = effects.speech_range(raw.samples, rate_in, pad_ms=s.trim_pad_ms)
+        samples = resample(raw.samples[start:end], rate_in, rate_out)
         if s.loudness_dbfs is not None:
             samples = effects.normalize_loudness(samples, target_dbfs=s.loudness_dbfs)
         samples = effects.limit_peaks(samples, rate_out, ceiling=s.ceiling)
         samples = effects.apply_fades(samples, rate_out, fade_ms=s.fade_ms)
+        spoken = len(samples)
         samples = effects.append_silence(samples, rate_out, pause_ms)
-        return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id)
+        bounds = None
+        if raw.bounds is not None:
+            # The same trim and rate change, applied to the phoneme positions.
+            shifted = np.clip(raw.bounds - start, 0, end - start).astype(np.float64)
+            bounds = np.clip(np.rint(shifted * rate_out / rate_in), 0, spoken).astype(np.int64)
+        return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id, bounds)
 
 
 def _checked(voice: ResolvedVoice, speed: float | None, sample_rate: int | None) -> float:

@@ -10,11 +10,19 @@ def trim_silence(
 ) -> np.ndarray:
     """Cut leading/trailing silence, keeping `pad_ms` around the first/last sample above
     `threshold` (Kokoro adds ~0.2–0.4 s of its own; our pauses are added explicitly)."""
+    start, end = speech_range(samples, sample_rate, threshold=threshold, pad_ms=pad_ms)
+    return samples[start:end]
+
+
+def speech_range(
+    samples: np.ndarray, sample_rate: int, *, threshold: float = 0.01, pad_ms: float = 40.0
+) -> tuple[int, int]:
+    """The [start, end) that `trim_silence` keeps (timestamps shift by `start`)."""
     loud = np.flatnonzero(np.abs(samples) > threshold)
     if loud.size == 0:
-        return samples[:0]
+        return 0, 0
     pad = int(pad_ms * sample_rate / 1000)
-    return samples[max(0, loud[0] - pad) : loud[-1] + pad + 1]
+    return max(0, int(loud[0]) - pad), min(len(samples), int(loud[-1]) + pad + 1)
 
 
 def limit_peaks(
