@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+import numpy as np
+
 from streamtts.processors.segment.segmenter import (
     DEFAULT_FIRST_MAX_CHARS,
     DEFAULT_FIRST_MIN_CHARS,
@@ -21,6 +23,8 @@ from streamtts.processors.segment.voice_plan import plan_voices
 from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
 from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate
+from streamtts.processors.synthesize.word_timing import SpanWord
+from streamtts.schemas import WordTiming
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +99,74 @@ def synthesize_text(
         UnsupportedLanguageError: no span could be spoken (e.g. only Cyrillic text).
         UnknownVoiceError, InvalidParameterError: before any audio.
     """
+    for span, chunk, _ in _spoken(
+        synth,
+        text,
+        lang_hint,
+        voice_id,
+        speed,
+        sample_rate,
+        timed=False,
+        first_max_chars=first_max_chars,
+        first_min_chars=first_min_chars,
+        max_chars=max_chars,
+        max_text_chars=max_text_chars,
+    ):
+        yield span, chunk
+
+
+def synthesize_text_timed(
+    synth: Synthesizer,
+    text: str,
+    lang_hint: str | None = None,
+    voice_id: str | None = None,
+    speed: float | None = None,
+    sample_rate: int | None = None,
+) -> Iterator[tuple[Span, AudioChunk, list[WordTiming]]]:
+    """`synthesize_text` with word timestamps: each chunk comes with the words that start in
+    it, timed in ms from the start of the whole audio, with their ranges in `text`."""
+    position_ms = 0.0
+    for span, chunk, words in _spoken(synth, text, lang_hint, voice_id, speed, sample_rate, timed=True):
+        timed: list[WordTiming] = []
+        said = words or []
+        for i, w in enumerate(said):
+            upto = said[i + 1].char_start if i + 1 < len(said) else _span_end(span, w.char_end)
+            timed.append(
+                WordTiming(
+                    text=text[w.char_start : w.char_end],
+                    start_ms=round(position_ms + w.start_ms, 1),
+                    end_ms=round(position_ms + w.end_ms, 1),
+                    char_start=w.char_start,
+                    char_end=w.char_end,
+                    trailing=text[w.char_end : max(w.char_end, upto)][:16],
+                )
+            )
+        yield span, chunk, timed
+        position_ms += chunk.duration_s * 1000.0
+
+
+def _span_end(span: Span, default: int) -> int:
+    """Where the span ends in the request text."""
+    if span.source is None or not len(span.source):
+        return default
+    return span.source.source_range(0, len(span.source))[1]
+
+
+def _spoken(
+    synth: Synthesizer,
+    text: str,
+    lang_hint: str | None,
+    voice_id: str | None,
+    speed: float | None,
+    sample_rate: int | None,
+    *,
+    timed: bool,
+    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+) -> Iterator[tuple[Span, AudioChunk, list[SpanWord] | None]]:
+    """Span by span: (span, chunk, words of the span relative to the chunk's start or None)."""
     check_rate(sample_rate)
     spans, speakable = _planned_spans(
         synth,
@@ -110,17 +182,28 @@ def synthesize_text(
     for span, voice in speakable:
         if sample_rate is None:
             sample_rate = synth.registry.voice_for(voice, span.langs)[0].sample_rate
-        for chunk in synth.synthesize_span(
-            span.text,
-            span.lang,
-            voice,
-            speed,
-            sample_rate,
-            pause_after_ms=span.pause_after_ms,
-            runs=[(r.text, r.lang) for r in span.runs],
-        ):
-            spoken += 1
-            yield span, chunk
+        runs = [(r.text, r.lang) for r in span.runs] or [(span.text, span.lang)]
+        resolved = synth.resolve(voice, span.langs)
+        phonemes = synth.phonemize(resolved, runs)
+        chunks = synth.render_phonemes(
+            phonemes, resolved, speed, sample_rate, pause_after_ms=span.pause_after_ms
+        )
+        if not timed:
+            for chunk in chunks:
+                spoken += 1
+                yield span, chunk, None
+            continue
+        # Timed: the span's chunks are joined so its words are timed in one piece.
+        parts = list(chunks)
+        if not parts:
+            continue
+        text_map = span.source.blocks() if span.source is not None else None
+        words = synth.time_words(resolved, runs, phonemes, parts, text_map)
+        joined = AudioChunk(
+            np.concatenate([c.samples for c in parts]), parts[0].sample_rate, phonemes, parts[0].voice_id
+        )
+        spoken += 1
+        yield span, joined, words
     if spoken == 0:
         langs = sorted({span.lang for span in spans})
         raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")

@@ -1,9 +1,9 @@
 """Word timestamps → caption files (WebVTT, SRT) and back to JSON (pure).
 
-Cues group consecutive words: a cue ends at a pause (a sentence or clause break), when it
-would exceed `max_chars` of display text, or `max_ms` of speech, so captions read like
-subtitles rather than one word at a time. Each cue's text is its words as the request wrote
-them, joined with a space where the request had one between Latin-script words.
+Cues group consecutive words: a cue ends after a sentence, at a pause, or when it would
+exceed `max_chars` of display text or `max_ms` of speech, so captions read like subtitles
+rather than one word at a time. A cue's text is the request's own text for its words (each
+word with what followed it: spaces, punctuation).
 """
 
 from __future__ import annotations
@@ -30,24 +30,28 @@ class Cue:
     text: str
 
 
-def _wide(ch: str) -> bool:
-    cp = ord(ch)
-    return (
-        0x2E80 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF or 0xF900 <= cp <= 0xFAFF or 0xFF00 <= cp <= 0xFFEF
-    )
+_SENTENCE_END = frozenset("。！？!?.…\n")
+
+
+def _separator(word: WordTiming, following: WordTiming) -> str:
+    """What stands between two words: the request's own text, plus the space a span break
+    dropped after Latin punctuation ("world," + "this" → "world, this")."""
+    sep = word.trailing
+    if sep and sep[-1] in ",.;:!?" and following.text[:1].isascii():
+        sep += " "
+    return sep
 
 
 def _joined(words: Sequence[WordTiming]) -> str:
-    out = ""
-    for i, w in enumerate(words):
-        if i and not (_wide(out[-1]) or _wide(w.text[:1] or " ")) and w.char_start > words[i - 1].char_end:
-            out += " "
-        out += w.text
-    return out
+    """The words with what the request had between them (the last one's trailing dropped
+    unless it is punctuation that ends the cue)."""
+    text = "".join(w.text + _separator(w, nxt) for w, nxt in zip(words, words[1:], strict=False))
+    last = words[-1]
+    return (text + last.text + last.trailing.rstrip()).strip()
 
 
 def cues(
-    words: Sequence[WordTiming], *, max_chars: int = 42, max_ms: float = 6000.0, pause_ms: float = 350.0
+    words: Sequence[WordTiming], *, max_chars: int = 42, max_ms: float = 6000.0, pause_ms: float = 250.0
 ) -> list[Cue]:
     """Words grouped into caption cues (see the module docstring)."""
     out: list[Cue] = []
@@ -55,8 +59,9 @@ def cues(
     for w in words:
         if group:
             gap = w.start_ms - group[-1].end_ms
+            ended = any(c in _SENTENCE_END for c in group[-1].trailing)
             too_long = len(_joined([*group, w])) > max_chars or w.end_ms - group[0].start_ms > max_ms
-            if gap >= pause_ms or too_long:
+            if ended or gap >= pause_ms or too_long:
                 out.append(Cue(group[0].start_ms, group[-1].end_ms, _joined(group)))
                 group = []
         group.append(w)

@@ -54,6 +54,9 @@ class WordTiming(BaseModel):
     end_ms: float = Field(ge=0)
     char_start: int = Field(ge=0)
     char_end: int = Field(ge=0)
+    trailing: str = Field(default="", max_length=16)
+    """The request text between this word and the next (spaces, punctuation), so captions
+    read as the request was written; cut at 16 characters."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:

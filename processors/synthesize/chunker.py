@@ -59,11 +59,12 @@ def request_words(segment: Segment, words: list[SpanWord], offset_ms: float) -> 
     it (`segment.source_text`)."""
     out: list[WordTiming] = []
     source, base = segment.source_text, segment.source_start
-    for w in words:
-        if source is not None:
-            text = source[w.char_start - base : w.char_end - base]
-        else:  # no text map (an older segment): the span's own characters
-            text = segment.text[w.char_start : w.char_end]
+    if source is None:  # no text map (an older segment): the span's own characters
+        source, base = segment.text, 0
+    for i, w in enumerate(words):
+        text = source[w.char_start - base : w.char_end - base]
+        upto = words[i + 1].char_start - base if i + 1 < len(words) else len(source)
+        trailing = source[w.char_end - base : max(w.char_end - base, upto)][:16]
         out.append(
             WordTiming(
                 text=text,
@@ -71,6 +72,7 @@ def request_words(segment: Segment, words: list[SpanWord], offset_ms: float) -> 
                 end_ms=round(offset_ms + w.end_ms, 1),
                 char_start=w.char_start,
                 char_end=w.char_end,
+                trailing=trailing,
             )
         )
     return out

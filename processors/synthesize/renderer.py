@@ -25,14 +25,8 @@ from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
-from streamtts.processors.synthesize.synthesizer import ResolvedVoice, Synthesizer
-from streamtts.processors.synthesize.word_timing import (
-    SpanWord,
-    assign_phonemes,
-    phoneme_times,
-    span_words,
-    word_units,
-)
+from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.processors.synthesize.word_timing import SpanWord
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
 from streamtts.schemas.chunks import DegradationStep
@@ -238,7 +232,9 @@ class SegmentRenderer:
                 return Spoken(np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache, None)
             raise SynthesisError("engine produced no audio")
         samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
-        words = _time_words(segment, voice, runs, phonemes, chunks) if ctx.timestamps else None
+        words = (
+            self.synth.time_words(voice, runs, phonemes, chunks, segment.text_map) if ctx.timestamps else None
+        )
         return Spoken(samples, voice.spec.voice_id, voice.substituted, cache, words)
 
     def render_if_cached(self, segment: Segment) -> RenderedSegment | None:
@@ -308,35 +304,6 @@ class SegmentRenderer:
         if self._on_degraded:
             self._on_degraded(deg)
         return RenderedSegment(spoken.samples, ctx.sample_rate, used, deg, _ms(started), words=spoken.words)
-
-
-def _time_words(
-    segment: Segment,
-    voice: ResolvedVoice,
-    runs: list[tuple[str, str]],
-    phonemes: str,
-    chunks: list,
-) -> list[SpanWord] | None:
-    """The span's words timed by the model's own durations (see `word_timing`); None when
-    the engine reports none. Each word is phonemized alone as an alignment label only."""
-    times = phoneme_times(phonemes, chunks)
-    if times is None:
-        return None
-    engine = voice.engine
-    bank = getattr(engine, "g2p", None)
-    units: list[tuple[int, int]] = []
-    labels: list[str] = []
-    at = 0
-    for text, lang in runs:
-        found = bank.words(text, lang) if bank is not None else word_units(text, lang)
-        for a, b in found:
-            units.append((at + a, at + b))
-            try:
-                labels.append(engine.phonemize(text[a:b], lang))
-            except (SynthesisError, ValueError, RuntimeError):
-                labels.append("")
-        at += len(text)
-    return span_words(units, assign_phonemes(phonemes, labels), times, segment.text_map)
 
 
 def _main_lang(segment: Segment) -> str:

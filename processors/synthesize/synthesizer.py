@@ -13,9 +13,17 @@ import numpy as np
 from streamtts.audio import effects
 from streamtts.audio.pcm import resample
 from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
-from streamtts.processors.synthesize.exceptions import InvalidParameterError
+from streamtts.processors.synthesize.exceptions import InvalidParameterError, SynthesisError
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.render_cache import CacheStatus, RenderCache, render_key
+from streamtts.processors.synthesize.word_timing import (
+    SpanWord,
+    assign_phonemes,
+    phoneme_times,
+    span_words,
+    word_units,
+)
+from streamtts.schemas.segment import TextBlock
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +118,42 @@ class Synthesizer:
         a word break so the model speaks them as one utterance."""
         parts = (voice.engine.phonemize(text, lang) for text, lang in runs)
         return " ".join(p for p in parts if p)
+
+    @staticmethod
+    def time_words(
+        voice: ResolvedVoice,
+        runs: Sequence[tuple[str, str]],
+        phonemes: str,
+        chunks: Sequence[AudioChunk],
+        text_map: list[TextBlock] | None = None,
+    ) -> list[SpanWord] | None:
+        """Step 4 (timestamps): the span's words timed by the model's own phoneme durations
+        (see `word_timing`); None when the engine reports none. Each word is phonemized once
+        more on its own, as an alignment label only: the audio is the span's as rendered.
+
+        Args:
+            runs, phonemes: what steps 2 and 3 spoke.
+            chunks: the post-processed chunks of step 3, in order.
+            text_map: the segment's map to the request text (None: span characters).
+        """
+        times = phoneme_times(phonemes, chunks)
+        if times is None:
+            return None
+        engine = voice.engine
+        bank = getattr(engine, "g2p", None)
+        units: list[tuple[int, int]] = []
+        labels: list[str] = []
+        at = 0
+        for text, lang in runs:
+            found = bank.words(text, lang) if bank is not None else word_units(text, lang)
+            for a, b in found:
+                units.append((at + a, at + b))
+                try:
+                    labels.append(engine.phonemize(text[a:b], lang))
+                except (SynthesisError, ValueError, RuntimeError):
+                    labels.append("")
+            at += len(text)
+        return span_words(units, assign_phonemes(phonemes, labels), times, text_map)
 
     def render_phonemes(
         self,

@@ -9,9 +9,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError
+
+if TYPE_CHECKING:
+    from streamtts.schemas import WordTiming
 
 FORMATS = ("wav", "pcm", "mp3", "opus", "flac")
 
@@ -55,6 +58,12 @@ def register(subparsers: Any) -> None:
         help="directory with extra voices (.onnx+.onnx.json, .npy, .npz)",
     )
     parser.add_argument("--out", required=True, type=Path, help="output file")
+    parser.add_argument(
+        "--captions",
+        type=Path,
+        default=None,
+        help="also write word-timed captions: .vtt (WebVTT), .srt or .json (the word list)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -75,6 +84,16 @@ def _pick_format(args: argparse.Namespace) -> str:
     return aliases.get(suffix, suffix if suffix in FORMATS else "wav")
 
 
+def _caption_format(path: Path) -> str:
+    """vtt, srt or json from the captions file's extension."""
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in ("vtt", "srt", "json"):
+        raise ConfigError(f"--captions must end in .vtt, .srt or .json, not {path.name!r}")
+    if path.parent and not path.parent.exists():
+        raise ConfigError(f"captions directory {path.parent} does not exist")
+    return fmt
+
+
 def run(args: argparse.Namespace) -> int:
     """Synthesize `args.text` into `args.out`; print a timing summary to stderr."""
     fmt = _pick_format(args)
@@ -83,10 +102,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     if args.out.parent and not args.out.parent.exists():
         raise ConfigError(f"output directory {args.out.parent} does not exist")
+    caption_format = _caption_format(args.captions) if args.captions is not None else None
 
     from streamtts.audio.codecs import assemble, encode_chunk
     from streamtts.audio.exceptions import EncodingError
-    from streamtts.processors.direct import synthesize_text
+    from streamtts.processors.direct import synthesize_text_timed
     from streamtts.processors.segment.exceptions import SegmentationError
     from streamtts.processors.synthesize.exceptions import SynthesisError
     from streamtts.processors.synthesize.registry import VoiceRegistry
@@ -101,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         audio_s = 0.0
         rate = 0
         substitutions: set[str] = set()
-        for _span, chunk in synthesize_text(
+        words: list[WordTiming] = []
+        for _span, chunk, chunk_words in synthesize_text_timed(
             synthesizer,
             text,
             lang_hint=args.lang,
@@ -109,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             speed=args.speed,
             sample_rate=args.sample_rate,
         ):
+            words.extend(chunk_words)
             if first_chunk_s is None:
                 first_chunk_s = time.perf_counter() - started
             payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, fmt, serial=len(payloads) + 1))
@@ -120,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
     except (SegmentationError, SynthesisError, EncodingError) as err:
         raise ConfigError(str(err)) from err
     args.out.write_bytes(data)
+    if args.captions is not None and caption_format is not None:
+        from streamtts.schemas.captions import render
+
+        args.captions.write_bytes(render(words, caption_format))
+        print(f"wrote {args.captions} ({caption_format}, {len(words)} words)", file=sys.stderr)
 
     total_s = time.perf_counter() - started
     rtf = total_s / audio_s if audio_s else float("nan")
