@@ -8,6 +8,7 @@ word with what followed it: spaces, punctuation).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ def _separator(word: WordTiming, following: WordTiming) -> str:
 def _joined(words: Sequence[WordTiming]) -> str:
     """The words with what the request had between them (the last one's trailing dropped
     unless it is punctuation that ends the cue)."""
-    text = "".join(w.text + _separator(w, nxt) for w, nxt in zip(words, words[1:], strict=False))
+    text = "".join(w.text + _separator(w, nxt) for w, nxt in itertools.pairwise(words))
     last = words[-1]
     return (text + last.text + last.trailing.rstrip()).strip()
 
