@@ -22,7 +22,8 @@ from streamtts.errors import StreamTTSError
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas import AudioChunk, ContractError
+from streamtts.schemas import AudioChunk, ContractError, WordTiming
+from streamtts.schemas.captions import retimed
 
 
 @dataclass
@@ -48,6 +49,14 @@ class ReceivedAudio:
     @property
     def degraded(self) -> list[object]:
         return [c.degradation for c in self.chunks if c.degradation is not None]
+
+    @property
+    def words(self) -> list[WordTiming] | None:
+        """The request's words (it asked for timestamps), timed from the audio received;
+        None without timestamps."""
+        if not any(c.words is not None for c in self.chunks):
+            return None
+        return retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in self.chunks])
 
 
 @dataclass

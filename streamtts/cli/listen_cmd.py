@@ -40,6 +40,7 @@ async def _listen(args: argparse.Namespace) -> int:
     from streamtts.errors import ConfigError, InfraError
     from streamtts.runtime.settings import Settings
     from streamtts.runtime.topics import TopicNames
+    from streamtts.schemas.captions import to_vtt
     from streamtts.sinks.subscriber import AudioSubscriber
 
     settings = Settings.from_env()
@@ -65,8 +66,14 @@ async def _listen(args: argparse.Namespace) -> int:
             await asyncio.to_thread(path.write_bytes, audio.data)
             count += 1
             degraded = f" degraded={len(audio.degraded)}" if audio.degraded else ""
+            words = audio.words
+            captions = ""
+            if words is not None:  # the request asked for timestamps: captions beside it
+                vtt = path.with_suffix(".vtt")
+                await asyncio.to_thread(vtt.write_text, to_vtt(words), "utf-8")
+                captions = f"  {vtt} ({len(words)} words)"
             print(
-                f"{path}  {audio.duration_ms / 1000:.2f}s  {len(audio.chunks)} chunks{degraded}",
+                f"{path}  {audio.duration_ms / 1000:.2f}s  {len(audio.chunks)} chunks{degraded}{captions}",
                 flush=True,
             )
     finally:

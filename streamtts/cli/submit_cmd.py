@@ -35,6 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-chunks", action="store_true", help="do not publish chunks on the audio topic")
     p.add_argument("--no-storage", action="store_true", help="do not store the file in object storage")
     p.add_argument("--presign", action="store_true", help="include a presigned URL in the result")
+    p.add_argument(
+        "--timestamps",
+        action="store_true",
+        help="word timestamps: chunks carry their words; with --out, FILE's .vtt is written too",
+    )
     p.add_argument("--wait", action="store_true", help="wait for completion results")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait with --wait")
     p.add_argument("--out", metavar="FILE", help="with --wait: write the audio to FILE (single request)")
@@ -58,6 +63,7 @@ def _defaults(args: argparse.Namespace) -> dict[str, Any]:
         "tenant": args.tenant,
         "priority": args.priority,
         "delivery": delivery,
+        "timestamps": True if args.timestamps else None,
     }
 
 
@@ -155,17 +161,23 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> None:
 async def _write_out(settings: Settings, request: TTSRequest, result: CompletionResult, path: str) -> None:
     """Fetch the stored file named by the result's claim check, or rebuild it from the chunks."""
     import asyncio
+    from pathlib import Path
 
     from streamtts.errors import StreamTTSError
     from streamtts.runtime.topics import TopicNames
+    from streamtts.schemas.captions import to_vtt
     from streamtts.sinks.object_store import ObjectStore
     from streamtts.sinks.subscriber import AudioSubscriber
 
     if result.status != "completed":
         raise StreamTTSError(f"request {result.request_id} failed: {result.error}")
+    vtt: bytes | None = None
     if result.storage is not None:
         store = ObjectStore(settings.s3)
         data = await asyncio.to_thread(store.get, result.storage.bucket, result.storage.key)
+        if result.captions is not None:
+            ref = result.captions.vtt
+            vtt = await asyncio.to_thread(store.get, ref.bucket, ref.key)
     else:
         topic = request.delivery.reply_topic or TopicNames(settings.kafka.topic_prefix).audio
         async with AudioSubscriber(
@@ -175,11 +187,17 @@ async def _write_out(settings: Settings, request: TTSRequest, result: Completion
         if not got:
             raise StreamTTSError(f"no stored file and no complete chunk stream for {request.request_id}")
         data = got[0].data
+        words = got[0].words
+        vtt = to_vtt(words).encode() if words is not None else None
     try:
         await asyncio.to_thread(_write_bytes, path, data)
+        if vtt is not None:
+            await asyncio.to_thread(_write_bytes, str(Path(path).with_suffix(".vtt")), vtt)
     except OSError as err:
         raise StreamTTSError(f"cannot write {path}: {err.strerror or err}") from None
     print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)
+    if vtt is not None:
+        print(f"wrote {Path(path).with_suffix('.vtt')} (captions)", file=sys.stderr)
 
 
 def _write_bytes(path: str, data: bytes) -> None:
