@@ -91,6 +91,10 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
                         "speed": {"type": "number", "minimum": 0.5, "maximum": 2.0},
                         "cache": {"type": "boolean", "description": "use the render cache (default true)"},
+                        "timestamps": {
+                            "type": "boolean",
+                            "description": "word timestamps on every chunk; captions at .../captions",
+                        },
                         "delivery": {
                             "type": "object",
                             "additionalProperties": False,
@@ -127,6 +131,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "degradations": {"type": "array", "items": {"type": "object"}},
                         "error": {"type": "string", "nullable": True},
                         "audio_url": {"type": "string"},
+                        "captions_url": {"type": "string", "nullable": True},
                         "storage": {
                             "type": "object",
                             "nullable": True,
@@ -226,6 +231,45 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "409": _error("The request failed"),
                         "502": _error("Object storage unavailable"),
                         "504": _error("No audio in time"),
+                        **LOOKUP_ERRORS,
+                    },
+                }
+            },
+            "/v1/speech/{request_id}/captions": {
+                "get": {
+                    "operationId": "getSpeechCaptions",
+                    "summary": "Word-timed captions of a request made with timestamps",
+                    "parameters": [
+                        REQUEST_ID,
+                        {
+                            "name": "format",
+                            "in": "query",
+                            "description": "vtt (WebVTT, default), srt, or json (the word list)",
+                            "schema": {"type": "string", "enum": ["vtt", "srt", "json"]},
+                        },
+                        {
+                            "name": "wait",
+                            "in": "query",
+                            "description": "long poll: seconds to wait for the request to finish",
+                            "schema": {"type": "number", "minimum": 0, "maximum": 30},
+                        },
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "Captions",
+                            "content": {
+                                "text/vtt": {"schema": {"type": "string"}},
+                                "application/x-subrip": {"schema": {"type": "string"}},
+                                "application/json": {
+                                    "schema": {"type": "array", "items": {"type": "object"}}
+                                },
+                            },
+                        },
+                        "400": _error("Invalid format or wait"),
+                        "401": _error("Missing or invalid API key"),
+                        "404": _error("Unknown request, or made without timestamps"),
+                        "409": _error("The request failed or is still in progress"),
+                        "502": _error("Object storage unavailable"),
                         **LOOKUP_ERRORS,
                     },
                 }

@@ -15,6 +15,7 @@ from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState
 from streamtts.gateway.http import authenticate, gateway, read_body
 from streamtts.gateway.service import SpeechOptions
+from streamtts.schemas.captions import CAPTION_CONTENT_TYPES, CAPTION_FORMATS
 from streamtts.schemas.request import AudioFormat, Language
 
 MAX_WAIT_S = 30.0
@@ -38,6 +39,8 @@ class SpeechBody(BaseModel):
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
     cache: bool = True
     """Serve repeated spans from the render cache (false: synthesize afresh)."""
+    timestamps: bool = False
+    """Word timestamps: chunks carry words; captions at /v1/speech/{id}/captions."""
     tenant: str | None = None
     """Optional; must be the API key's own tenant."""
 
@@ -60,11 +63,15 @@ async def submit(request: Request) -> Response:
         presign=body.delivery.presign,
         metadata=body.metadata,
         cache=body.cache,
+        timestamps=body.timestamps,
     )
     state = await gateway(request).submit(tenant, opts, endpoint="speech")
     url = f"/v1/speech/{state.request_id}"
+    links = {"status_url": url, "audio_url": f"{url}/audio"}
+    if body.timestamps:
+        links["captions_url"] = f"{url}/captions"
     return JSONResponse(
-        {"id": state.request_id, "status": state.status, "status_url": url, "audio_url": f"{url}/audio"},
+        {"id": state.request_id, "status": state.status, **links},
         status_code=202,
         headers={"Location": url},
     )
@@ -99,6 +106,22 @@ async def audio(request: Request) -> Response:
     return await audio_response(gw, state, endpoint="speech_audio")
 
 
+async def captions(request: Request) -> Response:
+    """WebVTT (default), SRT or the JSON word list of a request made with timestamps."""
+    tenant = authenticate(request)
+    fmt = request.query_params.get("format", "vtt")
+    if fmt not in CAPTION_FORMATS:
+        raise ApiError(400, "invalid_request", f"format must be one of {', '.join(CAPTION_FORMATS)}")
+    gw = gateway(request)
+    state = await gw.lookup(tenant, request.path_params["request_id"])
+    wait = _wait_s(request)
+    if wait and not state.terminal:
+        with contextlib.suppress(TimeoutError):
+            await state.wait_terminal(wait)
+    body = await gw.captions(state, fmt)
+    return Response(body, media_type=CAPTION_CONTENT_TYPES[fmt], headers={"X-Request-Id": state.request_id})
+
+
 def status_body(state: RequestState) -> dict[str, Any]:
     result = state.result
     ttfa = None
@@ -126,12 +149,21 @@ def status_body(state: RequestState) -> dict[str, Any]:
         "degradations": [d.model_dump(mode="json", exclude_none=True) for d in state.degradations],
         "error": state.error,
         "audio_url": f"/v1/speech/{state.request_id}/audio",
+        "captions_url": f"/v1/speech/{state.request_id}/captions" if _timed(state) else None,
         "storage": storage,
     }
+
+
+def _timed(state: RequestState) -> bool:
+    """Whether the request was made with timestamps (as far as the gateway has seen)."""
+    if state.result is not None and state.result.captions is not None:
+        return True
+    return any(c.words is not None for c in state.chunks)
 
 
 routes = [
     Route("/v1/speech", submit, methods=["POST"]),
     Route("/v1/speech/{request_id}", status, methods=["GET"]),
     Route("/v1/speech/{request_id}/audio", audio, methods=["GET"]),
+    Route("/v1/speech/{request_id}/captions", captions, methods=["GET"]),
 ]

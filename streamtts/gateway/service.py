@@ -19,6 +19,8 @@ from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, TTSRequest
+from streamtts.schemas.captions import render as render_captions
+from streamtts.schemas.captions import retimed
 from streamtts.sinks.object_store import ObjectStore
 
 
@@ -35,6 +37,8 @@ class SpeechOptions:
     metadata: dict[str, str] = field(default_factory=dict)
     cache: bool = True
     """Use the render cache (false: always synthesize afresh)."""
+    timestamps: bool = False
+    """Word timestamps on every chunk, captions stored with the audio."""
 
 
 MISS_MEMORY_S = 10.0
@@ -146,6 +150,7 @@ class Gateway:
             "format": opts.format,
             "speed": opts.speed,
             "cache": opts.cache,
+            "timestamps": opts.timestamps,
             "metadata": {**opts.metadata, "via": "gateway"},
             "delivery": {
                 "chunks": True,  # the gateway streams from tts.audio
@@ -211,6 +216,39 @@ class Gateway:
             while len(self.misses) > MISS_MEMORY_ENTRIES:
                 self.misses.popitem(last=False)
         return state
+
+    async def captions(self, state: RequestState, fmt: str) -> bytes:
+        """The request's captions in `fmt` (vtt, srt, json): the stored file when the sink
+        stored one, else rendered from the words its chunks carried.
+
+        Raises:
+            ApiError: 404 without timestamps, 409 while the audio is still being made.
+        """
+        if state.status == "failed":
+            raise ApiError(
+                409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}"
+            )
+        result = state.result
+        if result is not None and result.captions is not None:
+            ref = {"vtt": result.captions.vtt, "srt": result.captions.srt, "json": result.captions.words}[fmt]
+            if not (ref.key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in ref.key):
+                raise ApiError(404, "not_found", "no such captions for this tenant")
+            try:
+                return await asyncio.to_thread(self.store.get, ref.bucket, ref.key)
+            except Exception as err:
+                raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None
+        chunks = sorted(state.chunks, key=lambda c: (c.seq, c.part))
+        if state.streamed and any(c.words is not None for c in chunks):
+            words = retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in chunks])
+            return render_captions(words, fmt)
+        if not state.terminal:
+            raise ApiError(
+                409,
+                "not_ready",
+                "the audio is still being made; retry when it completes",
+                {"Retry-After": "1"},
+            )
+        raise ApiError(404, "no_captions", 'the request was made without "timestamps": true')
 
     async def stored_audio(self, state: RequestState) -> bytes:
         result = state.result

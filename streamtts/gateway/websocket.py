@@ -11,7 +11,9 @@ audio is forwarded strictly in sentence order. Protocol (client → server, text
 
 Server → client: JSON events `session`, `started`, `chunk` (followed by one binary frame with
 the chunk's audio: raw s16le for pcm, a complete file per chunk for wav/mp3/opus/flac),
-`degraded`, `completed`, `error`, `done`. Back-pressure: outbound frames go through a bounded
+`words` (with `"timestamps": true` in start, before each `chunk`: its words, times from the
+sentence start; `session_offset_ms` places the sentence in the session), `degraded`,
+`completed`, `error`, `done`. Back-pressure: outbound frames go through a bounded
 queue; when the client reads slowly the queue fills and the session stops pulling audio (the
 chunks wait in the shared cache); a client that reads nothing for `ws_send_timeout_s` while
 the queue is full is disconnected (close code 1008).
@@ -52,6 +54,8 @@ class StartMessage(BaseModel):
     format: AudioFormat = "pcm"
     speed: float = Field(default=1.0, ge=0.5, le=2.0)
     store: bool = False
+    timestamps: bool = False
+    """A `words` event before each chunk's audio frame."""
 
 
 def split_sentences(buffer: str) -> tuple[list[str], str]:
@@ -215,6 +219,7 @@ class Session:
             storage=self.config.store,
             presign=False,
             metadata={"session_id": self.session_id, "sentence": str(index)},
+            timestamps=self.config.timestamps,
         )
         try:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
@@ -228,9 +233,11 @@ class Session:
 
     async def _forward_loop(self) -> None:
         timeout = self.gw.settings.request_timeout_s
+        session_ms = 0.0  # audio of the session's earlier sentences
         while (state := await self.sentences.get()) is not None:
             index = int(state.request_id.rsplit("-", 1)[1])
             base = {"request_id": state.request_id, "index": index}
+            sentence_ms = 0.0
             try:
                 async for chunk in state.chunks_in_order(timeout):
                     if chunk.seq == 0 and chunk.part == 0 and state.first_chunk_at is not None:
@@ -241,6 +248,28 @@ class Session:
                                 "type": "degraded",
                                 **base,
                                 "degradation": chunk.degradation.model_dump(mode="json"),
+                            }
+                        )
+                    if chunk.words is not None:
+                        # Times from the sentence's start: the chunk's place in what this
+                        # session received (`session_offset_ms` + `offset_ms`) is exact.
+                        shift = sentence_ms - (chunk.offset_ms or 0.0)
+                        await self._put_frame(
+                            {
+                                "type": "words",
+                                **base,
+                                "seq": chunk.seq,
+                                "part": chunk.part,
+                                "offset_ms": round(sentence_ms, 1),
+                                "session_offset_ms": round(session_ms, 1),
+                                "words": [
+                                    {
+                                        **w.model_dump(),
+                                        "start_ms": round(w.start_ms + shift, 1),
+                                        "end_ms": round(w.end_ms + shift, 1),
+                                    }
+                                    for w in chunk.words
+                                ],
                             }
                         )
                     await self._put_frame(
@@ -256,6 +285,7 @@ class Session:
                             "bytes": len(chunk.audio),
                         }
                     )
+                    sentence_ms += chunk.duration_ms
                     await self._put_frame(chunk.audio)
                     self.gw.metrics.ws_frames.inc()
                     self.gw.metrics.audio_bytes.labels("ws").inc(len(chunk.audio))
@@ -277,6 +307,7 @@ class Session:
                 )
             finally:
                 self.pending -= 1
+                session_ms += sentence_ms
 
     async def _put_frame(self, frame: bytes | dict[str, Any]) -> None:
         item = orjson.dumps(frame).decode() if isinstance(frame, dict) else frame

@@ -65,3 +65,53 @@ async def test_page_streams_speech_in_chromium(
     assert 0 < ttfa_ms < 30_000 and chunks >= 2
     assert '"completed":' in health and "/metrics" in health
     assert shot.stat().st_size > 10_000
+
+
+WORDS = ["Captions", "follow", "the", "voice.", "Each", "word", "lights", "up", "while", "it", "is", "spoken."]
+
+
+async def test_page_highlights_each_word_while_it_plays(live_gateway_url: str, results_dir: Path) -> None:
+    """The `words` events drive the highlight: each word is marked while the audio clock is
+    inside its interval, in reading order, and the captions show the request's text."""
+    from playwright.async_api import async_playwright
+
+    assert Path(CHROMIUM).exists(), "needs Debian's Chromium: apt-get install chromium"
+    shot = results_dir / "page-captions.png"
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1000, "height": 700})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(f"{live_gateway_url}/?key=key-acme")
+            await page.wait_for_selector("#voice option[value=en_joe]", state="attached")
+            await page.select_option("#voice", "en_joe")
+            await page.select_option("#format", "pcm")
+            assert await page.is_checked("#timestamps")
+            await page.fill("#text", " ".join(WORDS))
+            await page.click("#speak")
+            # A word is highlighted while the audio plays: capture it.
+            await page.wait_for_selector("#captions span.word.speaking", timeout=60_000)
+            await page.screenshot(path=str(shot))
+            await page.wait_for_selector("#status[data-state=completed]", timeout=60_000)
+            # Playback ends after the stream does: wait on the audio clock, not a sleep.
+            await page.wait_for_function(
+                "(() => { const c = window.streamttsCaptions; const last = c.items[c.items.length - 1];"
+                " return last && document.querySelector('#captions span.word.speaking') === null"
+                " && c.highlights.length > 0 && c.highlights[c.highlights.length - 1].index === c.items.length - 1; })()",
+                timeout=30_000,
+            )
+            shown = await page.eval_on_selector_all("#captions span.word", "els => els.map(e => e.textContent)")
+            caption_text = (await page.text_content("#captions") or "").strip()
+            marks = await page.evaluate("window.streamttsCaptions.highlights")
+        finally:
+            await browser.close()
+    assert not errors, errors
+    assert [w.strip(".") for w in WORDS] == shown
+    assert caption_text == " ".join(WORDS)  # punctuation and spaces as written
+    indices = [m["index"] for m in marks]
+    assert indices == sorted(indices), indices  # in reading order, never backwards
+    assert len(set(indices)) >= len(WORDS) - 1, indices  # (a frame may skip one short word)
+    for m in marks:  # each highlight happened inside its word's interval on the audio clock
+        assert m["start"] - 0.001 <= m["at"] <= max(m["end"], m["start"] + 0.03) + 0.001, m
+    assert shot.stat().st_size > 5_000
