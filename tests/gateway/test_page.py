@@ -67,7 +67,20 @@ async def test_page_streams_speech_in_chromium(
     assert shot.stat().st_size > 10_000
 
 
-WORDS = ["Captions", "follow", "the", "voice.", "Each", "word", "lights", "up", "while", "it", "is", "spoken."]
+WORDS = [
+    "Captions",
+    "follow",
+    "the",
+    "voice.",
+    "Each",
+    "word",
+    "lights",
+    "up",
+    "while",
+    "it",
+    "is",
+    "spoken.",
+]
 
 
 async def test_page_highlights_each_word_while_it_plays(live_gateway_url: str, results_dir: Path) -> None:
@@ -101,7 +114,9 @@ async def test_page_highlights_each_word_while_it_plays(live_gateway_url: str, r
                 " && c.highlights.length > 0 && c.highlights[c.highlights.length - 1].index === c.items.length - 1; })()",
                 timeout=30_000,
             )
-            shown = await page.eval_on_selector_all("#captions span.word", "els => els.map(e => e.textContent)")
+            shown = await page.eval_on_selector_all(
+                "#captions span.word", "els => els.map(e => e.textContent)"
+            )
             caption_text = (await page.text_content("#captions") or "").strip()
             marks = await page.evaluate("window.streamttsCaptions.highlights")
         finally:
