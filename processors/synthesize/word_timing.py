@@ -149,22 +149,39 @@ def assign_phonemes(phonemes: str, labels: Sequence[str]) -> list[int]:
     return owner
 
 
+def _word_break(phonemes: str, j: int) -> bool:
+    """A space between two words in running speech (not the pause after punctuation)."""
+    if not 0 < j < len(phonemes) - 1 or phonemes[j] != " ":
+        return False
+    return phonemes[j - 1] not in _SILENT and phonemes[j + 1] not in _SILENT
+
+
 def span_words(
     units: Sequence[tuple[int, int]],
     owners: Sequence[int],
     times: np.ndarray,
     text_map: list[TextBlock] | None,
+    phonemes: str = "",
 ) -> list[SpanWord]:
     """Timed words of a span: each unit's time from the phonemes it owns (a unit that owns
     none sits at the end of the one before), mapped to request-text characters. Units that
-    map to the same characters (a number read as several words) are one word."""
+    map to the same characters (a number read as several words) are one word.
+
+    A word break between two words is shared: the space token's frames are half the end of
+    the word before and half the start of the next (speech runs on across a word break, as
+    Kokoro's own timestamps split it); a pause after punctuation stays a pause."""
     n = len(units)
     starts = [float("inf")] * n
     ends = [-1.0] * n
     for j, o in enumerate(owners):
         if 0 <= o < n:
-            starts[o] = min(starts[o], float(times[j, 0]))
-            ends[o] = max(ends[o], float(times[j, 1]))
+            start, end = float(times[j, 0]), float(times[j, 1])
+            if _word_break(phonemes, j - 1):
+                start = (float(times[j - 1, 0]) + float(times[j - 1, 1])) / 2
+            if _word_break(phonemes, j + 1):
+                end = (float(times[j + 1, 0]) + float(times[j + 1, 1])) / 2
+            starts[o] = min(starts[o], start)
+            ends[o] = max(ends[o], end)
     out: list[SpanWord] = []
     previous_end = 0.0
     for i, (a, b) in enumerate(units):
