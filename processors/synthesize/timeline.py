@@ -17,7 +17,7 @@ from datetime import datetime
 from aiokafka import TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 
-from streamtts.runtime.kafka import make_consumer
+from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.schemas import ContractError, PcmChunk, Segment
 
@@ -60,13 +60,12 @@ async def published_audio_ms(
     """Sum of the audio already published on `topic` for segments 0..seq-1 of the request,
     or None when some of them are not all there (each (seq, part) counted once)."""
     key = segment.request_id.encode()
+    partitions = sorted(await topic_partitions(kafka, topic))
+    if not partitions:
+        return None
     consumer = make_consumer(kafka, group_id=None)
     await consumer.start()
     try:
-        await consumer.topics()  # fetches metadata for every topic
-        partitions = sorted(consumer.partitions_for_topic(topic) or ())
-        if not partitions:
-            return None
         # The partition faust's producer picked for this key (it uses the same partitioner).
         tp = TopicPartition(topic, DefaultPartitioner()(key, partitions, partitions))
         consumer.assign([tp])

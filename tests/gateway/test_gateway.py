@@ -219,3 +219,60 @@ async def test_keys_tenants_sizes_and_rates_are_enforced(gateway_url: str) -> No
         )
         doc = (await client.get("/openapi.json")).json()
         assert doc["openapi"].startswith("3.") and "/v1/audio/speech" in doc["paths"]
+
+
+async def test_captions_over_rest_and_words_before_each_websocket_chunk(live_gateway_url: str) -> None:
+    import webvtt
+
+    text = "Thank you for calling. Your code is 4821."
+    async with httpx.AsyncClient(base_url=live_gateway_url, headers=ACME, timeout=60) as client:
+        plain = (await client.post("/v1/speech", json={"text": text, "voice": "en_joe"})).json()
+        resp = await client.post("/v1/speech", json={"text": text, "voice": "en_joe", "timestamps": True})
+        assert resp.status_code == 202, resp.text
+        accepted = resp.json()
+        assert accepted["captions_url"] == f"/v1/speech/{accepted['id']}/captions"
+        vtt = await client.get(accepted["captions_url"], params={"wait": 30})
+        assert vtt.status_code == 200 and vtt.headers["content-type"].startswith("text/vtt")
+        cues = webvtt.from_string(vtt.text, strict=True)
+        assert [c.raw_text for c in cues] == ["Thank you for calling.", "Your code is 4821."]
+        srt = await client.get(accepted["captions_url"], params={"format": "srt"})
+        assert srt.status_code == 200 and " --> " in srt.text and srt.text.startswith("1\n")
+        words = (await client.get(accepted["captions_url"], params={"format": "json"})).json()
+        assert [w["text"] for w in words] == ["Thank", "you", "for", "calling", "Your", "code", "is", "4821"]
+        assert all(text[w["char_start"] : w["char_end"]] == w["text"] for w in words)
+        status = (await client.get(accepted["status_url"])).json()
+        assert status["captions_url"] == accepted["captions_url"]
+        assert words[-1]["end_ms"] <= status["duration_ms"] + 1
+        # Without timestamps: a clear 404; a bad format: 400; another tenant: 404.
+        await client.get(plain["status_url"], params={"wait": 30})
+        none = await client.get(f"{plain['status_url']}/captions")
+        assert none.status_code == 404 and none.json()["error"]["code"] == "no_captions"
+        bad = await client.get(accepted["captions_url"], params={"format": "doc"})
+        assert bad.status_code == 400
+        other = await client.get(accepted["captions_url"], headers={"Authorization": "Bearer key-globex"})
+        assert other.status_code == 404
+
+    url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
+    frames: list[object] = []
+    async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
+        start = {"type": "start", "voice": "en_joe", "format": "pcm", "timestamps": True}
+        await ws.send(orjson.dumps(start).decode())
+        await ws.send(orjson.dumps({"type": "text", "text": "First one here. And a second."}).decode())
+        await ws.send(orjson.dumps({"type": "end"}).decode())
+        while True:
+            frame = await ws.recv()
+            frames.append(frame if isinstance(frame, bytes) else orjson.loads(frame))
+            if isinstance(frames[-1], dict) and frames[-1]["type"] == "done":
+                break
+    kinds = ["audio" if isinstance(f, bytes) else f["type"] for f in frames]  # type: ignore[index]
+    # Each chunk: its words, then the chunk event, then its audio frame.
+    for i, kind in enumerate(kinds):
+        if kind == "chunk":
+            assert kinds[i - 1] == "words" and kinds[i + 1] == "audio", kinds
+    said = [w["text"] for f in frames if isinstance(f, dict) and f["type"] == "words" for w in f["words"]]
+    assert said == ["First", "one", "here", "And", "a", "second"]
+    second = [f for f in frames if isinstance(f, dict) and f["type"] == "words" and f["index"] == 1]
+    first_ms = sum(
+        f["duration_ms"] for f in frames if isinstance(f, dict) and f["type"] == "chunk" and f["index"] == 0
+    )
+    assert abs(second[0]["session_offset_ms"] - first_ms) < 1.0  # places sentence 2 in the session

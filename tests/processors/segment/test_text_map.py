@@ -1,0 +1,97 @@
+"""Text maps: every character of a span knows where it came from in the request text."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from streamtts.processors.segment.normalize import normalize_mapped, normalize_text
+from streamtts.processors.segment.segmenter import segment_text
+from streamtts.processors.segment.text_map import MappedText
+from streamtts.schemas.segment import text_map_range
+
+
+def test_a_rewrite_points_at_what_it_replaced() -> None:
+    source = MappedText.of("价格100元，共5件。")
+    spoken = source.rewritten("价格一百元，共五件。")
+    assert spoken.source_range(2, 4) == (2, 5)  # 一百 stands for "100"
+    assert spoken.source_range(0, 2) == (0, 2)  # copied characters map to themselves
+    assert spoken.source_range(7, 8) == (8, 9)  # 五 for "5"
+    # The compressed form answers the same questions.
+    blocks = spoken.blocks()
+    for a, b in [(0, 2), (2, 4), (4, 5), (7, 8), (0, len(spoken))]:
+        assert text_map_range(blocks, a, b) == spoken.source_range(a, b)
+
+
+def test_sub_strip_and_without_keep_the_map() -> None:
+    text = "  a <b>bold</b>  word "
+    mapped = MappedText.of(text).sub(re.compile(r"</?b>"), "").strip()
+    assert mapped.text == "a bold  word"
+    start, end = mapped.source_range(2, 6)
+    assert text[start:end] == "bold"
+    marked = MappedText.of("x\ue000123\ue001y").without("\ue000\ue001")
+    assert marked.text == "x123y" and marked.source_range(1, 4) == (2, 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+@example("Ｈｅｌｌｏ１２３，世界！ <b>x</b>... e\u0301te\r\nx")
+@example("\ud83d\ude00a\u200bb\x00c")
+@example("ﬁ ① ㍿ カ\u3099")
+def test_normalize_mapped_is_normalize_text(text: str) -> None:
+    mapped = normalize_mapped(text)
+    assert mapped.text == normalize_text(text)
+    assert len(mapped.starts) == len(mapped.text) == len(mapped.ends)
+    assert all(0 <= s <= e <= len(text) for s, e in zip(mapped.starts, mapped.ends, strict=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "您好，",
+                "Hello, ",
+                "价格100元。",
+                "Call 4008208820 now. ",
+                "東京駅まで。",
+                "请在App里打开",
+                "  ",
+                "\n",
+                "😀",
+                "3-5天",
+            ]
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_spans_map_into_the_request_text_in_order(parts: list[str]) -> None:
+    text = "".join(parts)
+    try:
+        spans = segment_text(text)
+    except Exception:
+        return  # nothing speakable: the segmenter's own tests cover that
+    last_end = 0
+    for span in spans:
+        assert span.source is not None and span.source.text == span.text
+        start, end = span.source.source_range(0, len(span.source))
+        assert 0 <= start < end <= len(text)
+        assert start >= last_end - 1  # spans follow the text (a shared comma at most)
+        last_end = end
+        # Characters copied verbatim map to the same character of the request.
+        for ch, s, e in zip(span.text, span.source.starts, span.source.ends, strict=True):
+            if e - s == 1 and ch.isalpha() and text[s].isalpha() and ch.isascii() and text[s].isascii():
+                assert text[s].lower() == ch.lower()
+
+
+def test_a_read_out_number_maps_to_the_digits() -> None:
+    text = "您的订单100元已经发货。"
+    [span] = segment_text(text)
+    assert "一百" in span.text
+    assert span.source is not None
+    at = span.text.index("一百")
+    start, end = span.source.source_range(at, at + 2)
+    assert text[start:end] == "100"

@@ -1,0 +1,92 @@
+"""Caption files from word timestamps, read back by real parsers."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import webvtt
+
+from streamtts.schemas import WordTiming
+from streamtts.schemas.captions import cues, render, retimed, to_srt, to_vtt
+
+TEXT = "Hello world, this is a test. 您好，<世界>！"
+
+
+def _words() -> list[WordTiming]:
+    spans = [
+        ("Hello", 0, 400),
+        ("world", 420, 800),
+        ("this", 1000, 1200),
+        ("is", 1200, 1300),
+        ("a", 1300, 1350),
+        ("test", 1350, 1700),
+        ("您好", 2100, 2500),
+        ("世界", 2700, 3100),
+    ]
+    out, at = [], 0
+    for i, (text, start, end) in enumerate(spans):
+        pos = TEXT.index(text, at)
+        nxt = TEXT.index(spans[i + 1][0], pos + len(text)) if i + 1 < len(spans) else len(TEXT)
+        out.append(
+            WordTiming(
+                text=text,
+                start_ms=start,
+                end_ms=end,
+                char_start=pos,
+                char_end=pos + len(text),
+                trailing=TEXT[pos + len(text) : nxt],
+            )
+        )
+        at = pos + len(text)
+    return out
+
+
+def test_vtt_parses_with_webvtt_py_and_reads_as_written() -> None:
+    words = _words()
+    vtt = to_vtt(words)
+    parsed = webvtt.from_string(vtt, strict=True)
+    texts = [c.raw_text for c in parsed]
+    # One cue per sentence, the request's own punctuation; "<" and ">" escaped for WebVTT.
+    assert texts == ["Hello world, this is a test.", "您好，&lt;世界&gt;！"]
+    assert parsed[0].start == "00:00:00.000" and parsed[0].end == "00:00:01.700"
+    assert (parsed[1].start, parsed[1].end) == ("00:00:02.100", "00:00:03.100")
+
+
+def test_srt_parses_and_json_round_trips() -> None:
+    words = _words()
+    srt = to_srt(words)
+    parsed = webvtt.from_buffer(io.StringIO(srt), format="srt")
+    assert [(c.start, c.end) for c in parsed] == [
+        ("00:00:00.000", "00:00:01.700"),
+        ("00:00:02.100", "00:00:03.100"),
+    ]
+    assert [c.raw_text for c in parsed] == ["Hello world, this is a test.", "您好，<世界>！"]
+    back = [WordTiming(**w) for w in orjson.loads(render(words, "json"))]
+    assert back == words
+
+
+def test_long_runs_break_into_readable_cues() -> None:
+    words = [
+        WordTiming(
+            text="word",
+            start_ms=i * 300,
+            end_ms=i * 300 + 250,
+            char_start=i * 5,
+            char_end=i * 5 + 4,
+            trailing=" ",
+        )
+        for i in range(30)
+    ]
+    found = cues(words)
+    assert len(found) > 3 and all(len(c.text) <= 42 for c in found)
+    assert found[0].start_ms == 0 and found[-1].end_ms == words[-1].end_ms
+
+
+def test_retimed_places_chunks_by_the_audio_actually_received() -> None:
+    # The second chunk claims offset 0 (a worker that could not recover the timeline):
+    # its words keep their place inside it, after the first chunk's 1000 ms.
+    a = WordTiming(text="a", start_ms=100, end_ms=300, char_start=0, char_end=1)
+    b = WordTiming(text="b", start_ms=50, end_ms=250, char_start=2, char_end=3)
+    out = retimed([(1000.0, 0.0, [a]), (800.0, 0.0, [b])])
+    assert [(w.start_ms, w.end_ms) for w in out] == [(100, 300), (1050, 1250)]
