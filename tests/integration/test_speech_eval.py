@@ -50,3 +50,22 @@ async def test_pipeline_speech_is_as_intelligible_as_the_raw_model(
     assert "app" in mixed or "account" in mixed, by["pipeline", "mx01"].transcript
     # The limiter keeps the pipeline's output off full scale (raw Kokoro exceeds ±1).
     assert overall.clipping["pipeline"] < 0.0005
+
+
+def test_word_starts_agree_with_whispers_alignment(speech_renderer) -> None:  # type: ignore[no-untyped-def]
+    """Four sentences of `streamtts eval --timestamps`: our word starts against Whisper's."""
+    from statistics import median
+
+    from streamtts.bench.timestamp_eval import load_timestamp_sentences, run_timestamp_eval
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
+
+    wanted = ("tzh01", "ten01", "tja01", "tmx01")
+    sentences = [s for s in load_timestamp_sentences() if s.id in wanted]
+    assert len(sentences) == len(wanted)
+    report = run_timestamp_eval(sentences, Synthesizer(speech_renderer.synth.registry), WhisperASR())
+    errors = [abs(e) for s in report.sentences for e in s.errors_ms]
+    compared = sum(len(s.errors_ms) for s in report.sentences)
+    spoken = sum(s.ours for s in report.sentences)
+    assert compared >= 0.6 * spoken, (compared, spoken)
+    assert median(errors) <= 80, sorted(errors)
+    assert sorted(errors)[int(0.9 * len(errors))] <= 250, sorted(errors)

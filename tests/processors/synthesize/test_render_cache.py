@@ -47,12 +47,17 @@ def test_the_key_covers_everything_that_changes_the_samples() -> None:
 
 def test_entries_round_trip_and_corrupt_ones_are_misses() -> None:
     chunks = [
-        AudioChunk(np.linspace(-1, 1, 100, dtype=np.float32), 24_000, "ab"),
+        AudioChunk(
+            np.linspace(-1, 1, 100, dtype=np.float32), 24_000, "ab", bounds=np.array([[0, 40], [40, 100]])
+        ),
         AudioChunk(np.zeros(3), 22_050, ""),
     ]
     back = decode_render(encode_render(chunks), "v")
     assert [(c.sample_rate, c.phonemes) for c in back] == [(24_000, "ab"), (22_050, "")]
     assert all(np.array_equal(a.samples, b.samples) for a, b in zip(chunks, back, strict=True))
+    # The phoneme bounds come back too: a cached span still has word timestamps.
+    assert back[0].bounds is not None and back[0].bounds.tolist() == [[0, 40], [40, 100]]
+    assert back[1].bounds is None
     cache = RenderCache(MemoryTier(1 << 20))
     cache.memory.put("k", encode_render(chunks)[:-3])
     assert cache.lookup("k", "v") is None
