@@ -34,8 +34,9 @@ import numpy as np
 from streamtts.processors.synthesize.engine import AudioChunk, SpeechEngine, VoiceSpec
 from streamtts.runtime.byte_lru import ByteLRU
 
-CACHE_FORMAT = 2
-"""2: entries carry the phoneme bounds (word timestamps); 1-entries are simply not found."""
+CACHE_FORMAT = 3
+"""2: entries carry the phoneme bounds (word timestamps); 3: those bounds include the
+engine's lead (`kokoro.LEAD_FRAMES`). Older entries are simply not found."""
 _MAX_PENDING = 32
 CacheStatus = Literal["hit", "miss", "off"]
 TIERS = ("memory", "shared")

@@ -108,3 +108,21 @@ def test_words_point_at_the_request_text_in_spoken_order(
     assert letters <= covered, sorted(letters - covered)
     rebuilt = "".join(w.text + w.trailing for w in words)
     assert rebuilt.replace(" ", "") == text.replace(" ", "")
+
+
+@pytest.mark.parametrize(("speed", "rate"), [(1.0, 24_000), (1.6, 16_000), (0.7, 8_000)])
+def test_word_times_follow_speed_and_sample_rate(
+    speech_renderer: SegmentRenderer, speed: float, rate: int
+) -> None:
+    text = "Please hold the line while we connect your call."
+    request = TTSRequest.new(
+        text, voice="jm_kumo", format="pcm", timestamps=True, speed=speed, sample_rate=rate
+    )
+    [segment] = plan_segments(request, first_max_chars=150, max_chars=150, max_text_chars=20_000)
+    rendered = speech_renderer.render(segment)
+    assert rendered.sample_rate == rate and rendered.words
+    spoken_ms = (len(rendered.samples) / rate * 1000) - segment.pause_after_ms
+    # The last word ends where the speech ends (trimming keeps 40 ms; fades and rounding
+    # a few more), at every speed and rate: the bounds were moved and scaled with the audio.
+    assert spoken_ms - 90 <= rendered.words[-1].end_ms <= spoken_ms + 1, (rendered.words[-1], spoken_ms)
+    assert rendered.words[0].start_ms <= 60
