@@ -114,7 +114,10 @@ async def test_two_synthesize_workers_split_load_and_survive_a_kill(
         texts = [
             f"Request number {i}. It has a second sentence. And a third one to finish." for i in range(12)
         ]
-        requests = [TTSRequest.new(t, language="en", voice="jm_kumo", format="mp3") for t in texts]
+        # With timestamps: the survivor must know where the interrupted request's audio stands.
+        requests = [
+            TTSRequest.new(t, language="en", voice="jm_kumo", format="mp3", timestamps=True) for t in texts
+        ]
         ids = [r.request_id for r in requests]
         async with (
             ResultWaiter(kafka_settings) as waiter,
@@ -135,6 +138,14 @@ async def test_two_synthesize_workers_split_load_and_survive_a_kill(
         for rid in ids:  # every request's audio is whole: all segments, in order
             audio = received[rid]
             assert [c.seq for c in audio.chunks if c.last_part] == list(range(audio.chunks[0].total))
+            # Live word times are right across the takeover: each chunk starts where the
+            # audio before it ends (the survivor recovered the sum from tts.pcm if needed).
+            position = 0.0
+            for chunk in audio.chunks:
+                assert chunk.offset_ms is not None and abs(chunk.offset_ms - position) < 1.0, (rid, chunk.seq)
+                assert chunk.words and all(position - 1 <= w.start_ms for w in chunk.words)
+                position += chunk.duration_ms
+            assert results[rid].words == audio.words
         survivor_saw = workers[1].synthesized_ids()
         assert killed_saw and survivor_saw, "both workers shared the load"
         assert interrupted in survivor_saw, "the survivor finished the killed worker's request"
