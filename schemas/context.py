@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from streamtts.schemas.names import WavCodec
 from streamtts.schemas.request import (
     ID_PATTERN,
     TENANT_PATTERN,
@@ -26,6 +27,7 @@ class RequestContext(BaseModel):
     language: Language
     voice: str = Field(max_length=600, pattern=VOICE_PATTERN)
     format: AudioFormat
+    codec: WavCodec = "pcm_s16le"
     sample_rate: int = Field(ge=8000, le=48000)
     speed: float = Field(ge=0.5, le=2.0)
     priority: Priority
@@ -43,6 +45,7 @@ class RequestContext(BaseModel):
             language=request.language,
             voice=request.voice,
             format=request.format,
+            codec=request.codec,
             sample_rate=request.sample_rate,
             speed=request.speed,
             priority=request.priority,

@@ -16,5 +16,13 @@ Pool = Literal["short", "long"]
 """Synthesize pools: interactive requests (tts.segments) and long/batch ones (tts.segments.long)."""
 POOLS: tuple[str, ...] = get_args(Pool)
 
-AudioFormat = Literal["wav", "pcm", "mp3", "opus", "flac"]
+AudioFormat = Literal["wav", "pcm", "mp3", "opus", "flac", "mulaw", "alaw"]
+"""mulaw / alaw: raw 8-bit G.711 (telephony), 8 kHz unless a rate is asked for."""
 AUDIO_FORMATS: tuple[str, ...] = get_args(AudioFormat)
+
+WavCodec = Literal["pcm_s16le", "mulaw", "alaw"]
+"""What a wav file holds: 16-bit linear PCM, or G.711 μ-law / A-law (telephony file delivery)."""
+WAV_CODECS: tuple[str, ...] = get_args(WavCodec)
+
+TELEPHONY_RATE = 8000
+"""Default sample rate of G.711 output (raw mulaw/alaw, or wav with a G.711 codec)."""

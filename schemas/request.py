@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from streamtts.schemas.base import Contract
-from streamtts.schemas.names import AudioFormat
+from streamtts.schemas.names import TELEPHONY_RATE, AudioFormat, WavCodec
 
 Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
 Priority = Literal["interactive", "normal", "batch"]
@@ -72,7 +72,10 @@ class TTSRequest(Contract):
     voice: str = Field(default="auto", min_length=1, max_length=600, pattern=VOICE_PATTERN)
     """Voice id, a blend like "jm_kumo:0.7+jf_gongitsune:0.3", or "auto" (base voice per language)."""
     format: AudioFormat = "mp3"
+    codec: WavCodec = "pcm_s16le"
+    """For wav: 16-bit PCM, or G.711 μ-law / A-law inside the WAV (telephony files)."""
     sample_rate: int = Field(default=24000, ge=8000, le=48000)
+    """Default 24000; 8000 for G.711 (mulaw, alaw, or wav with a G.711 codec)."""
     speed: float = Field(default=1.0, ge=0.5, le=2.0)
     priority: Priority = "normal"
     delivery: Delivery = Field(default_factory=Delivery)
@@ -85,6 +88,23 @@ class TTSRequest(Contract):
     """Caller correlation data, echoed on the completion result."""
     created_at: AwareDatetime
     """When the caller created the request: the origin of end-to-end latency."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _telephony_rate(cls, data: Any) -> Any:
+        """G.711 is 8 kHz speech: that is its default rate when none (or null) is asked for."""
+        if isinstance(data, dict) and data.get("sample_rate") is None:
+            data = {k: v for k, v in data.items() if k != "sample_rate"}
+            fmt, codec = data.get("format"), data.get("codec")
+            if fmt in ("mulaw", "alaw") or (fmt == "wav" and codec in ("mulaw", "alaw")):
+                data["sample_rate"] = TELEPHONY_RATE
+        return data
+
+    @model_validator(mode="after")
+    def _codec_for_wav(self) -> Self:
+        if self.codec != "pcm_s16le" and self.format != "wav":
+            raise ValueError(f"codec {self.codec!r} is for wav; format {self.format!r} has its own")
+        return self
 
     @classmethod
     def new(cls, text: str, **fields: object) -> TTSRequest:

@@ -258,7 +258,13 @@ class CompletionSink(DeadLettering):
 
     async def _store(self, req: AssembledRequest, samples: np.ndarray, duration_ms: float) -> StorageRef:
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(self.pool, encode_file, samples, req.sample_rate, req.ctx.format)
+        data = await loop.run_in_executor(
+            self.pool,
+            functools.partial(encode_file, codec=req.ctx.codec),
+            samples,
+            req.sample_rate,
+            req.ctx.format,
+        )
         return await self._retrying(
             req,
             lambda: self.store.put_audio(

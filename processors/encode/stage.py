@@ -38,7 +38,7 @@ class EncodedChunks(ByteLRU[bytes]):
     @staticmethod
     def key(chunk: PcmChunk) -> bytes:
         digest = hashlib.sha256(chunk.pcm)
-        digest.update(f"\0{chunk.sample_rate}\0{chunk.request.format}".encode())
+        digest.update(f"\0{chunk.sample_rate}\0{chunk.request.format}\0{chunk.request.codec}".encode())
         return digest.digest()
 
 
@@ -50,7 +50,7 @@ def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> A
     payload = encoded.get(key) if encoded is not None else None
     if payload is None:
         samples = np.frombuffer(chunk.pcm, dtype="<i2")
-        payload = encode_chunk(samples, chunk.sample_rate, ctx.format)
+        payload = encode_chunk(samples, chunk.sample_rate, ctx.format, codec=ctx.codec)
         if encoded is not None:
             encoded.put(key, payload)
     return AudioChunk(

@@ -16,6 +16,11 @@ What a chunk payload is, and how chunks make a whole file:
 | wav  | a complete WAV file                    | NOT valid: use `assemble`           |
 | flac | a complete FLAC file                   | NOT valid (a FLAC stream has one    |
 |      |                                        | STREAMINFO header): use `assemble`  |
+| mulaw| raw 8-bit G.711 μ-law                   | valid raw stream                    |
+| alaw | raw 8-bit G.711 A-law                   | valid raw stream                    |
+
+wav carries 16-bit PCM, or G.711 μ-law / A-law (`codec`, WAVE format tags 7 and 6) for
+telephony file delivery.
 
 `assemble(chunks, fmt)` builds one file: pcm/mp3/opus are concatenated; wav joins the data
 chunks under one header; flac decodes the chunks and re-encodes once (lossless, so exact).
@@ -32,6 +37,7 @@ from typing import cast
 import numpy as np
 
 from streamtts.audio.exceptions import DecodeError, EncodeError, UnknownFormatError
+from streamtts.audio.g711 import alaw_to_linear, linear_to_alaw, linear_to_mulaw, mulaw_to_linear
 from streamtts.audio.pcm import as_float32, resample, to_int16
 from streamtts.schemas.names import AUDIO_FORMATS
 
@@ -43,6 +49,8 @@ CONTENT_TYPES: dict[str, str] = {
     "mp3": "audio/mpeg",
     "opus": "audio/ogg; codecs=opus",
     "flac": "audio/flac",
+    "mulaw": "audio/basic",  # RFC 2046: 8-bit μ-law, 8 kHz, mono
+    "alaw": "audio/x-alaw-basic",
 }
 EXTENSIONS: dict[str, str] = {
     "wav": ".wav",
@@ -50,9 +58,13 @@ EXTENSIONS: dict[str, str] = {
     "mp3": ".mp3",
     "opus": ".opus",
     "flac": ".flac",
+    "mulaw": ".ulaw",
+    "alaw": ".alaw",
 }
 # Formats whose chunk payloads can simply be concatenated into a playable stream.
-CONCATENABLE: frozenset[str] = frozenset({"pcm", "mp3", "opus"})
+CONCATENABLE: frozenset[str] = frozenset({"pcm", "mp3", "opus", "mulaw", "alaw"})
+G711 = {"mulaw": (linear_to_mulaw, mulaw_to_linear, 7), "alaw": (linear_to_alaw, alaw_to_linear, 6)}
+"""codec → (encoder, decoder, WAVE format tag)."""
 
 _OPUS_RATES = (8_000, 12_000, 16_000, 24_000, 48_000)
 _MP3_RATES = (8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)
@@ -72,7 +84,9 @@ def check_format(fmt: str) -> str:
     return key
 
 
-def _wav_bytes(pcm16: np.ndarray, sample_rate: int) -> bytes:
+def _wav_bytes(pcm16: np.ndarray, sample_rate: int, codec: str = "pcm_s16le") -> bytes:
+    if codec in G711:
+        return _g711_wav(G711[codec][0](pcm16), sample_rate, G711[codec][2])
     data = pcm16.astype("<i2").tobytes()
     header = struct.pack(
         "<4sI4s4sIHHIIHH4sI",
@@ -91,6 +105,24 @@ def _wav_bytes(pcm16: np.ndarray, sample_rate: int) -> bytes:
         len(data),
     )
     return header + data
+
+
+def _g711_wav(data: bytes, sample_rate: int, tag: int) -> bytes:
+    """A WAV of G.711 bytes: the 18-byte fmt chunk and the fact chunk non-PCM WAVs carry."""
+    fmt = struct.pack("<HHIIHHH", tag, 1, sample_rate, sample_rate, 1, 8, 0)
+    body = (
+        b"WAVE"
+        + b"fmt "
+        + struct.pack("<I", len(fmt))
+        + fmt
+        + b"fact"
+        + struct.pack("<II", 4, len(data))
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+        + (b"\0" if len(data) % 2 else b"")
+    )
+    return b"RIFF" + struct.pack("<I", len(body)) + body
 
 
 def _encode_av(samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, serial: int | None) -> bytes:
@@ -151,7 +183,9 @@ def _encode_av(samples: np.ndarray, sample_rate: int, fmt: str, *, chunk: bool, 
     return buf.getvalue()
 
 
-def encode_chunk(samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int | None = None) -> bytes:
+def encode_chunk(
+    samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int | None = None, codec: str = "pcm_s16le"
+) -> bytes:
     """Encode one chunk as an independently decodable payload (see the module table).
 
     Args:
@@ -160,6 +194,7 @@ def encode_chunk(samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int
         fmt: wav, pcm, mp3, opus or flac.
         serial: Ogg stream serial for opus (chained streams should differ; default: a CRC of
             the samples, so the same chunk always encodes to the same bytes).
+        codec: for wav, pcm_s16le or G.711 mulaw / alaw.
     Returns:
         The payload bytes.
     Raises:
@@ -169,20 +204,22 @@ def encode_chunk(samples: np.ndarray, sample_rate: int, fmt: str, *, serial: int
     if fmt == "pcm":
         return to_int16(samples).astype("<i2").tobytes()
     if fmt == "wav":
-        return _wav_bytes(to_int16(samples), sample_rate)
+        return _wav_bytes(to_int16(samples), sample_rate, codec)
+    if fmt in G711:
+        return G711[fmt][0](to_int16(samples))
     if fmt == "opus" and serial is None:
         serial = zlib.crc32(to_int16(samples).tobytes()) & 0x7FFFFFFF
     return _encode_av(samples, sample_rate, fmt, chunk=True, serial=serial)
 
 
-def encode_file(samples: np.ndarray, sample_rate: int, fmt: str) -> bytes:
+def encode_file(samples: np.ndarray, sample_rate: int, fmt: str, *, codec: str = "pcm_s16le") -> bytes:
     """Encode a whole utterance as one file (mp3 with its Xing header, single-link Ogg).
 
     Args/Raises: as `encode_chunk`.
     """
     fmt = check_format(fmt)
-    if fmt in ("pcm", "wav"):
-        return encode_chunk(samples, sample_rate, fmt)
+    if fmt in ("pcm", "wav", *G711):
+        return encode_chunk(samples, sample_rate, fmt, codec=codec)
     return _encode_av(samples, sample_rate, fmt, chunk=False, serial=None)
 
 
@@ -204,6 +241,16 @@ def assemble(chunks: Sequence[bytes], fmt: str, *, sample_rate: int | None = Non
         return b"".join(chunks)
     if not chunks:
         raise DecodeError(f"cannot assemble an empty {fmt} file")
+    if fmt == "wav":
+        # Joined as they are (no decode): 16-bit PCM or G.711 bytes under one header.
+        parts = [wav_data(payload) for payload in chunks]
+        tags, rates = {p[0] for p in parts}, {p[1] for p in parts}
+        if len(tags) > 1 or len(rates) > 1:
+            raise DecodeError(f"wav chunks differ in codec or sample rate ({sorted(tags)}, {sorted(rates)})")
+        tag, rate, data = parts[0][0], parts[0][1], b"".join(p[2] for p in parts)
+        if tag == 1:
+            return _wav_bytes(np.frombuffer(data, dtype="<i2"), rate)
+        return _g711_wav(data, rate, tag)
     pieces: list[np.ndarray] = []
     rate = 0
     for payload in chunks:
@@ -213,19 +260,23 @@ def assemble(chunks: Sequence[bytes], fmt: str, *, sample_rate: int | None = Non
         rate = chunk_rate
         # decode_audio scales s16 by 1/32768: undo exactly (not _as_int16's 32767) so that
         # re-encoding FLAC is bit-exact.
-        exact = np.clip(np.round(samples * 32768.0), -32768, 32767).astype(np.int16)
-        pieces.append(exact if fmt == "flac" else _wav_samples(payload))
-    joined = np.concatenate(pieces)
-    return _wav_bytes(joined, rate) if fmt == "wav" else encode_file(joined, rate, "flac")
+        pieces.append(np.clip(np.round(samples * 32768.0), -32768, 32767).astype(np.int16))
+    return encode_file(np.concatenate(pieces), rate, "flac")
 
 
-def _wav_samples(payload: bytes) -> np.ndarray:
-    """int16 samples of a WAV made by `_wav_bytes` (exact, no float round trip)."""
-    pos = payload.find(b"data")
-    if payload[:4] != b"RIFF" or pos < 0:
-        raise DecodeError("wav chunk has no RIFF/data header")
-    size = struct.unpack_from("<I", payload, pos + 4)[0]
-    return np.frombuffer(payload[pos + 8 : pos + 8 + size], dtype="<i2").astype(np.int16)
+def wav_data(payload: bytes) -> tuple[int, int, bytes]:
+    """(WAVE format tag, sample rate, data bytes) of a WAV made by `encode_chunk`."""
+    if payload[:4] != b"RIFF" or payload[8:12] != b"WAVE":
+        raise DecodeError("wav chunk has no RIFF/WAVE header")
+    pos, tag, rate = 12, 0, 0
+    while pos + 8 <= len(payload):
+        kind, size = payload[pos : pos + 4], struct.unpack_from("<I", payload, pos + 4)[0]
+        if kind == b"fmt ":
+            tag, _channels, rate = struct.unpack_from("<HHI", payload, pos + 8)
+        elif kind == b"data":
+            return tag, rate, payload[pos + 8 : pos + 8 + size]
+        pos += 8 + size + (size & 1)
+    raise DecodeError("wav chunk has no data chunk")
 
 
 def decode_audio(data: bytes, fmt: str, *, sample_rate: int | None = None) -> tuple[np.ndarray, int]:
@@ -241,6 +292,10 @@ def decode_audio(data: bytes, fmt: str, *, sample_rate: int | None = None) -> tu
         UnknownFormatError, DecodeError.
     """
     fmt = check_format(fmt)
+    if fmt in G711:
+        if not sample_rate:
+            raise DecodeError(f"raw {fmt} needs sample_rate to be decoded")
+        return G711[fmt][1](data).astype(np.float32) / 32768.0, sample_rate
     if fmt == "pcm":
         if not sample_rate:
             raise DecodeError("raw pcm needs sample_rate to be decoded")

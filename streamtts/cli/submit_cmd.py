@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--voice", help="voice id or blend (default: auto per language)")
     p.add_argument("--lang", choices=LANGUAGES, help="language hint")
     p.add_argument("--format", choices=AUDIO_FORMATS, help="audio format (default mp3)")
-    p.add_argument("--sample-rate", type=int)
+    p.add_argument("--codec", choices=("pcm_s16le", "mulaw", "alaw"), help="for wav: G.711 inside the WAV")
+    p.add_argument("--sample-rate", type=int, help="Hz (default 24000; 8000 for G.711)")
     p.add_argument("--speed", type=float)
     p.add_argument("--tenant")
     p.add_argument("--priority", choices=("interactive", "normal", "batch"))
@@ -58,6 +59,7 @@ def _defaults(args: argparse.Namespace) -> dict[str, Any]:
         "voice": args.voice,
         "language": args.lang,
         "format": args.format,
+        "codec": args.codec,
         "sample_rate": args.sample_rate,
         "speed": args.speed,
         "tenant": args.tenant,

@@ -16,7 +16,7 @@ from streamtts.errors import ConfigError
 if TYPE_CHECKING:
     from streamtts.schemas import WordTiming
 
-FORMATS = ("wav", "pcm", "mp3", "opus", "flac")
+FORMATS = ("wav", "pcm", "mp3", "opus", "flac", "mulaw", "alaw")
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +42,12 @@ def register(subparsers: Any) -> None:
         default=None,
         choices=FORMATS,
         help="output format (default: from --out's extension, else wav)",
+    )
+    parser.add_argument(
+        "--codec",
+        default="pcm_s16le",
+        choices=("pcm_s16le", "mulaw", "alaw"),
+        help="for wav: 16-bit PCM (default) or G.711 mu-law / A-law inside the WAV (8 kHz)",
     )
     parser.add_argument(
         "--sample-rate",
@@ -80,7 +86,7 @@ def _pick_format(args: argparse.Namespace) -> str:
     if args.format:
         return str(args.format)
     suffix = args.out.suffix.lower().lstrip(".")
-    aliases = {"ogg": "opus", "raw": "pcm"}
+    aliases = {"ogg": "opus", "raw": "pcm", "ulaw": "mulaw", "ul": "mulaw", "al": "alaw"}
     return aliases.get(suffix, suffix if suffix in FORMATS else "wav")
 
 
@@ -97,6 +103,11 @@ def _caption_format(path: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     """Synthesize `args.text` into `args.out`; print a timing summary to stderr."""
     fmt = _pick_format(args)
+    if args.codec != "pcm_s16le" and fmt != "wav":
+        raise ConfigError(f"--codec {args.codec} is for wav files; {fmt} has its own")
+    sample_rate = args.sample_rate
+    if sample_rate is None and (fmt in ("mulaw", "alaw") or args.codec != "pcm_s16le"):
+        sample_rate = 8000  # G.711 is 8 kHz telephony speech
     text = _read_text(args.text)
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
@@ -128,12 +139,16 @@ def run(args: argparse.Namespace) -> int:
             lang_hint=args.lang,
             voice_id=args.voice,
             speed=args.speed,
-            sample_rate=args.sample_rate,
+            sample_rate=sample_rate,
         ):
             words.extend(chunk_words)
             if first_chunk_s is None:
                 first_chunk_s = time.perf_counter() - started
-            payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, fmt, serial=len(payloads) + 1))
+            payloads.append(
+                encode_chunk(
+                    chunk.samples, chunk.sample_rate, fmt, serial=len(payloads) + 1, codec=args.codec
+                )
+            )
             audio_s += chunk.duration_s
             rate = chunk.sample_rate
             if args.voice != "auto" and chunk.voice_id != registry.spec(args.voice).voice_id:

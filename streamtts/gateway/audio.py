@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import Response, StreamingResponse
 
-from streamtts.audio.codecs import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, assemble
+from streamtts.audio.codecs import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, assemble, wav_data
+from streamtts.audio.exceptions import DecodeError
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.metrics import GatewayMetrics
@@ -21,16 +22,20 @@ def content_type(fmt: str, sample_rate: int) -> str:
     return CONTENT_TYPES[fmt]
 
 
-def streaming_wav_header(sample_rate: int) -> bytes:
+def streaming_wav_header(sample_rate: int, tag: int = 1) -> bytes:
     """A WAV header for a stream of unknown length (sizes 0xFFFFFFFF, as ffmpeg and browsers
-    expect for live WAV): each chunk is a complete WAV file, so only its samples follow."""
+    expect for live WAV): each chunk is a complete WAV file, so only its samples follow.
+    tag 1: 16-bit PCM; 7 / 6: G.711 μ-law / A-law (8 bits a sample)."""
     unknown = 0xFFFFFFFF
-    fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
+    if tag == 1:
+        fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
+    else:
+        fmt = struct.pack("<HHIIHHH", tag, 1, sample_rate, sample_rate, 1, 8, 0)
     return (
         b"RIFF"
         + struct.pack("<I", unknown)
         + b"WAVEfmt "
-        + struct.pack("<I", 16)
+        + struct.pack("<I", len(fmt))
         + fmt
         + b"data"
         + struct.pack("<I", unknown)
@@ -38,11 +43,11 @@ def streaming_wav_header(sample_rate: int) -> bytes:
 
 
 def wav_samples(payload: bytes) -> bytes:
-    pos = payload.find(b"data")
-    if payload[:4] != b"RIFF" or pos < 0:
+    """The data bytes of one WAV chunk (empty for a malformed one)."""
+    try:
+        return wav_data(payload)[2]
+    except DecodeError:
         return b""
-    (size,) = struct.unpack_from("<I", payload, pos + 4)
-    return payload[pos + 8 : pos + 8 + size]
 
 
 def failed(state: RequestState) -> ApiError:
@@ -106,7 +111,11 @@ async def _body(
     first: AudioChunk, chunks: AsyncIterator[AudioChunk], fmt: str, metrics: GatewayMetrics, endpoint: str
 ) -> AsyncIterator[bytes]:
     if fmt == "wav":
-        yield streaming_wav_header(first.sample_rate)
+        try:
+            tag = wav_data(first.audio)[0]
+        except DecodeError:
+            tag = 1
+        yield streaming_wav_header(first.sample_rate, tag)
     async for c in _prepend(first, _guarded(chunks)):
         data = wav_samples(c.audio) if fmt == "wav" else c.audio
         metrics.audio_bytes.labels(endpoint).inc(len(data))

@@ -7,7 +7,7 @@ from typing import Any
 
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import OPENAI_VOICES
-from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.schemas.names import AUDIO_FORMATS, WAV_CODECS
 from streamtts.schemas.request import LANGUAGES
 
 
@@ -89,6 +89,12 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "voice": voice_schema,
                         "language": {"type": "string", "enum": list(LANGUAGES)},
                         "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
+                        "codec": {
+                            "type": "string",
+                            "enum": list(WAV_CODECS),
+                            "description": "for wav: 16-bit PCM or G.711 inside the WAV",
+                        },
+                        "sample_rate": {"type": "integer", "minimum": 8000, "maximum": 48000},
                         "speed": {"type": "number", "minimum": 0.5, "maximum": 2.0},
                         "cache": {"type": "boolean", "description": "use the render cache (default true)"},
                         "timestamps": {

@@ -16,6 +16,7 @@ from streamtts.gateway.fanout import RequestState
 from streamtts.gateway.http import authenticate, gateway, read_body
 from streamtts.gateway.service import SpeechOptions
 from streamtts.schemas.captions import CAPTION_CONTENT_TYPES, CAPTION_FORMATS
+from streamtts.schemas.names import WavCodec
 from streamtts.schemas.request import AudioFormat, Language
 
 MAX_WAIT_S = 30.0
@@ -34,6 +35,10 @@ class SpeechBody(BaseModel):
     voice: str = Field(default="auto", min_length=1, max_length=200)
     language: Language = "auto"
     format: AudioFormat = "mp3"
+    codec: WavCodec = "pcm_s16le"
+    """For wav: 16-bit PCM or G.711 mulaw / alaw inside the WAV."""
+    sample_rate: int | None = Field(default=None, ge=8000, le=48000)
+    """Default 24000; 8000 for G.711 (mulaw, alaw, or wav with a G.711 codec)."""
     speed: float = Field(default=1.0, ge=0.5, le=2.0)
     delivery: DeliveryBody = DeliveryBody()
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
@@ -58,6 +63,8 @@ async def submit(request: Request) -> Response:
         voice=body.voice,
         language=body.language,
         format=body.format,
+        codec=body.codec,
+        sample_rate=body.sample_rate,
         speed=body.speed,
         storage=body.delivery.storage,
         presign=body.delivery.presign,

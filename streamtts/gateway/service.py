@@ -30,6 +30,9 @@ class SpeechOptions:
     voice: str = "auto"
     language: str = "auto"
     format: str = "mp3"
+    codec: str = "pcm_s16le"
+    sample_rate: int | None = None
+    """None: the format's default (24000; 8000 for G.711)."""
     speed: float = 1.0
     storage: bool = True
     presign: bool = True
@@ -148,6 +151,8 @@ class Gateway:
             "voice": self.voices.check(opts.voice),
             "language": opts.language,
             "format": opts.format,
+            "codec": opts.codec,
+            "sample_rate": opts.sample_rate,
             "speed": opts.speed,
             "cache": opts.cache,
             "timestamps": opts.timestamps,

@@ -267,3 +267,44 @@ async def test_a_new_requests_first_segment_overtakes_queued_segments(
     b_first = done[b.request_id].first_chunk_at
     a_last = done[a.request_id].completed_at
     assert b_first < a_last, "B's first chunk left before A's last sentence"
+
+
+async def test_g711_requests_stream_and_store_at_8_khz(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames, services: Services
+) -> None:
+    """Telephony: raw μ-law chunks a bridge can forward as they come, an A-law WAV file."""
+    import av
+
+    mulaw = TTSRequest.new(
+        "Thank you for calling. Please hold.", voice="en_joe", format="mulaw", tenant="acme"
+    )
+    alaw_wav = TTSRequest.new("您好，请稍等。", voice="auto", format="wav", codec="alaw", tenant="acme")
+    assert mulaw.sample_rate == alaw_wav.sample_rate == 8000
+    ids = [mulaw.request_id, alaw_wav.request_id]
+    async with (
+        ResultWaiter(kafka_settings) as waiter,
+        AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub,
+    ):
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit_many([mulaw, alaw_wav])
+        received = {a.request_id: a async for a in sub.completed(timeout_s=240)}
+        results = await waiter.wait(ids, timeout_s=60)
+    s3 = _s3(services)
+    raw = received[mulaw.request_id]
+    assert all(c.format == "mulaw" and c.sample_rate == 8000 for c in raw.chunks)
+    stream = raw.data
+    assert stream == b"".join(c.audio for c in raw.chunks)  # raw G.711 concatenates
+    assert abs(len(stream) / 8000 * 1000 - results[mulaw.request_id].duration_ms) < 1.0  # 1 byte a sample
+    with av.open(io.BytesIO(stream), format="mulaw", options={"sample_rate": "8000"}) as container:
+        decoded = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(audio=0)])
+    assert np.sqrt(np.mean((decoded / 32768.0) ** 2)) > 0.01
+    stored = results[mulaw.request_id].storage
+    assert stored is not None and stored.key.endswith(".ulaw") and stored.content_type == "audio/basic"
+    wav = results[alaw_wav.request_id].storage
+    assert wav is not None and wav.key.endswith(".wav")
+    resp = s3.get_object(wav.bucket, wav.key)
+    data = resp.read()
+    resp.close()
+    with av.open(io.BytesIO(data), format="wav") as container:
+        audio_stream = container.streams.audio[0]
+        assert audio_stream.codec_context.name == "pcm_alaw" and audio_stream.rate == 8000

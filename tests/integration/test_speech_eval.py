@@ -69,3 +69,51 @@ def test_word_starts_agree_with_whispers_alignment(speech_renderer) -> None:  # 
     assert compared >= 0.6 * spoken, (compared, spoken)
     assert median(errors) <= 80, sorted(errors)
     assert sorted(errors)[int(0.9 * len(errors))] <= 250, sorted(errors)
+
+
+def test_g711_at_8_khz_stays_intelligible(speech_renderer) -> None:  # type: ignore[no-untyped-def]
+    """Telephony output: μ-law and A-law at 8 kHz, decoded by FFmpeg's own G.711 decoders,
+    transcribed by Whisper as well as the same speech at 24 kHz (within a small margin)."""
+    import io
+
+    import av
+    import numpy as np
+
+    from streamtts.audio.codecs import encode_chunk
+    from streamtts.bench.speech_scoring import score
+    from streamtts.processors.direct import synthesize_text
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
+
+    synth = Synthesizer(speech_renderer.synth.registry)
+    asr = WhisperASR()
+    wanted = {"ten01", "ten06", "tzh01", "tzh08"}
+    sentences = [s for s in load_sentences_with_plain() if s.id in wanted]
+    assert len(sentences) == len(wanted)
+    edits = {"24k": 0, "mulaw": 0, "alaw": 0}
+    total = 0
+    for s in sentences:
+        wide = np.concatenate(
+            [c.samples for _, c in synthesize_text(synth, s.text, s.lang, "auto", sample_rate=24000)]
+        )
+        narrow = np.concatenate(
+            [c.samples for _, c in synthesize_text(synth, s.text, s.lang, "auto", sample_rate=8000)]
+        )
+        ref = score(s.expect, asr.transcribe(wide, 24000, s.lang).text, s.lang)
+        edits["24k"] += ref.edits
+        total += ref.units
+        for fmt in ("mulaw", "alaw"):
+            payload = encode_chunk(narrow, 8000, fmt)
+            with av.open(io.BytesIO(payload), format=fmt, options={"sample_rate": "8000"}) as container:
+                decoded = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(audio=0)])
+            heard = asr.transcribe(decoded.astype(np.float32) / 32768.0, 8000, s.lang).text
+            edits[fmt] += score(s.expect, heard, s.lang).edits
+    rates = {k: v / total for k, v in edits.items()}
+    print("G.711 intelligibility (error rate):", {k: round(v, 3) for k, v in rates.items()})
+    assert rates["mulaw"] <= rates["24k"] + 0.08 and rates["alaw"] <= rates["24k"] + 0.08, rates
+    assert max(rates.values()) <= 0.2, rates
+
+
+def load_sentences_with_plain():  # type: ignore[no-untyped-def]
+    from streamtts.bench.timestamp_eval import load_timestamp_sentences
+
+    return load_timestamp_sentences()
