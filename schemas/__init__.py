@@ -3,6 +3,7 @@
 from streamtts.schemas.base import SCHEMA_VERSION, Contract
 from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk, WordTiming
 from streamtts.schemas.context import RequestContext
+from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.names import AUDIO_FORMATS
@@ -11,7 +12,8 @@ from streamtts.schemas.result import Captions, CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
-    cls.contract_name: cls for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult)
+    cls.contract_name: cls
+    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage)
 }
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "CompletionResult",
     "Contract",
     "ContractError",
+    "ControlMessage",
     "DeadLetter",
     "Degradation",
     "Delivery",

@@ -92,6 +92,11 @@ class PcmChunk(Contract):
     """With timestamps: where this chunk starts in the request's audio."""
     words: list[WordTiming] | None = Field(default=None, max_length=MAX_WORDS_PER_CHUNK)
     """With timestamps: the words that start in this chunk (times from the request's start)."""
+    cancelled: bool = False
+    """A marker without audio: the request was cancelled before this segment was spoken
+    (one per remaining segment, so every reader still sees the request end)."""
+    played_ms: float | None = Field(default=None, ge=0)
+    """On a cancelled marker: the playback position the client reported, if any."""
     request: RequestContext
     synthesized_at: AwareDatetime
 
@@ -131,6 +136,8 @@ class AudioChunk(Contract):
     """With timestamps: where this chunk starts in the request's audio."""
     words: list[WordTiming] | None = Field(default=None, max_length=MAX_WORDS_PER_CHUNK)
     """With timestamps: the words that start in this chunk (see `PcmChunk.words`)."""
+    cancelled: bool = False
+    """No audio: the request was cancelled (see `PcmChunk.cancelled`); the stream ends here."""
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime
     """The request's creation time (so subscribers can measure end-to-end latency)."""

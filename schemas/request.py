@@ -49,6 +49,8 @@ class Delivery(BaseModel):
     """Put a presigned GET URL in the completion result."""
     namespace: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     """Object-key prefix for the stored file (replays into a separate output namespace)."""
+    keep_on_cancel: bool = True
+    """A cancelled request's audio produced so far is stored (false: nothing is stored)."""
 
     @model_validator(mode="after")
     def _has_destination(self) -> Self:

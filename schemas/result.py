@@ -47,7 +47,7 @@ class CompletionResult(Contract):
     schema_version: Literal[1] = 1
     request_id: str = Field(pattern=ID_PATTERN)
     tenant: str = Field(pattern=TENANT_PATTERN)
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     format: AudioFormat
     sample_rate: int = Field(ge=8000, le=48000)
     duration_ms: float = Field(ge=0)
@@ -59,6 +59,11 @@ class CompletionResult(Contract):
     words: list[WordTiming] | None = Field(default=None, max_length=MAX_INLINE_WORDS)
     """With timestamps: every word, when there are at most `MAX_INLINE_WORDS` (otherwise
     None and read through `captions.words`)."""
+    spoken_ms: float | None = Field(default=None, ge=0)
+    """Cancelled: the audio the listener got — produced before the cancel, or up to the
+    playback position the client reported, whichever is less."""
+    words_spoken: list[WordTiming] | None = Field(default=None, max_length=MAX_INLINE_WORDS)
+    """Cancelled, with timestamps: the words that started within `spoken_ms`."""
     error: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime

@@ -59,6 +59,10 @@ class AssembledRequest:
     records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]]
     words: list[WordTiming] | None = None
     """With timestamps: every word, timed from the assembled audio's start."""
+    cancelled: bool = False
+    """The request was cancelled: `pcm` is what was spoken before it (maybe nothing)."""
+    played_ms: float | None = None
+    """The playback position the client reported with its cancel."""
 
 
 class RequestAssembler:
@@ -106,6 +110,8 @@ class RequestAssembler:
             words=retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in ordered])
             if p.ctx.timestamps
             else None,
+            cancelled=any(c.cancelled for c in ordered),
+            played_ms=next((c.played_ms for c in ordered if c.played_ms is not None), None),
         )
 
     def skip(self, tp: TopicPart, offset: int) -> None:

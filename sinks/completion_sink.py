@@ -36,7 +36,15 @@ from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import Captions, CompletionResult, ContractError, PcmChunk, RequestContext, StorageRef
+from streamtts.schemas import (
+    Captions,
+    CompletionResult,
+    ContractError,
+    PcmChunk,
+    RequestContext,
+    StorageRef,
+    WordTiming,
+)
 from streamtts.schemas import captions as caption_files
 from streamtts.schemas.headers import REPLAY_AT, REPLAY_OF, header, header_pairs
 from streamtts.schemas.result import MAX_INLINE_WORDS
@@ -218,7 +226,8 @@ class CompletionSink(DeadLettering):
         duration_ms = len(samples) / req.sample_rate * 1000.0
         storage: StorageRef | None = None
         stored_captions: Captions | None = None
-        if ctx.delivery.storage:
+        keep = not req.cancelled or (ctx.delivery.keep_on_cancel and len(samples) > 0)
+        if ctx.delivery.storage and keep:
             try:
                 storage = await self._store(req, samples, duration_ms)
                 if req.words is not None:
@@ -337,10 +346,16 @@ class CompletionSink(DeadLettering):
     ) -> None:
         ctx = req.ctx
         words = req.words if req.words is not None and len(req.words) <= MAX_INLINE_WORDS else None
+        spoken_ms: float | None = None
+        words_spoken: list[WordTiming] | None = None
+        if req.cancelled and not error:
+            spoken_ms = duration_ms if req.played_ms is None else min(duration_ms, req.played_ms)
+            if req.words is not None:
+                words_spoken = [w for w in req.words if w.start_ms < spoken_ms][:MAX_INLINE_WORDS]
         result = CompletionResult(
             request_id=ctx.request_id,
             tenant=ctx.tenant,
-            status="failed" if error else "completed",
+            status="failed" if error else "cancelled" if req.cancelled else "completed",
             format=ctx.format,
             sample_rate=req.sample_rate,
             duration_ms=round(duration_ms, 3),
@@ -349,6 +364,8 @@ class CompletionSink(DeadLettering):
             degraded=req.degraded,
             captions=captions,
             words=words if not error else None,
+            spoken_ms=round(spoken_ms, 1) if spoken_ms is not None else None,
+            words_spoken=words_spoken,
             error=error,
             metadata=ctx.metadata,
             created_at=ctx.created_at,

@@ -40,7 +40,7 @@ class ReceivedAudio:
     @property
     def data(self) -> bytes:
         """The whole file, built from the chunks in order (see `encoders.assemble`)."""
-        return assemble([c.audio for c in self.chunks], self.format)
+        return assemble([c.audio for c in self.chunks], self.format, sample_rate=self.sample_rate)
 
     @property
     def duration_ms(self) -> float:

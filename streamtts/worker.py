@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError, StreamTTSError
+from streamtts.runtime.cancellations import CancelWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.readiness import Readiness
@@ -67,6 +68,8 @@ class Worker:
         self.ops: Any = None
         self.canary: Any = None
         self._lag: Any = None
+        self.cancels: CancelWatch | None = None
+        """The process's view of `tts.control` (synthesize drops cancelled work)."""
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -88,7 +91,12 @@ class Worker:
         # 2. The model (CPU-bound load + warm-up, off the loop) and the canary's reference.
         if "synthesize" in self.stages:
             await self._load_model()
-        # 3. Stages, downstream first: when segment emits, its consumers are already there.
+        # 3. Cancels (synthesize skips a cancelled request's segments: its markers tell encode
+        #    and sink), then the stages, downstream first: when segment emits, its consumers
+        #    are already there.
+        if "synthesize" in self.stages:
+            self.cancels = CancelWatch(kafka, self.topics.control)
+            await self.cancels.start()
         for stage in reversed(self.stages):
             for service in self._build(stage):
                 await service.start()
@@ -164,7 +172,12 @@ class Worker:
 
             return [
                 CompletionSink(
-                    kafka, self.settings.s3, pipe, self.topics, namespace=self._sink_namespace, telemetry=tel
+                    kafka,
+                    self.settings.s3,
+                    pipe,
+                    self.topics,
+                    namespace=self._sink_namespace,
+                    telemetry=tel,
                 )
             ]
         if stage == "encode":
@@ -176,7 +189,9 @@ class Worker:
 
             assert self._renderer is not None, "the model is loaded before the synthesize stage starts"
             return [
-                SynthesizeStage(kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel)
+                SynthesizeStage(
+                    kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel, cancels=self.cancels
+                )
                 for p in self.pools
             ]
         from streamtts.processors.segment.stage import SegmentStage
@@ -207,6 +222,9 @@ class Worker:
             except Exception as err:  # keep stopping the others
                 log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
         self.services.clear()
+        if self.cancels is not None:
+            await self.cancels.stop()
+            self.cancels = None
         if self._renderer is not None and self._owns_renderer:
             self._renderer.close()  # the budget guard's threads
         if self._lag:

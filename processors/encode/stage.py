@@ -48,7 +48,9 @@ def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> A
     ctx = chunk.request
     key = EncodedChunks.key(chunk) if encoded is not None else b""
     payload = encoded.get(key) if encoded is not None else None
-    if payload is None:
+    if chunk.cancelled:
+        payload = b""  # a marker: the stream ends here, nothing to encode
+    elif payload is None:
         samples = np.frombuffer(chunk.pcm, dtype="<i2")
         payload = encode_chunk(samples, chunk.sample_rate, ctx.format, codec=ctx.codec)
         if encoded is not None:
@@ -69,6 +71,7 @@ def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> A
         cache=chunk.cache,
         offset_ms=chunk.offset_ms,
         words=chunk.words,
+        cancelled=chunk.cancelled,
         metadata=ctx.metadata,
         created_at=ctx.created_at,
         encoded_at=datetime.now(UTC),
@@ -125,7 +128,7 @@ class EncodeStage(FaustStage):
             await self._out(name).send(key=key, value=value)
             for name in self.topics.chunk_topics(chunk.request.delivery)
         ]
-        if chunk.seq == 0 and chunk.part == 0 and sends:
+        if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:
             # Time to first audio: acked by the broker, i.e. a subscriber can now read it.
             for pending in sends:
                 await pending

@@ -54,6 +54,29 @@ def pcm_chunks(
     return parts
 
 
+def cancelled_marker(segment: Segment, played_ms: float | None) -> PcmChunk:
+    """The segment's place in the stream, without audio: the request was cancelled before
+    it was spoken. Readers still see every (seq, part) and the request's end."""
+    return PcmChunk(
+        request_id=segment.request_id,
+        seq=segment.seq,
+        total=segment.total,
+        part=0,
+        last_part=True,
+        last=segment.last,
+        lang=segment.lang,
+        voice_used="",
+        sample_rate=segment.request.sample_rate,
+        pcm=b"",
+        cancelled=True,
+        played_ms=played_ms,
+        offset_ms=None,
+        words=[] if segment.request.timestamps else None,
+        request=segment.request,
+        synthesized_at=datetime.now(UTC),
+    )
+
+
 def request_words(segment: Segment, words: list[SpanWord], offset_ms: float) -> list[WordTiming]:
     """Span words → contract words: times from the request start, text as the request wrote
     it (`segment.source_text`)."""

@@ -16,11 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from faust.types import EventT, StreamT
 
-from streamtts.processors.synthesize.chunker import pcm_chunks
+from streamtts.processors.synthesize.chunker import cancelled_marker, pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.renderer import RenderedSegment, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
+from streamtts.runtime.cancellations import CancelWatch
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
@@ -43,9 +44,11 @@ class SynthesizeStage(FaustStage):
         *,
         pool: str = "short",
         telemetry: Telemetry | None = None,
+        cancels: CancelWatch | None = None,
     ) -> None:
         """pool: "short" reads tts.segments (group streamtts-synthesize), "long" reads
-        tts.segments.long (group streamtts-synthesize-long)."""
+        tts.segments.long (group streamtts-synthesize-long). cancels: segments of cancelled
+        requests are skipped (a marker instead of audio)."""
         if pool not in ("short", "long"):
             raise ValueError(f"pool must be short or long, not {pool!r}")
         super().__init__(
@@ -65,6 +68,7 @@ class SynthesizeStage(FaustStage):
         self.lookup_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"synth-{pool}-cache")
         self._prerendered: dict[int, tuple[Segment, RenderedSegment]] = {}
         self._timeline = RequestTimeline()
+        self.cancels = cancels
         self.app.agent(self.topic(source), name=self.group)(self._agent)
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
@@ -143,10 +147,14 @@ class SynthesizeStage(FaustStage):
                 segment = Segment.from_bytes(event.message.value)
             except ContractError as err:
                 return await self.dead_letter(source_of(event), err)
+        if self._cancelled(segment):  # before any work: no inference for it
+            return await self._skip(segment, event, started)
         loop = asyncio.get_running_loop()
         try:
             if prerendered is None:
                 rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
+            if self._cancelled(segment):  # cancelled while it was spoken: abandon at this span
+                return await self._skip(segment, event, started)
             offset = await self._segment_start(segment) if segment.request.timestamps else None
             chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms, offset)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
@@ -189,6 +197,34 @@ class SynthesizeStage(FaustStage):
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return "degraded" if rendered.degradation else "ok"
+
+    def _cancelled(self, segment: Segment) -> bool:
+        return (
+            self.cancels is not None
+            and self.cancels.cancelled(segment.request.tenant, segment.request_id) is not None
+        )
+
+    async def _skip(self, segment: Segment, event: EventT, started: float) -> str:
+        """A cancelled request's segment: its marker goes out instead of audio."""
+        assert self.cancels is not None
+        cancel = self.cancels.cancelled(segment.request.tenant, segment.request_id)
+        marker = cancelled_marker(segment, cancel.played_ms if cancel else None)
+        await self.out.send(
+            key=segment.request_id.encode(),
+            value=marker.to_bytes(),
+            headers=rendering_headers(event.message.headers) or None,
+        )
+        self.telemetry.cancelled_segments.inc()
+        log_event(
+            self.log,
+            "segment_cancelled",
+            request_id=segment.request_id,
+            tenant=segment.request.tenant,
+            stage=self.name,
+            seq=segment.seq,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return "cancelled"
 
     async def _segment_start(self, segment: Segment) -> float:
         """Where the segment starts in its request's audio (see `timeline`)."""

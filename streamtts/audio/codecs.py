@@ -229,18 +229,23 @@ def assemble(chunks: Sequence[bytes], fmt: str, *, sample_rate: int | None = Non
     Args:
         chunks: payloads in sequence order.
         fmt: their format.
-        sample_rate: only needed for pcm→nothing (pcm is concatenated as is); ignored otherwise.
+        sample_rate: the rate of a wav/flac file with no audio at all (every payload that
+            holds samples carries its own rate).
     Returns:
         pcm/mp3/opus: the concatenation; wav: one WAV with all samples; flac: one FLAC file.
+        Empty payloads (the markers of a cancelled request) hold no samples and are skipped.
     Raises:
-        UnknownFormatError, DecodeError (a wav/flac chunk is malformed).
+        UnknownFormatError, DecodeError (a wav/flac chunk is malformed, or no chunk and no
+        sample_rate).
     """
     fmt = check_format(fmt)
-    del sample_rate  # every payload that needs a rate carries it itself
+    chunks = [c for c in chunks if c]
     if fmt in CONCATENABLE:
         return b"".join(chunks)
     if not chunks:
-        raise DecodeError(f"cannot assemble an empty {fmt} file")
+        if not sample_rate:
+            raise DecodeError(f"cannot assemble an empty {fmt} file")
+        return encode_file(np.zeros(0, np.int16), sample_rate, fmt)
     if fmt == "wav":
         # Joined as they are (no decode): 16-bit PCM or G.711 bytes under one header.
         parts = [wav_data(payload) for payload in chunks]

@@ -19,6 +19,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "infra_cmd",
     "topics_cmd",
     "submit_cmd",
+    "cancel_cmd",
     "synth_cmd",
     "run_cmd",
     "listen_cmd",

@@ -69,7 +69,9 @@ async def audio_response(gw: Gateway, state: RequestState, *, endpoint: str) -> 
         raise failed(state)
     if state.streamed:
         return _whole(
-            state, assemble([c.audio for c in state.chunks], state.format), state.chunks[0].sample_rate
+            state,
+            assemble([c.audio for c in state.chunks], state.format, sample_rate=state.chunks[0].sample_rate),
+            state.chunks[0].sample_rate,
         )
     if state.status == "completed" and state.result is not None and state.result.storage is not None:
         return await _stored(gw, state)

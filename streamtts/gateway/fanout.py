@@ -30,7 +30,7 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, CompletionResult, ContractError, DeadLetter, Degradation
 
 log = logging.getLogger("streamtts.gateway.fanout")
-Status = Literal["queued", "streaming", "completed", "failed"]
+Status = Literal["queued", "streaming", "completed", "failed", "cancelled"]
 # The sink reports its own failures as results; earlier stages only dead-letter.
 DLQ_STAGES = ("segment", "synthesize", "encode")
 
@@ -71,7 +71,7 @@ class RequestState:
 
     @property
     def terminal(self) -> bool:
-        return self.status in ("completed", "failed")
+        return self.status in ("completed", "failed", "cancelled")
 
     @property
     def audio_ms(self) -> float:
@@ -96,7 +96,7 @@ class RequestState:
         if self.status == "queued":
             self.status = "streaming"
         if self.streamed and not self.expects_result and self.status != "failed":
-            self._finish("completed")
+            self._finish("cancelled" if any(c.cancelled for c in self.chunks) else "completed")
         self._notify()
 
     def add_result(self, result: CompletionResult) -> None:
@@ -142,7 +142,7 @@ class RequestState:
                     return
                 if self.status == "failed":
                     raise StreamFailed(self.error or "failed")
-                if self.status == "completed" and not self.tracked:
+                if self.status in ("completed", "cancelled") and not self.tracked:
                     # Known only from its result: this process never saw its chunks. (A tracked
                     # request's result can overtake its last chunks: the sink and the encode
                     # stage read tts.pcm independently, so those keep streaming.)

@@ -129,7 +129,10 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                     "properties": {
                         "id": {"type": "string"},
                         "tenant": {"type": "string"},
-                        "status": {"type": "string", "enum": ["queued", "streaming", "completed", "failed"]},
+                        "status": {
+                            "type": "string",
+                            "enum": ["queued", "streaming", "completed", "failed", "cancelled"],
+                        },
                         "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
                         "chunks": {"type": "integer"},
                         "duration_ms": {"type": "number"},

@@ -144,7 +144,7 @@ def status_body(state: RequestState) -> dict[str, Any]:
             "content_type": s.content_type,
             "url": s.url,
         }
-    status: Literal["queued", "streaming", "completed", "failed"] = state.status
+    status: Literal["queued", "streaming", "completed", "failed", "cancelled"] = state.status
     return {
         "id": state.request_id,
         "tenant": state.tenant,

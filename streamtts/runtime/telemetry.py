@@ -62,6 +62,9 @@ class Telemetry:
             "streamtts_chunk_bytes", "Encoded audio chunk size", ["format"], buckets=BYTES_BUCKETS, registry=r
         )
         self.records = Counter("streamtts_records", "Records processed", ["stage", "outcome"], registry=r)
+        self.cancelled_segments = Counter(
+            "streamtts_cancelled_segments", "Segments skipped because their request was cancelled", registry=r
+        )
         self.requests_completed = Counter(
             "streamtts_requests_completed", "Completion results published", ["status"], registry=r
         )

@@ -41,6 +41,11 @@ class TopicNames:
         return self._n("tts.results")
 
     @property
+    def control(self) -> str:
+        """Cancels (barge-in), keyed by request_id; every worker reads all of it."""
+        return self._n("tts.control")
+
+    @property
     def replay_ledger(self) -> str:
         return self._n("tts.replay.ledger")
 
