@@ -4,7 +4,6 @@ tenant, changes nothing."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 
 import pytest
