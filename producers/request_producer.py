@@ -10,7 +10,7 @@ from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import TTSRequest
+from streamtts.schemas import ControlMessage, TTSRequest
 
 
 class RequestProducer(AsyncLifecycle):
@@ -64,3 +64,15 @@ class RequestProducer(AsyncLifecycle):
                 )
             )
         return [await f for f in futures]
+
+    async def cancel(self, request_id: str, tenant: str, played_ms: float | None = None) -> ControlMessage:
+        """Cancel a request (barge-in): its remaining work is dropped and its result says
+        what was spoken. `played_ms`: how much of the audio the client had played."""
+        message = ControlMessage.cancel(request_id, tenant, played_ms)
+        await self._producer.send_and_wait(
+            self._topics.control,
+            value=message.to_bytes(),
+            key=request_id.encode(),
+            headers=[("content-type", b"application/json"), ("schema", b"control.v1")],
+        )
+        return message

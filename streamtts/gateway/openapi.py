@@ -131,7 +131,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "tenant": {"type": "string"},
                         "status": {
                             "type": "string",
-                            "enum": ["queued", "streaming", "completed", "failed", "cancelled"],
+                            "enum": ["queued", "streaming", "completed", "failed", "cancelled", "cancelling"],
                         },
                         "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
                         "chunks": {"type": "integer"},
@@ -141,6 +141,9 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "error": {"type": "string", "nullable": True},
                         "audio_url": {"type": "string"},
                         "captions_url": {"type": "string", "nullable": True},
+                        "spoken_ms": {"type": "number", "nullable": True},
+                        "words_spoken": {"type": "array", "nullable": True, "items": {"type": "object"}},
+                        "cancelled": {"type": "boolean"},
                         "storage": {
                             "type": "object",
                             "nullable": True,
@@ -226,7 +229,44 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "404": _error("Unknown request (or another tenant's)"),
                         **LOOKUP_ERRORS,
                     },
-                }
+                },
+                "delete": {
+                    "operationId": "cancelSpeech",
+                    "summary": "Barge-in: stop a request; its result says what was spoken",
+                    "parameters": [
+                        REQUEST_ID,
+                        {
+                            "name": "played_ms",
+                            "in": "query",
+                            "description": "how much of the audio the client had played",
+                            "schema": {"type": "number", "minimum": 0},
+                        },
+                        {
+                            "name": "wait",
+                            "in": "query",
+                            "description": "seconds to wait for the request to stop",
+                            "schema": {"type": "number", "minimum": 0, "maximum": 30},
+                        },
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "Already finished (cancelled: false), or stopped within wait",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/Status"}}
+                            },
+                        },
+                        "202": {
+                            "description": "Cancelling",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/Status"}}
+                            },
+                        },
+                        "400": _error("Invalid played_ms or wait"),
+                        "401": _error("Missing or invalid API key"),
+                        "404": _error("Unknown request (or another tenant's)"),
+                        **LOOKUP_ERRORS,
+                    },
+                },
             },
             "/v1/speech/{request_id}/audio": {
                 "get": {

@@ -113,6 +113,30 @@ async def audio(request: Request) -> Response:
     return await audio_response(gw, state, endpoint="speech_audio")
 
 
+async def cancel(request: Request) -> Response:
+    """Barge-in: stop a request in flight. 202 while it stops (or the final status with
+    `wait`), 200 with `cancelled: false` when it had already finished."""
+    tenant = authenticate(request)
+    gw = gateway(request)
+    state = await gw.lookup(tenant, request.path_params["request_id"])
+    raw = request.query_params.get("played_ms")
+    try:
+        played = float(raw) if raw is not None else None
+    except ValueError:
+        raise ApiError(400, "invalid_request", "played_ms must be a number of milliseconds") from None
+    if played is not None and played < 0:
+        raise ApiError(400, "invalid_request", "played_ms must be ≥ 0")
+    if not await gw.cancel(state, played):
+        return JSONResponse({**status_body(state), "cancelled": False, "message": f"already {state.status}"})
+    wait = _wait_s(request)
+    if wait:
+        with contextlib.suppress(TimeoutError):
+            await state.wait_terminal(wait)
+        if state.terminal:
+            return JSONResponse({**status_body(state), "cancelled": state.status == "cancelled"})
+    return JSONResponse({**status_body(state), "status": "cancelling", "cancelled": True}, status_code=202)
+
+
 async def captions(request: Request) -> Response:
     """WebVTT (default), SRT or the JSON word list of a request made with timestamps."""
     tenant = authenticate(request)
@@ -158,6 +182,22 @@ def status_body(state: RequestState) -> dict[str, Any]:
         "audio_url": f"/v1/speech/{state.request_id}/audio",
         "captions_url": f"/v1/speech/{state.request_id}/captions" if _timed(state) else None,
         "storage": storage,
+        **_spoken(state),
+    }
+
+
+def _spoken(state: RequestState) -> dict[str, Any]:
+    """A cancelled request: what the listener got."""
+    result = state.result
+    if state.status != "cancelled":
+        return {}
+    if result is None:  # streamed only: the chunks before the markers
+        return {"spoken_ms": round(sum(c.duration_ms for c in state.chunks if not c.cancelled), 1)}
+    return {
+        "spoken_ms": result.spoken_ms,
+        "words_spoken": [w.model_dump() for w in result.words_spoken]
+        if result.words_spoken is not None
+        else None,
     }
 
 
@@ -171,6 +211,7 @@ def _timed(state: RequestState) -> bool:
 routes = [
     Route("/v1/speech", submit, methods=["POST"]),
     Route("/v1/speech/{request_id}", status, methods=["GET"]),
+    Route("/v1/speech/{request_id}", cancel, methods=["DELETE"]),
     Route("/v1/speech/{request_id}/audio", audio, methods=["GET"]),
     Route("/v1/speech/{request_id}/captions", captions, methods=["GET"]),
 ]

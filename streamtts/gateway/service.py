@@ -222,6 +222,14 @@ class Gateway:
                 self.misses.popitem(last=False)
         return state
 
+    async def cancel(self, state: RequestState, played_ms: float | None = None) -> bool:
+        """Cancel a request of this tenant (its state came from `lookup`, so it is theirs);
+        False when it had already finished (a no-op)."""
+        if state.terminal:
+            return False
+        await self.producer.cancel(state.request_id, state.tenant, played_ms)
+        return True
+
     async def captions(self, state: RequestState, fmt: str) -> bytes:
         """The request's captions in `fmt` (vtt, srt, json): the stored file when the sink
         stored one, else rendered from the words its chunks carried.

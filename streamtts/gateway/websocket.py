@@ -8,6 +8,8 @@ audio is forwarded strictly in sentence order. Protocol (client → server, text
     {"type": "text", "text": "Hello there. How are"}     (or a plain, non-JSON text frame)
     {"type": "flush"}      submit what is buffered even without a sentence end
     {"type": "end"}        flush, deliver the remaining audio, then close
+    {"type": "cancel", "played_ms": 1200}   barge-in: stop every sentence not finished (the
+                           audio ends with `cancelled` chunks; results say what was spoken)
 
 Server → client: JSON events `session`, `started`, `chunk` (followed by one binary frame with
 the chunk's audio: raw s16le for pcm, a complete file per chunk for wav/mp3/opus/flac),
@@ -87,6 +89,8 @@ class Session:
     """Sentences submitted whose audio is not fully forwarded yet."""
     out: asyncio.Queue[Any] = field(init=False)
     sentences: asyncio.Queue[RequestState | None] = field(default_factory=asyncio.Queue)
+    submitted: list[RequestState] = field(default_factory=list)
+    """Every sentence request of the session (a cancel stops those not finished)."""
 
     def __post_init__(self) -> None:
         self.out = asyncio.Queue(maxsize=self.gw.settings.ws_queue_frames)
@@ -185,6 +189,8 @@ class Session:
             await self._add_text(str(cmd.get("text", "")), flush=bool(cmd.get("flush", False)))
         elif kind == "flush":
             await self._add_text("", flush=True)
+        elif kind == "cancel":
+            await self._cancel(cmd.get("played_ms"))
         elif kind == "end":
             await self._add_text("", flush=True)
             await self.sentences.put(None)
@@ -207,6 +213,19 @@ class Session:
         for sentence in sentences:
             await self._submit(sentence)
 
+    async def _cancel(self, played_ms: object) -> None:
+        """Barge-in: stop every sentence not finished yet (and drop unsent text). The first
+        of them is the one playing: `played_ms` (its playback position) goes with it."""
+        if played_ms is not None and (not isinstance(played_ms, int | float) or played_ms < 0):
+            raise ApiError(400, "invalid_message", "played_ms must be a number of milliseconds ≥ 0")
+        self.buffer = ""
+        stopped: list[str] = []
+        for state in self.submitted:
+            position = float(played_ms) if played_ms is not None and not stopped else None
+            if await self.gw.cancel(state, position):
+                stopped.append(state.request_id)
+        await self._event({"type": "cancelled", "request_ids": stopped})
+
     async def _submit(self, sentence: str) -> None:
         index = self.count
         rid = f"{self.session_id}-{index}"
@@ -228,6 +247,7 @@ class Session:
             return
         self.count += 1
         self.pending += 1
+        self.submitted = [s for s in self.submitted if not s.terminal] + [state]
         await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
         await self.sentences.put(state)
 
@@ -240,6 +260,8 @@ class Session:
             sentence_ms = 0.0
             try:
                 async for chunk in state.chunks_in_order(timeout):
+                    if chunk.cancelled:  # a marker: no audio to send (see `completed`)
+                        continue
                     if chunk.seq == 0 and chunk.part == 0 and state.first_chunk_at is not None:
                         self.gw.metrics.ttfa.labels("ws").observe(state.first_chunk_at - state.submitted_at)
                     if chunk.degradation is not None:
@@ -294,7 +316,8 @@ class Session:
                         "type": "completed",
                         **base,
                         "duration_ms": round(state.audio_ms, 1),
-                        "chunks": len(state.chunks),
+                        "chunks": len([c for c in state.chunks if not c.cancelled]),
+                        "cancelled": any(c.cancelled for c in state.chunks),
                     }
                 )
             except (StreamFailed, StreamIncomplete) as err:

@@ -113,15 +113,3 @@ class CancelWatch(AsyncLifecycle):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self._consumer.stop()
-
-
-async def send_cancel(kafka: KafkaSettings, topic: str, message: ControlMessage) -> None:
-    """Publish one cancel (acked by the broker before returning)."""
-    from streamtts.runtime.kafka import make_producer
-
-    producer = make_producer(kafka)
-    await producer.start()
-    try:
-        await producer.send_and_wait(topic, message.to_bytes(), key=message.request_id.encode())
-    finally:
-        await producer.stop()

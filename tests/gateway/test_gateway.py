@@ -276,3 +276,53 @@ async def test_captions_over_rest_and_words_before_each_websocket_chunk(live_gat
         f["duration_ms"] for f in frames if isinstance(f, dict) and f["type"] == "chunk" and f["index"] == 0
     )
     assert abs(second[0]["session_offset_ms"] - first_ms) < 1.0  # places sentence 2 in the session
+
+
+async def test_cancel_over_rest_and_websocket(live_gateway_url: str) -> None:
+    long_text = " ".join(f"Sentence {i} of an answer." for i in range(14))  # under the 400-char test limit
+    async with httpx.AsyncClient(base_url=live_gateway_url, headers=ACME, timeout=60) as client:
+        resp = await client.post("/v1/speech", json={"text": long_text, "voice": "en_joe", "format": "pcm"})
+        assert resp.status_code == 202, resp.text
+        accepted = resp.json()
+        async with client.stream("GET", accepted["audio_url"]) as audio:
+            pieces = audio.aiter_bytes()
+            first = await anext(pieces)  # audio is flowing: barge in
+            assert first
+            stop = await client.delete(accepted["status_url"], params={"played_ms": 500, "wait": 30})
+            rest = [piece async for piece in pieces]  # the stream ends, not hangs
+        body = stop.json()
+        assert stop.status_code == 200 and body["status"] == "cancelled" and body["cancelled"] is True, body
+        assert body["spoken_ms"] == 500.0  # the client's playback position, less than produced
+        assert (
+            len(first) + sum(len(p) for p in rest)
+        ) / 2 / 24000 * 1000 < 6000  # far less than 12 sentences
+        again = await client.delete(accepted["status_url"])
+        assert again.status_code == 200 and again.json()["cancelled"] is False
+        assert again.json()["message"] == "already cancelled"
+        other = await client.delete(accepted["status_url"], headers={"Authorization": "Bearer key-globex"})
+        assert other.status_code == 404
+        unknown = await client.delete("/v1/speech/no-such-request")
+        assert unknown.status_code == 404
+
+    url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
+    events: list[dict] = []
+    async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
+        await ws.send(orjson.dumps({"type": "start", "voice": "en_joe", "format": "pcm"}).decode())
+        await ws.send(orjson.dumps({"type": "text", "text": long_text}).decode())
+        while True:  # until the first audio frame, then barge in
+            frame = await ws.recv()
+            if isinstance(frame, bytes):
+                break
+        await ws.send(orjson.dumps({"type": "cancel", "played_ms": 300}).decode())
+        await ws.send(orjson.dumps({"type": "end"}).decode())
+        while True:
+            frame = await ws.recv()
+            if isinstance(frame, str):
+                events.append(orjson.loads(frame))
+                if events[-1]["type"] == "done":
+                    break
+    stopped = next(e for e in events if e["type"] == "cancelled")
+    assert stopped["request_ids"], events
+    completed = [e for e in events if e["type"] == "completed"]
+    assert completed and any(e["cancelled"] for e in completed)
+    assert not [e for e in events if e["type"] == "error"], events

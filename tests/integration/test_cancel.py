@@ -10,10 +10,9 @@ import pytest
 
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultTimeout, ResultWaiter
-from streamtts.runtime.cancellations import send_cancel
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import AudioChunk, ControlMessage, TTSRequest
+from streamtts.schemas import AudioChunk, TTSRequest
 from streamtts.sinks.subscriber import AudioSubscriber
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -39,9 +38,7 @@ async def test_a_cancel_stops_the_audio_and_reports_what_was_spoken(
             await producer.submit(request)
             await sub.wait_first_chunk(request.request_id, timeout_s=120)
             cancelled_at = datetime.now(UTC)
-            await send_cancel(
-                kafka_settings, topics.control, ControlMessage.cancel(request.request_id, "acme")
-            )
+            await producer.cancel(request.request_id, "acme")
             await producer.submit(nxt)
         [audio] = [a async for a in sub.completed(timeout_s=120)]
         results = await waiter.wait([request.request_id, nxt.request_id], timeout_s=120)
@@ -84,12 +81,10 @@ async def test_a_cancel_after_completion_or_from_another_tenant_changes_nothing(
             first = (await waiter.wait([done.request_id], timeout_s=120))[done.request_id]
             assert first.status == "completed"
             # Racing completion: the request is finished; the cancel is a no-op.
-            await send_cancel(kafka_settings, topics.control, ControlMessage.cancel(done.request_id, "acme"))
+            await producer.cancel(done.request_id, "acme")
             # Another tenant's cancel for a request in flight matches nothing.
             await producer.submit(other)
-            await send_cancel(
-                kafka_settings, topics.control, ControlMessage.cancel(other.request_id, "globex")
-            )
+            await producer.cancel(other.request_id, "globex")
             second = (await waiter.wait([other.request_id], timeout_s=120))[other.request_id]
         assert second.status == "completed" and second.spoken_ms is None
         with pytest.raises(ResultTimeout):  # no second result for the finished request
