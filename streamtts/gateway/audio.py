@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from starlette.responses import Response, StreamingResponse
 
@@ -11,6 +12,7 @@ from streamtts.audio.codecs import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, asse
 from streamtts.audio.exceptions import DecodeError
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.framing import FRAMEABLE, Framer, Pacer
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.service import Gateway
 from streamtts.schemas import AudioChunk
@@ -63,10 +65,25 @@ def _headers(state: RequestState, extra: dict[str, str] | None = None) -> dict[s
     }
 
 
-async def audio_response(gw: Gateway, state: RequestState, *, endpoint: str) -> Response:
-    """Chunked streaming while the request is in flight; the whole file once it is done."""
+@dataclass(frozen=True)
+class Framing:
+    """Telephony delivery of a stream: frames of exactly `frame_ms`, paced or not."""
+
+    frame_ms: int
+    realtime: bool
+
+
+async def audio_response(
+    gw: Gateway, state: RequestState, *, endpoint: str, framing: Framing | None = None
+) -> Response:
+    """Chunked streaming while the request is in flight; the whole file once it is done.
+    With `framing` (pcm, mulaw, alaw): always a stream of fixed frames."""
     if state.status == "failed":
         raise failed(state)
+    if framing is not None:
+        if state.format not in FRAMEABLE:
+            raise ApiError(400, "invalid_request", "frame_ms needs format pcm, mulaw or alaw")
+        return await _framed(gw, state, framing, endpoint)
     if state.streamed:
         return _whole(
             state,
@@ -128,6 +145,36 @@ async def _prepend(first: AudioChunk, rest: AsyncIterator[AudioChunk]) -> AsyncI
     yield first
     async for c in rest:
         yield c
+
+
+async def _framed(gw: Gateway, state: RequestState, framing: Framing, endpoint: str) -> Response:
+    chunks = state.chunks_in_order(gw.settings.request_timeout_s)
+    try:
+        first = await anext(chunks)
+    except StreamFailed:
+        raise failed(state) from None
+    except (StreamIncomplete, StopAsyncIteration):
+        raise ApiError(
+            409, "not_streaming", "framing needs the live stream; fetch the stored audio"
+        ) from None
+    except TimeoutError:
+        raise ApiError(504, "timeout", f"no audio within {gw.settings.request_timeout_s:g} s") from None
+
+    async def frames() -> AsyncIterator[bytes]:
+        framer = Framer(state.format, first.sample_rate, framing.frame_ms)
+        pacer = Pacer(framing.frame_ms, framing.realtime)
+        async for c in _prepend(first, _guarded(chunks)):
+            for frame in framer.push(c.audio):
+                await pacer.wait_turn()
+                gw.metrics.audio_bytes.labels(endpoint).inc(len(frame))
+                yield frame
+        for frame in framer.flush():
+            await pacer.wait_turn()
+            yield frame
+
+    return StreamingResponse(
+        frames(), media_type=content_type(state.format, first.sample_rate), headers=_headers(state)
+    )
 
 
 def _whole(state: RequestState, data: bytes, sample_rate: int) -> Response:

@@ -24,6 +24,8 @@ AUDIO_CONTENT = {
     "audio/wav": {"schema": {"type": "string", "format": "binary"}},
     "audio/flac": {"schema": {"type": "string", "format": "binary"}},
     "audio/L16": {"schema": {"type": "string", "format": "binary"}},
+    "audio/basic": {"schema": {"type": "string", "format": "binary"}},
+    "audio/x-alaw-basic": {"schema": {"type": "string", "format": "binary"}},
 }
 LOOKUP_ERRORS = {
     "429": _error("Too many lookups of requests this gateway does not hold (see Retry-After)"),
@@ -272,9 +274,24 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                 "get": {
                     "operationId": "getSpeechAudio",
                     "summary": "Streams (chunked) while in flight; the whole file once complete",
-                    "parameters": [REQUEST_ID],
+                    "parameters": [
+                        REQUEST_ID,
+                        {
+                            "name": "frame_ms",
+                            "in": "query",
+                            "description": "telephony frames of exactly this length (pcm, mulaw, alaw)",
+                            "schema": {"type": "integer", "enum": [10, 20, 30, 40, 60, 80, 100]},
+                        },
+                        {
+                            "name": "pace",
+                            "in": "query",
+                            "description": "with frame_ms: fast (as made) or realtime (one per frame_ms)",
+                            "schema": {"type": "string", "enum": ["fast", "realtime"]},
+                        },
+                    ],
                     "responses": {
                         "200": {"description": "Audio", "content": AUDIO_CONTENT},
+                        "400": _error("Invalid frame_ms or pace, or a format that cannot be framed"),
                         "401": _error("Missing or invalid API key"),
                         "404": _error("Unknown request (or another tenant's)"),
                         "409": _error("The request failed"),

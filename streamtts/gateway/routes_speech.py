@@ -10,9 +10,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from streamtts.gateway.audio import audio_response
+from streamtts.gateway.audio import Framing, audio_response
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState
+from streamtts.gateway.framing import FRAME_MS_CHOICES
 from streamtts.gateway.http import authenticate, gateway, read_body
 from streamtts.gateway.service import SpeechOptions
 from streamtts.schemas.captions import CAPTION_CONTENT_TYPES, CAPTION_FORMATS
@@ -110,7 +111,28 @@ async def audio(request: Request) -> Response:
     tenant = authenticate(request)
     gw = gateway(request)
     state = await gw.lookup(tenant, request.path_params["request_id"])
-    return await audio_response(gw, state, endpoint="speech_audio")
+    return await audio_response(gw, state, endpoint="speech_audio", framing=_framing(request))
+
+
+def _framing(request: Request) -> Framing | None:
+    """`?frame_ms=20[&pace=realtime]`: telephony frames (see `gateway.framing`)."""
+    raw = request.query_params.get("frame_ms")
+    pace = request.query_params.get("pace", "fast")
+    if pace not in ("fast", "realtime"):
+        raise ApiError(400, "invalid_request", "pace must be fast or realtime")
+    if raw is None:
+        if "pace" in request.query_params:
+            raise ApiError(400, "invalid_request", "pace needs frame_ms")
+        return None
+    try:
+        frame_ms = int(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_request", "frame_ms must be a whole number of milliseconds") from None
+    if frame_ms not in FRAME_MS_CHOICES:
+        raise ApiError(
+            400, "invalid_request", f"frame_ms must be one of {', '.join(map(str, FRAME_MS_CHOICES))}"
+        )
+    return Framing(frame_ms, pace == "realtime")
 
 
 async def cancel(request: Request) -> Response:

@@ -11,6 +11,11 @@ audio is forwarded strictly in sentence order. Protocol (client → server, text
     {"type": "cancel", "played_ms": 1200}   barge-in: stop every sentence not finished (the
                            audio ends with `cancelled` chunks; results say what was spoken)
 
+Telephony framing: `"frame_ms": 20` in start (pcm, mulaw, alaw) sends the audio as frames of
+exactly 20 ms instead of one per chunk (no `chunk` events; each sentence's last frame padded
+with silence), `"pace": "realtime"` one frame per 20 ms, `"frames": "media"` as base64 JSON
+`{"event": "media", "media": {"payload": …}}` in the shape telephony media streams use.
+
 Server → client: JSON events `session`, `started`, `chunk` (followed by one binary frame with
 the chunk's audio: raw s16le for pcm, a complete file per chunk for wav/mp3/opus/flac),
 `words` (with `"timestamps": true` in start, before each `chunk`: its words, times from the
@@ -29,15 +34,16 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Self
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.framing import FRAME_MS_CHOICES, FRAMEABLE, Framer, Pacer, media_event
 from streamtts.gateway.http import authenticate, gateway
 from streamtts.gateway.service import Gateway, SpeechOptions
 from streamtts.schemas.request import AudioFormat, Language
@@ -58,6 +64,23 @@ class StartMessage(BaseModel):
     store: bool = False
     timestamps: bool = False
     """A `words` event before each chunk's audio frame."""
+    frame_ms: int | None = None
+    """Telephony framing (pcm, mulaw, alaw): audio as frames of exactly this length instead
+    of one frame per chunk (no `chunk` events then)."""
+    pace: Literal["fast", "realtime"] = "fast"
+    """With frame_ms: send frames as fast as made, or one per frame_ms (real time)."""
+    frames: Literal["binary", "media"] = "binary"
+    """With frame_ms: binary frames, or base64 JSON in the media-stream shape
+    (`{"event": "media", "media": {"payload": …}}`)."""
+
+    @model_validator(mode="after")
+    def _framing(self) -> Self:
+        if self.frame_ms is not None:
+            if self.format not in FRAMEABLE:
+                raise ValueError(f"frame_ms needs format pcm, mulaw or alaw, not {self.format}")
+            if self.frame_ms not in FRAME_MS_CHOICES:
+                raise ValueError(f"frame_ms must be one of {', '.join(map(str, FRAME_MS_CHOICES))}")
+        return self
 
 
 def split_sentences(buffer: str) -> tuple[list[str], str]:
@@ -254,10 +277,17 @@ class Session:
     async def _forward_loop(self) -> None:
         timeout = self.gw.settings.request_timeout_s
         session_ms = 0.0  # audio of the session's earlier sentences
+        pacer: Pacer | None = None
+        sent_frames = 0
         while (state := await self.sentences.get()) is not None:
+            # `start` comes before any text, so the configuration is final by now.
+            framing = self.config.frame_ms is not None
+            if pacer is None:
+                pacer = Pacer(self.config.frame_ms or 20, self.config.pace == "realtime")
             index = int(state.request_id.rsplit("-", 1)[1])
             base = {"request_id": state.request_id, "index": index}
             sentence_ms = 0.0
+            framer: Framer | None = None
             try:
                 async for chunk in state.chunks_in_order(timeout):
                     if chunk.cancelled:  # a marker: no audio to send (see `completed`)
@@ -294,6 +324,12 @@ class Session:
                                 ],
                             }
                         )
+                    sentence_ms += chunk.duration_ms
+                    if framing:  # fixed frames instead of one frame per chunk
+                        if framer is None:
+                            framer = Framer(chunk.format, chunk.sample_rate, self.config.frame_ms or 20)
+                        sent_frames = await self._send_frames(framer.push(chunk.audio), pacer, sent_frames)
+                        continue
                     await self._put_frame(
                         {
                             "type": "chunk",
@@ -307,10 +343,11 @@ class Session:
                             "bytes": len(chunk.audio),
                         }
                     )
-                    sentence_ms += chunk.duration_ms
                     await self._put_frame(chunk.audio)
                     self.gw.metrics.ws_frames.inc()
                     self.gw.metrics.audio_bytes.labels("ws").inc(len(chunk.audio))
+                if framer is not None:  # the sentence's last partial frame, padded
+                    sent_frames = await self._send_frames(framer.flush(), pacer, sent_frames)
                 await self._put_frame(
                     {
                         "type": "completed",
@@ -331,6 +368,21 @@ class Session:
             finally:
                 self.pending -= 1
                 session_ms += sentence_ms
+
+    async def _send_frames(self, frames: list[bytes], pacer: Pacer, sent: int) -> int:
+        """Telephony frames, binary or as media events, paced as configured."""
+        for frame in frames:
+            await pacer.wait_turn()
+            if self.config.frames == "media":
+                await self._put_frame(
+                    media_event(frame, sent + 1, sent * (self.config.frame_ms or 20), self.session_id)
+                )
+            else:
+                await self._put_frame(frame)
+            self.gw.metrics.ws_frames.inc()
+            self.gw.metrics.audio_bytes.labels("ws").inc(len(frame))
+            sent += 1
+        return sent
 
     async def _put_frame(self, frame: bytes | dict[str, Any]) -> None:
         item = orjson.dumps(frame).decode() if isinstance(frame, dict) else frame

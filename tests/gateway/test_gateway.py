@@ -326,3 +326,51 @@ async def test_cancel_over_rest_and_websocket(live_gateway_url: str) -> None:
     completed = [e for e in events if e["type"] == "completed"]
     assert completed and any(e["cancelled"] for e in completed)
     assert not [e for e in events if e["type"] == "error"], events
+
+
+async def test_telephony_frames_over_websocket_and_http(live_gateway_url: str) -> None:
+    import base64
+    import time
+
+    url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
+    start = {
+        "type": "start",
+        "voice": "en_joe",
+        "format": "mulaw",
+        "frame_ms": 20,
+        "pace": "realtime",
+        "frames": "media",
+    }
+    arrivals: list[float] = []
+    payloads: list[bytes] = []
+    async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
+        await ws.send(orjson.dumps(start).decode())
+        sent = time.monotonic()
+        await ws.send(orjson.dumps({"type": "text", "text": "Thank you for calling, please hold."}).decode())
+        await ws.send(orjson.dumps({"type": "end"}).decode())
+        while True:
+            frame = await ws.recv()
+            assert isinstance(frame, str), "media mode sends JSON only"
+            event = orjson.loads(frame)
+            if event.get("event") == "media":
+                arrivals.append(time.monotonic())
+                payloads.append(base64.b64decode(event["media"]["payload"]))
+            assert event.get("type") not in ("chunk", "error"), event
+            if event.get("type") == "done":
+                break
+    assert payloads and all(len(p) == 160 for p in payloads)  # 20 ms of 8 kHz μ-law each
+    print(f"first 8 kHz mu-law frame after {(arrivals[0] - sent) * 1000:.0f} ms, {len(payloads)} frames")
+    span = arrivals[-1] - arrivals[0]
+    assert span >= (len(payloads) - 1) * 0.020 * 0.9, (span, len(payloads))  # paced at real time
+    # HTTP: the same framing on the audio stream.
+    async with httpx.AsyncClient(base_url=live_gateway_url, headers=ACME, timeout=60) as client:
+        accepted = (
+            await client.post(
+                "/v1/speech", json={"text": "One moment please.", "voice": "en_joe", "format": "alaw"}
+            )
+        ).json()
+        framed = await client.get(accepted["audio_url"], params={"frame_ms": 40})
+        assert framed.status_code == 200 and framed.headers["content-type"] == "audio/x-alaw-basic"
+        assert len(framed.content) % 320 == 0 and framed.content  # whole 40 ms frames of 8 kHz A-law
+        bad = await client.get(accepted["audio_url"], params={"frame_ms": 25})
+        assert bad.status_code == 400

@@ -1,0 +1,92 @@
+"""Fixed-size audio frames for telephony bridges, paced at real time or as fast as made.
+
+A media-stream bridge forwards what it gets as 20 ms frames; chunks of any length would make
+it re-buffer. `Framer` cuts a byte stream (PCM s16le or G.711) into frames of exactly
+`frame_ms`, padding only the very last one with the format's silence; `Pacer` releases frame
+k at start + k·frame_ms (an absolute schedule: no drift however long the call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from dataclasses import dataclass, field
+
+FRAMEABLE = ("pcm", "mulaw", "alaw")
+_BYTES_PER_SAMPLE = {"pcm": 2, "mulaw": 1, "alaw": 1}
+_SILENCE = {"pcm": b"\x00\x00", "mulaw": b"\xff", "alaw": b"\xd5"}  # G.711's zero codes
+FRAME_MS_CHOICES = (10, 20, 30, 40, 60, 80, 100)
+
+
+@dataclass
+class Framer:
+    fmt: str
+    sample_rate: int
+    frame_ms: int
+    _buffer: bytearray = field(default_factory=bytearray)
+
+    def __post_init__(self) -> None:
+        if self.fmt not in FRAMEABLE:
+            raise ValueError(f"framing needs pcm, mulaw or alaw, not {self.fmt}")
+        if self.frame_ms not in FRAME_MS_CHOICES:
+            raise ValueError(f"frame_ms must be one of {FRAME_MS_CHOICES}")
+
+    @property
+    def frame_bytes(self) -> int:
+        return self.sample_rate * self.frame_ms // 1000 * _BYTES_PER_SAMPLE[self.fmt]
+
+    def push(self, data: bytes) -> list[bytes]:
+        """Whole frames available after `data`."""
+        self._buffer += data
+        n = self.frame_bytes
+        count = len(self._buffer) // n
+        frames = [bytes(self._buffer[i * n : (i + 1) * n]) for i in range(count)]
+        del self._buffer[: count * n]
+        return frames
+
+    def flush(self) -> list[bytes]:
+        """The rest as one last frame, padded with silence (nothing if no rest)."""
+        if not self._buffer:
+            return []
+        silence = _SILENCE[self.fmt]
+        missing = self.frame_bytes - len(self._buffer)
+        frame = bytes(self._buffer) + silence * (missing // len(silence))
+        self._buffer.clear()
+        return [frame]
+
+
+class Pacer:
+    """Real time: frame k leaves at start + k·frame_ms; `fast`: at once."""
+
+    def __init__(self, frame_ms: int, realtime: bool) -> None:
+        self.frame_s = frame_ms / 1000
+        self.realtime = realtime
+        self._start: float | None = None
+        self._sent = 0
+
+    async def wait_turn(self) -> None:
+        if not self.realtime:
+            return
+        now = time.monotonic()
+        if self._start is None:
+            self._start = now
+        due = self._start + self._sent * self.frame_s
+        self._sent += 1
+        if due > now:
+            await asyncio.sleep(due - now)
+
+
+def media_event(frame: bytes, sequence: int, timestamp_ms: int, stream_id: str) -> dict[str, object]:
+    """The JSON shape telephony media-stream WebSockets use for an outbound frame."""
+    return {
+        "event": "media",
+        "sequenceNumber": str(sequence),
+        "streamSid": stream_id,
+        "media": {
+            "track": "outbound",
+            "chunk": str(sequence),
+            "timestamp": str(timestamp_ms),
+            "payload": base64.b64encode(frame).decode(),
+        },
+    }
