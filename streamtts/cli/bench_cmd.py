@@ -81,6 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="only the render cache section: off / cold / warm on a repetitive customer-service mix",
     )
     p.add_argument(
+        "--barge-in",
+        action="store_true",
+        help="only the barge-in section: long answers in 8 kHz mu-law, half cancelled at first audio",
+    )
+    p.add_argument(
         "--cache-modes",
         default="off,cold,warm",
         help="with --cache: which of off,cold,warm to run (default all)",
@@ -133,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.cache:
         return _cache_section(args, voices)
+    if args.barge_in:
+        return _barge_in_section(args, voices)
 
     _import_path()
     from streamtts.bench.plots import plot_all
@@ -177,6 +184,27 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
+    import asyncio
+    import json
+
+    from streamtts.bench.barge_in import VOICE_LANG, markdown, run_barge_in_bench
+
+    unknown = [v for v in voices if v not in VOICE_LANG]
+    if unknown:
+        raise ConfigError(f"--barge-in benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")
+    rates = {"en_joe": args.rate or 2.0, "jm_kumo": args.rate or 0.25}
+    duration = args.duration or (30.0 if args.quick else 90.0)
+    out = args.out or Path("results") / "bench" / time.strftime("barge-in-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    runs = asyncio.run(run_barge_in_bench(voices, rates, duration, args.seed, out, threads=args.threads))
+    table = markdown(runs)
+    (out / "barge-in.md").write_text(table + "\n", "utf-8")
+    (out / "barge-in.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")
+    print(table)
+    return 0 if all(r.row()["lost"] == 0 for r in runs) else 1
 
 
 def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
