@@ -220,7 +220,7 @@ async def run_barge_in_bench(
 ) -> list[BargeRun]:
     """none and barge-in per voice, on the same schedule and the same cancelled half."""
     settings = Settings.from_env()
-    rates = rates or {"en_joe": 2.0, "jm_kumo": 0.25}
+    rates = rates or {"en_joe": 0.8, "jm_kumo": 0.12}
     unknown = [v for v in voices if v not in VOICE_LANG]
     if unknown:
         raise StreamTTSError(f"--barge-in benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")

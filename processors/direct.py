@@ -39,6 +39,7 @@ def _planned_spans(
     first_min_chars: int,
     max_chars: int,
     max_text_chars: int,
+    mapped: bool = False,
 ) -> tuple[list[Span], list[tuple[Span, str | None]]]:
     """Segment `text` as the pipeline does and plan its voices (see `voice_plan`).
 
@@ -57,6 +58,7 @@ def _planned_spans(
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
+        mapped=mapped,
     )
     speakable: list[tuple[Span, str | None]] = []
     for span, plan in plan_voices(spans, voice_id, synth.registry):
@@ -177,6 +179,7 @@ def _spoken(
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
+        mapped=timed,
     )
     spoken = 0
     for span, voice in speakable:

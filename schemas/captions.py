@@ -38,7 +38,9 @@ def _separator(word: WordTiming, following: WordTiming) -> str:
     """What stands between two words: the request's own text, plus the space a span break
     dropped after Latin punctuation ("world," + "this" → "world, this")."""
     sep = word.trailing
-    if sep and sep[-1] in ",.;:!?" and following.text[:1].isascii():
+    gap = following.char_start - word.char_end - len(sep)  # request text no trailing holds
+    latin = following.text[:1].isascii() and word.text[-1:].isascii()
+    if latin and not sep.endswith((" ", "\n")) and ((sep and sep[-1] in ",.;:!?") or gap > 0):
         sep += " "
     return sep
 
@@ -135,13 +137,14 @@ def retimed(chunks: Sequence[tuple[float, float | None, Sequence[WordTiming]]]) 
     for duration_ms, offset_ms, words in chunks:
         shift = position - (offset_ms or 0.0)
         for w in words:
-            out.append(
-                w.model_copy(
-                    update={
-                        "start_ms": round(max(0.0, w.start_ms + shift), 1),
-                        "end_ms": round(max(0.0, w.end_ms + shift), 1),
-                    }
+            start, end = round(max(0.0, w.start_ms + shift), 1), round(max(0.0, w.end_ms + shift), 1)
+            if out and (out[-1].char_start, out[-1].char_end) == (w.char_start, w.char_end):
+                # One word of the request spoken across a span break (a number read out):
+                # one word, from the start of its first part to the end of its last.
+                out[-1] = out[-1].model_copy(
+                    update={"end_ms": max(out[-1].end_ms, end), "trailing": w.trailing}
                 )
-            )
+                continue
+            out.append(w.model_copy(update={"start_ms": start, "end_ms": end}))
         position += duration_ms
     return out

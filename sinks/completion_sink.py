@@ -231,7 +231,7 @@ class CompletionSink(DeadLettering):
             try:
                 storage = await self._store(req, samples, duration_ms)
                 if req.words is not None:
-                    stored_captions = await self._store_captions(req, storage)
+                    stored_captions = await self._captions_or_none(req, storage)
             except (StorageUnavailable, StorageRejected) as err:
                 # Dead-letter the request's records for replay (`streamtts replay dlq`) and tell
                 # waiting clients it failed; the stage goes on with the next request.
@@ -285,6 +285,21 @@ class CompletionSink(DeadLettering):
                 namespace=self.namespace,
             ),
         )
+
+    async def _captions_or_none(self, req: AssembledRequest, audio: StorageRef) -> Captions | None:
+        """Captions are best-effort next to stored audio: their failure must not fail (or
+        dead-letter) a request whose audio is safely stored. The words stay in the result."""
+        try:
+            return await self._store_captions(req, audio)
+        except (StorageUnavailable, StorageRejected) as err:
+            log_event(
+                log,
+                "captions_not_stored",
+                logging.WARNING,
+                request_id=req.ctx.request_id,
+                error=str(err)[:200],
+            )
+            return None
 
     async def _store_captions(self, req: AssembledRequest, audio: StorageRef) -> Captions:
         """WebVTT, SRT and the word list next to the audio (same key, other extensions)."""

@@ -112,9 +112,12 @@ def _nfkc_mapped(text: MappedText) -> MappedText:
     return out if out.text == wanted else text.rewritten(wanted)
 
 
-def normalize_mapped(text: str, *, strip_markup: bool = True) -> MappedText:
+def normalize_mapped(text: str, *, strip_markup: bool = True, tracked: bool = True) -> MappedText:
     """`normalize_text`, keeping where each character came from in `text` (for word
-    timestamps); `normalize_mapped(t).text == normalize_text(t)` for every string."""
+    timestamps; untracked: the text alone); `normalize_mapped(t).text == normalize_text(t)`
+    for every string."""
+    if not tracked:
+        return MappedText.of(normalize_text(text, strip_markup=strip_markup), tracked=False)
     fixed = fix_surrogates(text)
     mapped = MappedText.of(text) if fixed == text else MappedText.of(text).rewritten(fixed)
     mapped = mapped.sub(_CRLF_RE, "\n").map_chars(_filter_char)

@@ -42,6 +42,7 @@ def plan_segments(
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
+        mapped=request.timestamps,
     )
     ctx = RequestContext.of(request)
     stamp = now or datetime.now(UTC)

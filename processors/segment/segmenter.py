@@ -79,6 +79,7 @@ def segment_text(
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     strip_markup: bool = True,
     verbalize: bool = True,
+    mapped: bool = False,
 ) -> list[Span]:
     """Segment request text into spans.
 
@@ -94,6 +95,8 @@ def segment_text(
         max_text_chars: longest accepted input, counted before normalization.
         strip_markup: remove SSML/HTML-like tags.
         verbalize: rewrite numbers, dates, currency and units into words.
+        mapped: keep, per span character, where it came from in `text` (`Span.source`, for
+            word timestamps); off, spans have no source and nothing is aligned.
     Returns:
         Spans in speaking order, each with speakable text.
     Raises:
@@ -102,7 +105,7 @@ def segment_text(
     if len(text) > max_text_chars:
         raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
     hint = normalize_lang_hint(lang_hint)
-    clean = normalize_mapped(text, strip_markup=strip_markup)
+    clean = normalize_mapped(text, strip_markup=strip_markup, tracked=mapped)
     if not clean.text:
         raise EmptyText("text is empty")
     if not has_speakable(clean.text):
@@ -119,24 +122,25 @@ def segment_text(
     for sentence_text, ends_paragraph in splitter.sentences(clean.text):
         sentence = clean.find(sentence_text, cursor)
         if sentence is None:  # unreachable: sentences are stripped substrings, in order
-            sentence = MappedText.of(sentence_text).rewritten(sentence_text)
+            sentence = MappedText.of(sentence_text, tracked=False)
         else:
             cursor = clean.text.find(sentence_text, cursor) + len(sentence_text)
         pieces = _sentence_pieces(sentence, hint, splitter, first=not spans, verbalize=verbalize)
         if not pieces:
             continue
-        for k, (raw_runs, mapped) in enumerate(pieces):
+        for k, (raw_runs, piece_map) in enumerate(pieces):
             # Codes were kept whole between markers (see `number_context`).
             piece_runs = tuple(Run(_unmark(r.text), r.lang) for r in raw_runs if _unmark(r.text))
             piece = "".join(r.text for r in piece_runs)
-            source = mapped.without(CODE_OPEN + CODE_CLOSE)
+            source = piece_map.without(CODE_OPEN + CODE_CLOSE)
             last = k == len(pieces) - 1
             if last:
                 pause = PAUSE_PARAGRAPH_MS if ends_paragraph else PAUSE_SENTENCE_MS
             else:
                 pause = PAUSE_CLAUSE_MS if piece[-1] in CLAUSE_END else 0
             lang = piece_runs[0].lang if len(piece_runs) == 1 else "mixed"
-            spans.append(Span(piece, lang, sentence_index, last, pause, len(spans), piece_runs, source))
+            kept = source if source.tracked else None
+            spans.append(Span(piece, lang, sentence_index, last, pause, len(spans), piece_runs, kept))
         sentence_index += 1
     if not spans:  # only reachable if every letter sat in stripped markup
         raise SegmentationError("text has nothing speakable after removing markup")
@@ -171,6 +175,8 @@ def _sentence_pieces(
         if found is None:  # unreachable: runs partition the sentence; map to all of it
             a, b = sentence.source_range(0, len(sentence))
             source = MappedText(run.text, (a,) * len(run.text), (b,) * len(run.text))
+            if not sentence.tracked:
+                source = MappedText.of(run.text, tracked=False)
         else:
             source = found
             pos = sentence.text.find(run.text, pos) + len(run.text)
@@ -205,7 +211,12 @@ def _sentence_pieces(
             if start < 0:  # unreachable: pieces are substrings in order; keep one language
                 a, b = group_map.source_range(0, len(group_map))
                 out.append(
-                    ((Run(piece, group[0].lang),), MappedText(piece, (a,) * len(piece), (b,) * len(piece)))
+                    (
+                        (Run(piece, group[0].lang),),
+                        MappedText(piece, (a,) * len(piece), (b,) * len(piece))
+                        if group_map.tracked
+                        else MappedText.of(piece, tracked=False),
+                    )
                 )
                 continue
             pos = start + len(piece)

@@ -85,7 +85,7 @@ def request_words(segment: Segment, words: list[SpanWord], offset_ms: float) -> 
     if source is None:  # no text map (an older segment): the span's own characters
         source, base = segment.text, 0
     for i, w in enumerate(words):
-        text = source[w.char_start - base : w.char_end - base]
+        text = source[w.char_start - base : w.char_end - base][:2000]  # the contract's bound
         upto = words[i + 1].char_start - base if i + 1 < len(words) else len(source)
         trailing = source[w.char_end - base : max(w.char_end - base, upto)][:16]
         out.append(

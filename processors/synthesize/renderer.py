@@ -25,7 +25,7 @@ from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
-from streamtts.processors.synthesize.synthesizer import Synthesizer
+from streamtts.processors.synthesize.synthesizer import ResolvedVoice, Synthesizer
 from streamtts.processors.synthesize.word_timing import SpanWord
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
@@ -232,10 +232,26 @@ class SegmentRenderer:
                 return Spoken(np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache, None)
             raise SynthesisError("engine produced no audio")
         samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
-        words = (
-            self.synth.time_words(voice, runs, phonemes, chunks, segment.text_map) if ctx.timestamps else None
-        )
+        words = self._words(segment, voice, runs, phonemes, chunks) if ctx.timestamps else None
         return Spoken(samples, voice.spec.voice_id, voice.substituted, cache, words)
+
+    def _words(
+        self, segment: Segment, voice: ResolvedVoice, runs: list[tuple[str, str]], phonemes: str, chunks: list
+    ) -> list[SpanWord] | None:
+        """Step 4, after the audio is final: a failure here loses the words, never the
+        audio (it must not count as a synthesis failure or pick a fallback voice)."""
+        try:
+            return self.synth.time_words(voice, runs, phonemes, chunks, segment.text_map)
+        except Exception as err:  # any labeller bug: the span is still spoken
+            log_event(
+                log,
+                "word_timing_failed",
+                logging.WARNING,
+                request_id=segment.request_id,
+                seq=segment.seq,
+                error=f"{type(err).__name__}: {str(err)[:200]}",
+            )
+            return None
 
     def render_if_cached(self, segment: Segment) -> RenderedSegment | None:
         """The segment's audio if the render cache has it, else None — never runs the model,

@@ -31,6 +31,9 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, Segment
 from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
 
+TIMELINE_RECOVERY_S = 5.0
+"""Longest a worker spends recovering a request's timeline from tts.pcm after a takeover."""
+
 
 class SynthesizeStage(FaustStage):
     name = "synthesize"
@@ -232,8 +235,12 @@ class SynthesizeStage(FaustStage):
         if start is not None:
             return start
         try:
-            start = await published_audio_ms(self.kafka, self.topics.pcm, segment, segment.request.created_at)
-        except Exception as err:  # Kafka trouble: the words are still right within the span
+            # Bounded: a replayed old request would otherwise scan days of PCM inline.
+            start = await asyncio.wait_for(
+                published_audio_ms(self.kafka, self.topics.pcm, segment, segment.request.created_at),
+                TIMELINE_RECOVERY_S,
+            )
+        except Exception as err:  # Kafka trouble or too far back: words stay right within the span
             log_event(self.log, "timeline_recovery_failed", logging.WARNING, error=str(err)[:200])
             start = None
         log_event(

@@ -88,9 +88,11 @@ async def published_audio_ms(
                 except ContractError:
                     continue
                 if chunk.seq < segment.seq and chunk.request.tenant == segment.request.tenant:
-                    parts[(chunk.seq, chunk.part)] = chunk.duration_ms
+                    # The first copy wins, as for every reader (a redelivered render of a
+                    # Piper span can differ in length and in parts).
+                    parts.setdefault((chunk.seq, chunk.part), chunk.duration_ms)
                     if chunk.last_part:
-                        last_part[chunk.seq] = chunk.part
+                        last_part.setdefault(chunk.seq, chunk.part)
         complete = all(
             seq in last_part and all((seq, p) in parts for p in range(last_part[seq] + 1))
             for seq in range(segment.seq)

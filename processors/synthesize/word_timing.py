@@ -25,7 +25,7 @@ from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.schemas.segment import TextBlock, text_map_range
 
 _WORD_RE = re.compile(r"[\w'’\-]*\w", re.UNICODE)
-_HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_HAN_RE = re.compile(r"[\u3007\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
 _LATIN_RE = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d+")
 _SILENT = frozenset(" .,!?;:—…\"'«»“”()-")
 

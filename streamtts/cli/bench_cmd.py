@@ -195,7 +195,7 @@ def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     unknown = [v for v in voices if v not in VOICE_LANG]
     if unknown:
         raise ConfigError(f"--barge-in benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")
-    rates = {"en_joe": args.rate or 2.0, "jm_kumo": args.rate or 0.25}
+    rates = {"en_joe": args.rate or 0.8, "jm_kumo": args.rate or 0.12}
     duration = args.duration or (30.0 if args.quick else 90.0)
     out = args.out or Path("results") / "bench" / time.strftime("barge-in-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
     from streamtts.audio.codecs import assemble, encode_chunk
     from streamtts.audio.exceptions import EncodingError
-    from streamtts.processors.direct import synthesize_text_timed
+    from streamtts.processors.direct import synthesize_text, synthesize_text_timed
     from streamtts.processors.segment.exceptions import SegmentationError
     from streamtts.processors.synthesize.exceptions import SynthesisError
     from streamtts.processors.synthesize.registry import VoiceRegistry
@@ -133,14 +133,19 @@ def run(args: argparse.Namespace) -> int:
         rate = 0
         substitutions: set[str] = set()
         words: list[WordTiming] = []
-        for _span, chunk, chunk_words in synthesize_text_timed(
-            synthesizer,
-            text,
-            lang_hint=args.lang,
-            voice_id=args.voice,
-            speed=args.speed,
-            sample_rate=sample_rate,
-        ):
+        # Word timing only when captions are asked for (it joins each span's chunks).
+        timed = caption_format is not None
+        stream = (
+            synthesize_text_timed(synthesizer, text, args.lang, args.voice, args.speed, sample_rate)
+            if timed
+            else (
+                (span, chunk, [])
+                for span, chunk in synthesize_text(
+                    synthesizer, text, args.lang, args.voice, args.speed, sample_rate
+                )
+            )
+        )
+        for _span, chunk, chunk_words in stream:
             words.extend(chunk_words)
             if first_chunk_s is None:
                 first_chunk_s = time.perf_counter() - started

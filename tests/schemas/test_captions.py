@@ -90,3 +90,18 @@ def test_retimed_places_chunks_by_the_audio_actually_received() -> None:
     b = WordTiming(text="b", start_ms=50, end_ms=250, char_start=2, char_end=3)
     out = retimed([(1000.0, 0.0, [a]), (800.0, 0.0, [b])])
     assert [(w.start_ms, w.end_ms) for w in out] == [(100, 300), (1050, 1250)]
+
+
+def test_words_split_across_spans_keep_their_space_and_are_one_word() -> None:
+    # "connect your": the span ended after "connect", so its trailing is empty; the request
+    # had a space there (a gap no trailing holds).
+    text = "we connect your call about 123 apples"
+    a = WordTiming(text="connect", start_ms=0, end_ms=300, char_start=3, char_end=10, trailing="")
+    b = WordTiming(text="your", start_ms=400, end_ms=600, char_start=11, char_end=15, trailing=" ")
+    assert cues([a, b])[0].text == "connect your"
+    # "123" read out across a span break ("one" | "hundred twenty-three"): one word.
+    first = WordTiming(text="123", start_ms=100, end_ms=300, char_start=27, char_end=30, trailing="")
+    second = WordTiming(text="123", start_ms=20, end_ms=500, char_start=27, char_end=30, trailing=" ")
+    out = retimed([(400.0, 0.0, [first]), (600.0, 0.0, [second])])
+    assert len(out) == 1 and (out[0].start_ms, out[0].end_ms) == (100, 900) and out[0].trailing == " "
+    assert text[out[0].char_start : out[0].char_end] == "123"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -71,7 +72,7 @@ def test_normalize_mapped_is_normalize_text(text: str) -> None:
 def test_spans_map_into_the_request_text_in_order(parts: list[str]) -> None:
     text = "".join(parts)
     try:
-        spans = segment_text(text)
+        spans = segment_text(text, mapped=True)
     except Exception:
         return  # nothing speakable: the segmenter's own tests cover that
     last_end = 0
@@ -89,9 +90,38 @@ def test_spans_map_into_the_request_text_in_order(parts: list[str]) -> None:
 
 def test_a_read_out_number_maps_to_the_digits() -> None:
     text = "您的订单100元已经发货。"
-    [span] = segment_text(text)
+    [span] = segment_text(text, mapped=True)
     assert "一百" in span.text
     assert span.source is not None
     at = span.text.index("一百")
     start, end = span.source.source_range(at, at + 2)
     assert text[start:end] == "100"
+
+
+def test_long_repetitive_text_is_aligned_in_bounded_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """difflib is quadratic on long repetitive text (a 10k-character run once took minutes in
+    the segment stage): every alignment it is given stays small, and plain requests build
+    no map at all."""
+    import difflib
+
+    from streamtts.processors.segment import text_map
+
+    sizes: list[int] = []
+    real = difflib.SequenceMatcher
+
+    def recording(isjunk, a, b, autojunk=True):  # type: ignore[no-untyped-def]
+        sizes.append(len(a) + len(b))
+        return real(isjunk, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(text_map.difflib, "SequenceMatcher", recording)
+    text = "we went to the park at 3 pm, then we had 2 coffees, " * 190
+    spans = segment_text(text, mapped=True)
+    assert sizes and max(sizes) <= 4 * text_map._DIFF_LIMIT
+    joined = "".join(s.text for s in spans)
+    assert "three" in joined and "two coffees" in joined
+    first = spans[0]
+    assert first.source is not None and text[slice(*first.source.source_range(0, 2))] == "we"
+    sizes.clear()
+    plain = segment_text(text)
+    assert not sizes and all(s.source is None for s in plain)
+    assert [s.text for s in plain] == [s.text for s in spans]  # the same speech either way
