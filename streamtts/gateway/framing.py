@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 FRAMEABLE = ("pcm", "mulaw", "alaw")
@@ -59,22 +60,31 @@ class Framer:
 class Pacer:
     """Real time: frame k leaves at start + k·frame_ms; `fast`: at once."""
 
-    def __init__(self, frame_ms: int, realtime: bool) -> None:
+    def __init__(
+        self,
+        frame_ms: int,
+        realtime: bool,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.frame_s = frame_ms / 1000
         self.realtime = realtime
+        self._clock = clock
+        self._sleep = sleep
         self._start: float | None = None
         self._sent = 0
 
     async def wait_turn(self) -> None:
         if not self.realtime:
             return
-        now = time.monotonic()
+        now = self._clock()
         if self._start is None:
             self._start = now
         due = self._start + self._sent * self.frame_s
         self._sent += 1
         if due > now:
-            await asyncio.sleep(due - now)
+            await self._sleep(due - now)
 
 
 def media_event(frame: bytes, sequence: int, timestamp_ms: int, stream_id: str) -> dict[str, object]:

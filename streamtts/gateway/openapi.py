@@ -86,6 +86,9 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                     "type": "object",
                     "additionalProperties": False,
                     "required": ["text"],
+                    # A G.711 codec is for wav files (raw G.711 is format mulaw / alaw).
+                    "if": {"properties": {"codec": {"enum": ["mulaw", "alaw"]}}, "required": ["codec"]},
+                    "then": {"properties": {"format": {"const": "wav"}}, "required": ["format"]},
                     "properties": {
                         "text": text,
                         "voice": voice_schema,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import time
 
 import pytest
 
@@ -36,15 +34,23 @@ def test_media_events_carry_the_frame_in_base64() -> None:
 
 
 async def test_realtime_pacing_follows_an_absolute_schedule() -> None:
-    pacer = Pacer(20, realtime=True)
-    started = time.monotonic()
-    for _ in range(10):
-        await pacer.wait_turn()
-    elapsed = time.monotonic() - started
-    assert 0.17 <= elapsed < 0.5  # frame k leaves at k·20 ms (the first at once)
-    fast = Pacer(20, realtime=False)
-    started = time.monotonic()
-    for _ in range(100):
+    """Frame k is due at start + k·20 ms: a slow send does not push later frames back."""
+    now = [100.0]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(round(seconds, 6))
+        now[0] += seconds
+
+    pacer = Pacer(20, realtime=True, clock=lambda: now[0], sleep=sleep)
+    await pacer.wait_turn()  # frame 0: at once
+    await pacer.wait_turn()  # frame 1: 20 ms later
+    now[0] += 0.050  # the sender was slow for 50 ms: frames 2 and 3 are already due
+    await pacer.wait_turn()
+    await pacer.wait_turn()
+    await pacer.wait_turn()  # frame 4: due at start + 80 ms
+    assert waits == [0.02, 0.01]
+    fast = Pacer(20, realtime=False, clock=lambda: now[0], sleep=sleep)
+    for _ in range(5):
         await fast.wait_turn()
-    assert time.monotonic() - started < 0.05
-    await asyncio.sleep(0)
+    assert waits == [0.02, 0.01]
