@@ -15,6 +15,7 @@ from streamtts.schemas import (
     AudioChunk,
     CompletionResult,
     ContractError,
+    ControlMessage,
     PcmChunk,
     RequestContext,
     Segment,
@@ -226,6 +227,7 @@ def _examples() -> dict[str, bytes]:
             created_at=NOW,
             completed_at=NOW,
         ).to_bytes(),
+        "control": ControlMessage(request_id="req-1", tenant="default", at=NOW, played_ms=1200.0).to_bytes(),
     }
 
 
