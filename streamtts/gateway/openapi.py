@@ -86,18 +86,15 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                     "type": "object",
                     "additionalProperties": False,
                     "required": ["text"],
-                    # A G.711 codec is for wav files (raw G.711 is format mulaw / alaw).
-                    "if": {"properties": {"codec": {"enum": ["mulaw", "alaw"]}}, "required": ["codec"]},
-                    "then": {"properties": {"format": {"const": "wav"}}, "required": ["format"]},
                     "properties": {
                         "text": text,
                         "voice": voice_schema,
                         "language": {"type": "string", "enum": list(LANGUAGES)},
                         "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
-                        "codec": {
+                        "wav_codec": {
                             "type": "string",
                             "enum": list(WAV_CODECS),
-                            "description": "for wav: 16-bit PCM or G.711 inside the WAV",
+                            "description": "what a wav file holds: 16-bit PCM or G.711 (wav only)",
                         },
                         "sample_rate": {"type": "integer", "minimum": 8000, "maximum": 48000},
                         "speed": {"type": "number", "minimum": 0.5, "maximum": 2.0},

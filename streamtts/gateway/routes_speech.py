@@ -36,8 +36,9 @@ class SpeechBody(BaseModel):
     voice: str = Field(default="auto", min_length=1, max_length=200)
     language: Language = "auto"
     format: AudioFormat = "mp3"
-    codec: WavCodec = "pcm_s16le"
-    """For wav: 16-bit PCM or G.711 mulaw / alaw inside the WAV."""
+    wav_codec: WavCodec = "pcm_s16le"
+    """What a wav file holds: 16-bit PCM or G.711 mulaw / alaw (other formats carry their
+    own codec, so it only applies to format wav)."""
     sample_rate: int | None = Field(default=None, ge=8000, le=48000)
     """Default 24000; 8000 for G.711 (mulaw, alaw, or wav with a G.711 codec)."""
     speed: float = Field(default=1.0, ge=0.5, le=2.0)
@@ -64,7 +65,7 @@ async def submit(request: Request) -> Response:
         voice=body.voice,
         language=body.language,
         format=body.format,
-        codec=body.codec,
+        codec=body.wav_codec if body.format == "wav" else "pcm_s16le",
         sample_rate=body.sample_rate,
         speed=body.speed,
         storage=body.delivery.storage,
