@@ -23,7 +23,7 @@ from streamtts.processors.segment.voice_plan import plan_voices
 from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
 from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate
-from streamtts.processors.synthesize.word_timing import SpanWord
+from streamtts.processors.synthesize.word_timing import SpanWord, contract_words
 from streamtts.schemas import WordTiming
 
 log = logging.getLogger(__name__)
@@ -129,21 +129,9 @@ def synthesize_text_timed(
     it, timed in ms from the start of the whole audio, with their ranges in `text`."""
     position_ms = 0.0
     for span, chunk, words in _spoken(synth, text, lang_hint, voice_id, speed, sample_rate, timed=True):
-        timed: list[WordTiming] = []
         said = words or []
-        for i, w in enumerate(said):
-            upto = said[i + 1].char_start if i + 1 < len(said) else _span_end(span, w.char_end)
-            timed.append(
-                WordTiming(
-                    text=text[w.char_start : w.char_end],
-                    start_ms=round(position_ms + w.start_ms, 1),
-                    end_ms=round(position_ms + w.end_ms, 1),
-                    char_start=w.char_start,
-                    char_end=w.char_end,
-                    trailing=text[w.char_end : max(w.char_end, upto)][:16],
-                )
-            )
-        yield span, chunk, timed
+        end = _span_end(span, said[-1].char_end if said else 0)
+        yield span, chunk, contract_words(said, text, 0, end, position_ms)
         position_ms += chunk.duration_s * 1000.0
 
 

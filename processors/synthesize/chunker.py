@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from streamtts.audio.pcm import to_int16
 from streamtts.processors.synthesize.renderer import RenderedSegment
-from streamtts.processors.synthesize.word_timing import SpanWord
+from streamtts.processors.synthesize.word_timing import SpanWord, contract_words
 from streamtts.schemas import PcmChunk, Segment, WordTiming
 
 
@@ -80,25 +80,10 @@ def cancelled_marker(segment: Segment, played_ms: float | None) -> PcmChunk:
 def request_words(segment: Segment, words: list[SpanWord], offset_ms: float) -> list[WordTiming]:
     """Span words → contract words: times from the request start, text as the request wrote
     it (`segment.source_text`)."""
-    out: list[WordTiming] = []
     source, base = segment.source_text, segment.source_start
     if source is None:  # no text map (an older segment): the span's own characters
         source, base = segment.text, 0
-    for i, w in enumerate(words):
-        text = source[w.char_start - base : w.char_end - base][:2000]  # the contract's bound
-        upto = words[i + 1].char_start - base if i + 1 < len(words) else len(source)
-        trailing = source[w.char_end - base : max(w.char_end - base, upto)][:16]
-        out.append(
-            WordTiming(
-                text=text,
-                start_ms=round(offset_ms + w.start_ms, 1),
-                end_ms=round(offset_ms + w.end_ms, 1),
-                char_start=w.char_start,
-                char_end=w.char_end,
-                trailing=trailing,
-            )
-        )
-    return out
+    return contract_words(words, source, base, base + len(source), offset_ms)
 
 
 def _starting_in(

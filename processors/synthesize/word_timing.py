@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamtts.processors.synthesize.engine import AudioChunk
+from streamtts.schemas import WordTiming
 from streamtts.schemas.segment import TextBlock, text_map_range
 
 _WORD_RE = re.compile(r"[\w'’\-]*\w", re.UNICODE)
@@ -197,4 +198,29 @@ def span_words(
             out[-1] = SpanWord(out[-1].start_ms, end, out[-1].char_start, max(ce, out[-1].char_end))
         else:
             out.append(SpanWord(start, end, cs, ce))
+    return out
+
+
+def contract_words(
+    words: Sequence[SpanWord], source: str, base: int, end: int, offset_ms: float
+) -> list[WordTiming]:
+    """Span words → contract words: times `offset_ms` later, text as the request wrote it.
+
+    Args:
+        source: request text from character `base` on (at least up to `end`).
+        end: where the span ends in the request text (the last word's trailing stops there).
+    """
+    out: list[WordTiming] = []
+    for i, w in enumerate(words):
+        upto = (words[i + 1].char_start if i + 1 < len(words) else end) - base
+        out.append(
+            WordTiming(
+                text=source[w.char_start - base : w.char_end - base][:2000],  # the contract's bound
+                start_ms=round(offset_ms + w.start_ms, 1),
+                end_ms=round(offset_ms + w.end_ms, 1),
+                char_start=w.char_start,
+                char_end=w.char_end,
+                trailing=source[w.char_end - base : max(w.char_end - base, upto)][:16],
+            )
+        )
     return out

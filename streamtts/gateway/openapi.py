@@ -38,6 +38,12 @@ COMMON_ERRORS = {
     "429": _error("Tenant rate limit exceeded (see Retry-After)"),
     "503": _error("Kafka unavailable"),
 }
+WAIT = {
+    "name": "wait",
+    "in": "query",
+    "description": "long poll: seconds to wait for the request to finish",
+    "schema": {"type": "number", "minimum": 0, "maximum": 30},
+}
 REQUEST_ID = {
     "name": "request_id",
     "in": "path",
@@ -212,12 +218,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                     "operationId": "getSpeechStatus",
                     "parameters": [
                         REQUEST_ID,
-                        {
-                            "name": "wait",
-                            "in": "query",
-                            "description": "long poll: seconds to wait for the request to finish",
-                            "schema": {"type": "number", "minimum": 0, "maximum": 30},
-                        },
+                        WAIT,
                     ],
                     "responses": {
                         "200": {
@@ -313,12 +314,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             "description": "vtt (WebVTT, default), srt, or json (the word list)",
                             "schema": {"type": "string", "enum": ["vtt", "srt", "json"]},
                         },
-                        {
-                            "name": "wait",
-                            "in": "query",
-                            "description": "long poll: seconds to wait for the request to finish",
-                            "schema": {"type": "number", "minimum": 0, "maximum": 30},
-                        },
+                        WAIT,
                     ],
                     "responses": {
                         "200": {
