@@ -6,6 +6,7 @@ from streamtts.schemas.context import RequestContext
 from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
+from streamtts.schemas.lexicon import Lexicon, LexiconEntry
 from streamtts.schemas.names import AUDIO_FORMATS
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
@@ -13,7 +14,7 @@ from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls
-    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage)
+    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage, Lexicon)
 }
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "DeadLetter",
     "Degradation",
     "Delivery",
+    "Lexicon",
+    "LexiconEntry",
     "PcmChunk",
     "RequestContext",
     "Segment",

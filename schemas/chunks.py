@@ -68,6 +68,15 @@ class WordTiming(BaseModel):
 MAX_WORDS_PER_CHUNK = 2000
 
 
+class MarkTiming(BaseModel):
+    """An SSML mark as spoken: its name and when (ms from the start of the request's audio)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    time_ms: float = Field(ge=0)
+
+
 class PcmChunk(Contract):
     """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
 
@@ -92,6 +101,8 @@ class PcmChunk(Contract):
     """With timestamps: where this chunk starts in the request's audio."""
     words: list[WordTiming] | None = Field(default=None, max_length=MAX_WORDS_PER_CHUNK)
     """With timestamps: the words that start in this chunk (times from the request's start)."""
+    marks: list[MarkTiming] | None = Field(default=None, max_length=500)
+    """SSML marks this chunk reaches (times from the request's start, like `words`)."""
     cancelled: bool = False
     """A marker without audio: the request was cancelled before this segment was spoken
     (one per remaining segment, so every reader still sees the request end)."""
@@ -136,6 +147,10 @@ class AudioChunk(Contract):
     """With timestamps: where this chunk starts in the request's audio."""
     words: list[WordTiming] | None = Field(default=None, max_length=MAX_WORDS_PER_CHUNK)
     """With timestamps: the words that start in this chunk (see `PcmChunk.words`)."""
+    marks: list[MarkTiming] | None = Field(default=None, max_length=500)
+    """SSML marks this chunk reaches (see `PcmChunk.marks`)."""
+    lexicon_version: int | None = Field(default=None, ge=1)
+    """The tenant lexicon version the request was said with (None: none)."""
     cancelled: bool = False
     """No audio: the request was cancelled (see `PcmChunk.cancelled`); the stream ends here."""
     metadata: dict[str, str] = Field(default_factory=dict)

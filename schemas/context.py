@@ -35,10 +35,24 @@ class RequestContext(BaseModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     cache: bool = True
     timestamps: bool = False
+    marks: bool = False
+    """The SSML document has marks: chunks carry offsets so marks are timed on the request."""
+    lexicon_version: int | None = Field(default=None, ge=1)
+    """The tenant lexicon version the segment stage applied (None: the tenant has none)."""
+    notes: list[str] = Field(default_factory=list, max_length=32)
+    """What the segment stage could not do as written (an SSML tag it ignored), echoed
+    on the result."""
     created_at: AwareDatetime
 
     @classmethod
-    def of(cls, request: TTSRequest) -> RequestContext:
+    def of(
+        cls,
+        request: TTSRequest,
+        *,
+        lexicon_version: int | None = None,
+        notes: list[str] | None = None,
+        marks: bool = False,
+    ) -> RequestContext:
         return cls(
             request_id=request.request_id,
             tenant=request.tenant,
@@ -53,5 +67,8 @@ class RequestContext(BaseModel):
             metadata=request.metadata,
             cache=request.cache,
             timestamps=request.timestamps,
+            marks=marks,
+            lexicon_version=lexicon_version,
+            notes=notes or [],
             created_at=request.created_at,
         )

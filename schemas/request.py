@@ -13,6 +13,7 @@ from streamtts.schemas.names import TELEPHONY_RATE, AudioFormat, WavCodec
 
 Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
 Priority = Literal["interactive", "normal", "batch"]
+TextType = Literal["text", "ssml"]
 
 LANGUAGES: tuple[str, ...] = ("auto", "zh", "en", "ja", "ko", "yue")
 
@@ -69,6 +70,8 @@ class TTSRequest(Contract):
     """Unique id chosen by the caller (or generated); the Kafka key everywhere downstream."""
     tenant: str = Field(default="default", pattern=TENANT_PATTERN)
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    text_type: TextType = "text"
+    """"ssml": `text` is an SSML document (the subset in `processors.segment.ssml`)."""
     language: Language = "auto"
     """Language hint; breaks ties for Han characters (zh vs ja vs yue)."""
     voice: str = Field(default="auto", min_length=1, max_length=600, pattern=VOICE_PATTERN)
@@ -86,6 +89,9 @@ class TTSRequest(Contract):
     timestamps: bool = False
     """Word timestamps: every audio chunk carries the words it holds, and the result points
     at WebVTT and SRT captions stored next to the audio."""
+    lexicon_version: int | None = Field(default=None, ge=1)
+    """Say the text with this version of the tenant's lexicon (a replay reproducing a
+    result); None: the current version."""
     metadata: dict[str, str] = Field(default_factory=dict, max_length=32)
     """Caller correlation data, echoed on the completion result."""
     created_at: AwareDatetime

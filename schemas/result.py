@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from streamtts.schemas.base import Contract
-from streamtts.schemas.chunks import Degradation, WordTiming
+from streamtts.schemas.chunks import Degradation, MarkTiming, WordTiming
 from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
 
 
@@ -64,6 +64,13 @@ class CompletionResult(Contract):
     playback position the client reported, whichever is less."""
     words_spoken: list[WordTiming] | None = Field(default=None, max_length=MAX_INLINE_WORDS)
     """Cancelled, with timestamps: the words that started within `spoken_ms`."""
+    marks: list[MarkTiming] | None = Field(default=None, max_length=500)
+    """SSML marks, in order, timed on the assembled audio."""
+    lexicon_version: int | None = Field(default=None, ge=1)
+    """The tenant lexicon version the request was said with; a replay passing it as the
+    request's `lexicon_version` says it the same way."""
+    notes: list[str] = Field(default_factory=list, max_length=32)
+    """What could not be done as written (e.g. an SSML tag that was ignored)."""
     error: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime

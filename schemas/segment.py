@@ -39,12 +39,27 @@ def text_map_range(blocks: list[TextBlock], start: int, end: int) -> tuple[int, 
 
 
 class SpanRun(BaseModel):
-    """A piece of a mixed-language span in one language (each run has its own G2P)."""
+    """A piece of a span in one language (each run has its own G2P), or a piece whose
+    pronunciation is given (a lexicon entry, an SSML `phoneme`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     text: str = Field(min_length=1, max_length=2000)
     lang: RunLanguage
+    phonemes: str | None = Field(default=None, min_length=1, max_length=2000)
+    """IPA to speak instead of the G2P's reading of `text` (converted to the engine's
+    alphabet at synthesis)."""
+
+
+class Mark(BaseModel):
+    """An SSML `<mark name=…/>`: reported with its time when the audio around it is spoken."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    at: int = Field(ge=0)
+    """Its position in the request text (SSML source): the mark is timed at the first word
+    that starts at or after it, or at the end of the span's speech."""
 
 
 class Segment(Contract):
@@ -64,8 +79,14 @@ class Segment(Contract):
     pause_after_ms: int = Field(default=0, ge=0, le=5000)
     """Silence to append after the span's audio (clause/sentence/paragraph pause)."""
     runs: list[SpanRun] | None = Field(default=None, max_length=500)
-    """For `lang` "mixed": the language runs whose texts concatenate to `text` (one voice
-    speaks them in one model call). None for a single-language span."""
+    """For `lang` "mixed", or a span with given phonemes: the runs whose texts concatenate
+    to `text` (one voice speaks them in one model call). None for a plain single-language span."""
+    speed: float | None = Field(default=None, ge=0.5, le=2.0)
+    """SSML `prosody rate`: the speed of this span (None: the request's)."""
+    ssml_voice: str | None = Field(default=None, max_length=600, pattern=VOICE_PATTERN)
+    """SSML `voice name`: the voice the document asks for here (None: the request's)."""
+    marks: list[Mark] | None = Field(default=None, max_length=500)
+    """SSML marks inside or at the end of this span."""
     voice: str | None = Field(default=None, max_length=600, pattern=VOICE_PATTERN)
     """The voice the segment stage chose for a request with voice "auto" (one speaker for
     the whole request where one voice speaks all its languages). None: the request's voice."""
@@ -90,8 +111,11 @@ class Segment(Contract):
             raise ValueError("last must be true exactly for seq == total - 1")
         if self.request_id != self.request.request_id:
             raise ValueError("request_id differs from request.request_id")
-        if (self.lang == "mixed") != bool(self.runs):
-            raise ValueError('runs are given exactly for lang "mixed"')
+        given = bool(self.runs) and any(r.phonemes for r in self.runs or ())
+        if self.lang == "mixed" and not self.runs:
+            raise ValueError('lang "mixed" needs runs')
+        if self.runs and self.lang != "mixed" and not given:
+            raise ValueError('runs are given for lang "mixed" or for runs with phonemes')
         if self.runs and "".join(r.text for r in self.runs) != self.text:
             raise ValueError("the runs' texts must concatenate to text")
         return self
@@ -104,3 +128,9 @@ class Segment(Contract):
     def run_pairs(self) -> list[tuple[str, str]]:
         """(text, lang) pieces to phonemize, in order."""
         return [(r.text, r.lang) for r in self.runs] if self.runs else [(self.text, self.lang)]
+
+    def speech_runs(self) -> list[tuple[str, str, str | None]]:
+        """(text, lang, given IPA or None) pieces to phonemize, in order."""
+        if not self.runs:
+            return [(self.text, self.lang, None)]
+        return [(r.text, r.lang, r.phonemes) for r in self.runs]

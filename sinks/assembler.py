@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from streamtts.schemas import Degradation, PcmChunk, RequestContext, WordTiming
 from streamtts.schemas.captions import retimed
+from streamtts.schemas.chunks import MarkTiming
 
 TopicPart = tuple[str, int]
 RequestKey = tuple[str, str]
@@ -63,6 +64,21 @@ class AssembledRequest:
     """The request was cancelled: `pcm` is what was spoken before it (maybe nothing)."""
     played_ms: float | None = None
     """The playback position the client reported with its cancel."""
+    marks: list[MarkTiming] | None = None
+    """SSML marks, timed from the assembled audio's start."""
+
+
+def retimed_marks(ordered: list[PcmChunk]) -> list[MarkTiming] | None:
+    """Marks re-timed on the assembled audio: a chunk's marks keep their distance from the
+    chunk's start, whatever the chunk's own offset said."""
+    out: list[MarkTiming] = []
+    at = 0.0
+    for c in ordered:
+        for m in c.marks or ():
+            within = m.time_ms - c.offset_ms if c.offset_ms is not None else 0.0
+            out.append(MarkTiming(name=m.name, time_ms=round(at + max(0.0, min(within, c.duration_ms)), 1)))
+        at += c.duration_ms
+    return out or None
 
 
 class RequestAssembler:
@@ -111,6 +127,7 @@ class RequestAssembler:
             if p.ctx.timestamps
             else None,
             cancelled=any(c.cancelled for c in ordered),
+            marks=retimed_marks(ordered) if p.ctx.marks else None,
             played_ms=next((c.played_ms for c in ordered if c.played_ms is not None), None),
         )
 

@@ -19,6 +19,7 @@ from streamtts.errors import ConfigError, StreamTTSError
 from streamtts.runtime.cancellations import CancelWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.lexicons import LexiconBook
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import PipelineSettings, Settings
 from streamtts.runtime.stage import Stage
@@ -70,6 +71,8 @@ class Worker:
         self._lag: Any = None
         self.cancels: CancelWatch | None = None
         """The process's view of `tts.control` (synthesize drops cancelled work)."""
+        self.lexicons: LexiconBook | None = None
+        """The process's view of `tts.lexicons` (segment applies each tenant's lexicon)."""
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -97,6 +100,14 @@ class Worker:
         if "synthesize" in self.stages:
             self.cancels = CancelWatch(kafka, self.topics.control)
             await self.cancels.start()
+        # Lexicons: the segment stage applies each tenant's; loaded before it takes a request.
+        if "segment" in self.stages:
+            self.lexicons = LexiconBook(kafka, self.topics.lexicons)
+            await self.lexicons.start()
+            try:
+                await asyncio.wait_for(self.lexicons.caught_up.wait(), timeout=30)
+            except TimeoutError:
+                log_event(log, "lexicons_not_caught_up", logging.WARNING, topic=self.topics.lexicons)
         for stage in reversed(self.stages):
             for service in self._build(stage):
                 await service.start()
@@ -200,7 +211,7 @@ class Worker:
         # Reuse the synthesizer's registry when this process has one (voice packs load once);
         # otherwise one that only resolves names (engines load lazily, never in this stage).
         voices = self._renderer.synth.registry if self._renderer is not None else VoiceRegistry(threads=1)
-        return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel)]
+        return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel, lexicons=self.lexicons)]
 
     def failures(self) -> dict[str, str]:
         """Stages whose consuming loop died: group → why (readiness turns red on any)."""
@@ -225,6 +236,9 @@ class Worker:
         if self.cancels is not None:
             await self.cancels.stop()
             self.cancels = None
+        if self.lexicons is not None:
+            await self.lexicons.stop()
+            self.lexicons = None
         if self._renderer is not None and self._owns_renderer:
             self._renderer.close()  # the budget guard's threads
         if self._lag:

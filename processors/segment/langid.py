@@ -65,6 +65,8 @@ class Run:
     """The characters of the run, punctuation and spaces included."""
     lang: str
     """One of `LANGS`."""
+    phonemes: str | None = None
+    """Given IPA for the run (a lexicon entry, an SSML phoneme): no G2P reads it."""
 
 
 def normalize_lang_hint(hint: str | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from streamtts.processors.segment.pronunciations import is_placeholder
 from streamtts.processors.segment.text_map import MappedText
 
 # NFKC folds full-width ASCII (Ｈｅｌｌｏ１２３ → Hello123) and half-width katakana, but it would
@@ -48,6 +49,8 @@ def _char_filter(text: str) -> str:
         if cat == "Cc" or cat in ("Zl", "Zp"):
             # \r, \t, \x00 ... and line/paragraph separators: \r\n and U+2029 act as a newline.
             out.append("\n" if ch in "\r\u2028\u2029\x0b\x0c\x85" else " ")
+        elif cat == "Co" and is_placeholder(ch):
+            out.append(ch)  # a given pronunciation (see `pronunciations`)
         elif cat in ("Cf", "Co", "Cn", "Cs"):
             continue  # zero-width joiners, BOM, bidi marks, private use: not speakable
         else:
@@ -129,8 +132,8 @@ def normalize_mapped(text: str, *, strip_markup: bool = True, tracked: bool = Tr
 
 
 def is_speakable_char(ch: str) -> bool:
-    """True for letters and digits: the characters that produce speech."""
-    return unicodedata.category(ch)[0] in ("L", "N")
+    """True for letters, digits and given pronunciations: the characters that produce speech."""
+    return unicodedata.category(ch)[0] in ("L", "N") or is_placeholder(ch)
 
 
 def has_speakable(text: str) -> bool:

@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from streamtts.processors.segment.exceptions import SegmentationError, TextTooLong
 from streamtts.processors.segment.input_policy import check_text
+from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, Span, segment_text
-from streamtts.processors.segment.voice_plan import VoiceChooser, plan_voices
+from streamtts.processors.segment.splitter import SENTENCE_END
+from streamtts.processors.segment.ssml import looks_like_ssml, parse_ssml
+from streamtts.processors.segment.voice_plan import VoiceChooser, VoicePlan, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
-from streamtts.schemas.segment import SpanRun
+from streamtts.schemas.segment import Mark, SpanRun
 
 # Span languages the contract knows; anything else the segmenter reports is "other".
 _CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue", "mixed"}
+_MIN_SPEED, _MAX_SPEED = 0.5, 2.0
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A span with what the plan says about it beyond the text."""
+
+    span: Span
+    plan: VoicePlan | None
+    speed: float | None = None
+    ssml_voice: str | None = None
+    marks: tuple[Mark, ...] = ()
+
+
+def is_ssml(request: TTSRequest, markup: str) -> bool:
+    """The request is an SSML document: asked for, or detected under policy "ssml"."""
+    return request.text_type == "ssml" or (markup == "ssml" and looks_like_ssml(request.text))
 
 
 def plan_segments(
@@ -24,60 +47,198 @@ def plan_segments(
     now: datetime | None = None,
     first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     voices: VoiceChooser | None = None,
+    lexicon: LexiconMatcher | None = None,
+    ssml_unknown: str = "ignore",
+    known_voice: Callable[[str], bool] | None = None,
 ) -> list[Segment]:
     """Split a request into segments numbered 0..total-1 with `last` on the final one.
 
     With `voices`, each segment also carries the voice planned for it (see `voice_plan`).
+    With `lexicon` (the tenant's), its entries are applied and every segment records its
+    version. An SSML request (see `is_ssml`) is parsed by `ssml.parse_ssml` first.
 
     Raises:
         InputRejected: markup or control characters (see `input_policy`).
+        InvalidSsml: malformed or hostile SSML (reason "invalid_ssml", with the position).
         SegmentationError: empty/unspeakable/too long text (a permanent failure: DLQ).
     """
-    check_text(request.text, markup=markup)
     hint = None if request.language == "auto" else request.language
-    spans = segment_text(
-        request.text,
-        lang_hint=hint,
-        first_max_chars=first_max_chars,
-        first_min_chars=first_min_chars,
-        max_chars=max_chars,
-        max_text_chars=max_text_chars,
-        mapped=request.timestamps,
+    notes: list[str] = []
+    if is_ssml(request, markup):
+        check_text(request.text, markup="allow")
+        if len(request.text) > max_text_chars:
+            raise TextTooLong(f"text has {len(request.text)} characters; the limit is {max_text_chars}")
+        items = _ssml_plan(
+            request,
+            hint,
+            first_max_chars=first_max_chars,
+            first_min_chars=first_min_chars,
+            max_chars=max_chars,
+            voices=voices,
+            lexicon=lexicon,
+            unknown=ssml_unknown,
+            known_voice=known_voice,
+            notes=notes,
+        )
+    else:
+        check_text(request.text, markup="reject" if markup == "ssml" else markup)
+        spans = segment_text(
+            request.text,
+            lang_hint=hint,
+            first_max_chars=first_max_chars,
+            first_min_chars=first_min_chars,
+            max_chars=max_chars,
+            max_text_chars=max_text_chars,
+            mapped=request.timestamps,
+            lexicon=lexicon,
+        )
+        requested = None if request.voice == "auto" else request.voice
+        if voices is not None:
+            items = [_Planned(span, plan) for span, plan in plan_voices(spans, requested, voices)]
+        else:
+            items = [_Planned(span, None) for span in spans]
+    ctx = RequestContext.of(
+        request,
+        lexicon_version=lexicon.version if lexicon else None,
+        notes=notes,
+        marks=any(item.marks for item in items),
     )
-    ctx = RequestContext.of(request)
     stamp = now or datetime.now(UTC)
-    requested = None if request.voice == "auto" else request.voice
-    planned = plan_voices(spans, requested, voices) if voices is not None else None
-    if planned is not None:
-        spans = [span for span, _ in planned]
-    plans = [plan for _, plan in planned] if planned is not None else None
-    total = len(spans)
+    total = len(items)
     return [
         Segment(
             request_id=request.request_id,
             seq=i,
             total=total,
             last=i == total - 1,
-            text=span.text,
-            lang=span.lang if span.lang in _CONTRACT_LANGS else "other",  # type: ignore[arg-type]
-            sentence_index=span.sentence_index,
-            ends_sentence=span.ends_sentence,
-            pause_after_ms=int(span.pause_after_ms),
-            runs=[SpanRun(text=r.text, lang=r.lang) for r in span.runs] if span.lang == "mixed" else None,  # type: ignore[arg-type]
-            voice=plans[i].voice if plans else None,
-            voice_scope=plans[i].scope if plans else None,
-            text_map=span.source.blocks() if span.source is not None and _mapped(request, span) else None,
-            source_text=_source_text(request, span)[0] if _mapped(request, span) else None,
-            source_start=_source_text(request, span)[1] if _mapped(request, span) else 0,
+            text=item.span.text,
+            lang=item.span.lang if item.span.lang in _CONTRACT_LANGS else "other",  # type: ignore[arg-type]
+            sentence_index=item.span.sentence_index,
+            ends_sentence=item.span.ends_sentence,
+            pause_after_ms=int(item.span.pause_after_ms),
+            runs=_runs(item.span),
+            speed=item.speed,
+            ssml_voice=item.ssml_voice,
+            marks=list(item.marks) or None,
+            voice=item.plan.voice if item.plan else None,
+            voice_scope=item.plan.scope if item.plan else None,
+            text_map=item.span.source.blocks() if _mapped(request, item) else None,  # type: ignore[union-attr]
+            source_text=_source_text(request, item.span)[0] if _mapped(request, item) else None,
+            source_start=_source_text(request, item.span)[1] if _mapped(request, item) else 0,
             request=ctx,
             segmented_at=stamp,
         )
-        for i, span in enumerate(spans)
+        for i, item in enumerate(items)
     ]
 
 
-def _mapped(request: TTSRequest, span: Span) -> bool:
-    return request.timestamps and span.source is not None and len(span.source) > 0
+def _runs(span: Span) -> list[SpanRun] | None:
+    given = any(r.phonemes for r in span.runs)
+    if span.lang != "mixed" and not given:
+        return None
+    return [SpanRun(text=r.text, lang=r.lang, phonemes=r.phonemes) for r in span.runs]  # type: ignore[arg-type]
+
+
+def _ssml_plan(
+    request: TTSRequest,
+    hint: str | None,
+    *,
+    first_max_chars: int,
+    first_min_chars: int,
+    max_chars: int,
+    voices: VoiceChooser | None,
+    lexicon: LexiconMatcher | None,
+    unknown: str,
+    known_voice: Callable[[str], bool] | None,
+    notes: list[str],
+) -> list[_Planned]:
+    """Spans of an SSML request: each block segmented on its own (a break, a voice, a rate
+    or a language change is a span boundary), its map carried back into the document."""
+    doc = parse_ssml(request.text, unknown=unknown, known_voice=known_voice)
+    notes.extend(doc.notes)
+    out: list[_Planned] = []
+    sentence_base = 0
+    open_sentence = False  # the last block ended inside a sentence
+    requested = None if request.voice == "auto" else request.voice
+    for k, block in enumerate(doc.blocks):
+        try:
+            spans = segment_text(
+                block.text.text,
+                lang_hint=block.style.lang or hint or doc.lang,
+                first_max_chars=first_max_chars if not out else max_chars,
+                first_min_chars=first_min_chars if not out else 0,
+                max_chars=max_chars,
+                max_text_chars=len(block.text.text) + 1,
+                strip_markup=False,
+                mapped=True,
+                lexicon=lexicon,
+                given=doc.given,
+                first=not out,
+            )
+        except SegmentationError:  # nothing speakable in this block (only punctuation)
+            if block.pause_after_ms and out:
+                last = out[-1]
+                pause = min(5000, last.span.pause_after_ms + block.pause_after_ms)
+                out[-1] = replace(last, span=replace(last.span, pause_after_ms=pause))
+            continue
+        ends = (
+            block.pause_after_ms is not None
+            or k == len(doc.blocks) - 1
+            or block.text.text.rstrip()[-1:] in SENTENCE_END | {"…", "."}
+        )
+        base = sentence_base - 1 if open_sentence and sentence_base > 0 else sentence_base
+        fixed: list[Span] = []
+        for j, span in enumerate(spans):
+            source = span.source.through(block.text) if span.source is not None else None
+            span = replace(span, sentence_index=base + span.sentence_index, source=source)
+            if j == len(spans) - 1 and not ends:
+                span = replace(span, pause_after_ms=0, ends_sentence=False)
+            if j == len(spans) - 1 and block.pause_after_ms is not None:
+                span = replace(span, pause_after_ms=block.pause_after_ms, ends_sentence=True)
+            fixed.append(span)
+        sentence_base = fixed[-1].sentence_index + 1
+        open_sentence = not ends
+        speed = request.speed * block.style.rate
+        if not _MIN_SPEED <= speed <= _MAX_SPEED:
+            clamped = min(_MAX_SPEED, max(_MIN_SPEED, speed))
+            note = f"prosody rate gives speed {speed:.2f}; spoken at {clamped:.2f} (the range is 0.5–2.0)"
+            if note not in notes:
+                notes.append(note)
+            speed = clamped
+        block_voice = block.style.voice
+        asked = block_voice or requested
+        plans: list[tuple[Span, VoicePlan | None]]
+        if voices is not None:
+            plans = list(plan_voices(fixed, asked, voices))
+        else:
+            plans = [(s, None) for s in fixed]
+        for span, plan in plans:
+            out.append(_Planned(span, plan, speed if block.style.rate != 1.0 else None, block_voice))
+    if not out:
+        raise SegmentationError("the SSML document has nothing speakable")
+    out = [replace(item, span=replace(item.span, index=i)) for i, item in enumerate(out)]
+    return _with_marks(out, doc.marks)
+
+
+def _with_marks(items: list[_Planned], marks: list[tuple[str, int]]) -> list[_Planned]:
+    """Each mark on the first span that reaches past it (the last span for a mark at the end)."""
+    by_item: dict[int, list[Mark]] = {}
+    ends = [
+        item.span.source.source_range(0, len(item.span.source))[1] if item.span.source else 0
+        for item in items
+    ]
+    for name, at in marks:
+        k = next((i for i, end in enumerate(ends) if end > at), len(items) - 1)
+        by_item.setdefault(k, []).append(Mark(name=name, at=at))
+    return [
+        replace(item, marks=tuple(by_item.get(i, ()))) if i in by_item else item
+        for i, item in enumerate(items)
+    ]
+
+
+def _mapped(request: TTSRequest, item: _Planned) -> bool:
+    span = item.span
+    return (request.timestamps or bool(item.marks)) and span.source is not None and len(span.source) > 0
 
 
 def _source_text(request: TTSRequest, span: Span) -> tuple[str, int]:

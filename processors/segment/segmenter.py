@@ -19,9 +19,11 @@ from dataclasses import dataclass
 
 from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong
 from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs
+from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.numbers import verbalize_numbers
+from streamtts.processors.segment.pronunciations import GivenTable, blank_placeholders, is_placeholder
 from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
 from streamtts.processors.segment.text_map import MappedText
 
@@ -80,6 +82,9 @@ def segment_text(
     strip_markup: bool = True,
     verbalize: bool = True,
     mapped: bool = False,
+    lexicon: LexiconMatcher | None = None,
+    given: GivenTable | None = None,
+    first: bool = True,
 ) -> list[Span]:
     """Segment request text into spans.
 
@@ -97,6 +102,12 @@ def segment_text(
         verbalize: rewrite numbers, dates, currency and units into words.
         mapped: keep, per span character, where it came from in `text` (`Span.source`, for
             word timestamps); off, spans have no source and nothing is aligned.
+        lexicon: the tenant's lexicon, applied per sentence before numbers are read.
+        given: pronunciations `text` already holds placeholders for (an SSML document's
+            phonemes); lexicon phonemes are added to it. None: a fresh table (any
+            placeholder in `text` is then forged and removed).
+        first: the first span gets the short first-span budget (False for a later block
+            of an SSML document).
     Returns:
         Spans in speaking order, each with speakable text.
     Raises:
@@ -105,6 +116,9 @@ def segment_text(
     if len(text) > max_text_chars:
         raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
     hint = normalize_lang_hint(lang_hint)
+    if given is None:
+        given = GivenTable()
+        text = blank_placeholders(text)
     clean = normalize_mapped(text, strip_markup=strip_markup, tracked=mapped)
     if not clean.text:
         raise EmptyText("text is empty")
@@ -125,26 +139,75 @@ def segment_text(
             sentence = MappedText.of(sentence_text, tracked=False)
         else:
             cursor = clean.text.find(sentence_text, cursor) + len(sentence_text)
-        pieces = _sentence_pieces(sentence, hint, splitter, first=not spans, verbalize=verbalize)
+        if lexicon:
+            sentence = _with_lexicon(sentence, hint, lexicon, given)
+        pieces = _sentence_pieces(sentence, hint, splitter, first=first and not spans, verbalize=verbalize)
         if not pieces:
             continue
         for k, (raw_runs, piece_map) in enumerate(pieces):
             # Codes were kept whole between markers (see `number_context`).
-            piece_runs = tuple(Run(_unmark(r.text), r.lang) for r in raw_runs if _unmark(r.text))
+            marked = tuple(Run(_unmark(r.text), r.lang) for r in raw_runs if _unmark(r.text))
+            piece_runs = _expand_given(marked, given)
+            if not piece_runs:
+                continue
             piece = "".join(r.text for r in piece_runs)
-            source = piece_map.without(CODE_OPEN + CODE_CLOSE)
+            source = piece_map.without(CODE_OPEN + CODE_CLOSE).map_chars(given.display)
             last = k == len(pieces) - 1
             if last:
                 pause = PAUSE_PARAGRAPH_MS if ends_paragraph else PAUSE_SENTENCE_MS
             else:
                 pause = PAUSE_CLAUSE_MS if piece[-1] in CLAUSE_END else 0
-            lang = piece_runs[0].lang if len(piece_runs) == 1 else "mixed"
+            langs = {r.lang for r in piece_runs}
+            lang = piece_runs[0].lang if len(langs) == 1 else "mixed"
             kept = source if source.tracked else None
             spans.append(Span(piece, lang, sentence_index, last, pause, len(spans), piece_runs, kept))
         sentence_index += 1
     if not spans:  # only reachable if every letter sat in stripped markup
         raise SegmentationError("text has nothing speakable after removing markup")
     return spans
+
+
+def _with_lexicon(
+    sentence: MappedText, hint: str | None, lexicon: LexiconMatcher, given: GivenTable
+) -> MappedText:
+    """The sentence with the lexicon applied; an entry applies where the front-end reads
+    its grapheme in the entry's language."""
+    langs: list[str] = []
+    for run in tag_runs(sentence.text, hint):
+        langs.extend([run.lang] * len(run.text))
+    return lexicon.apply(sentence, lambda i: langs[i] if i < len(langs) else "other", given)
+
+
+def _expand_given(runs: tuple[Run, ...], given: GivenTable) -> tuple[Run, ...]:
+    """Each placeholder → a run of its own, with its IPA and its written text."""
+    if not any(is_placeholder(c) for r in runs for c in r.text):
+        return runs
+    out: list[Run] = []
+
+    def plain(text: str, lang: str) -> None:
+        if out and out[-1].phonemes is None and out[-1].lang == lang:
+            out[-1] = Run(out[-1].text + text, lang)
+        elif out and not has_speakable(text) and text.strip() == "":
+            out[-1] = Run(out[-1].text + text, out[-1].lang, out[-1].phonemes)
+        else:
+            out.append(Run(text, lang))
+
+    for run in runs:
+        buf = ""
+        for ch in run.text:
+            if not is_placeholder(ch):
+                buf += ch
+                continue
+            found = given.get(ch)
+            if found is None:  # forged: text cannot hold placeholders of its own
+                continue
+            if buf:
+                plain(buf, run.lang)
+                buf = ""
+            out.append(Run(found.text, found.lang or run.lang, found.ipa))
+        if buf:
+            plain(buf, run.lang)
+    return tuple(out)
 
 
 def _unmark(text: str) -> str:

@@ -8,11 +8,13 @@ from typing import Protocol
 from faust.types import EventT
 
 from streamtts.errors import RecordError
-from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
+from streamtts.processors.segment.planner import is_ssml, plan_segments
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
+from streamtts.runtime.lexicons import LexiconBook
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
@@ -50,6 +52,13 @@ class UnknownReplyTopicError(RecordError, ValueError):
     reason = "unknown_reply_topic"
 
 
+class LexiconVersionUnknown(RecordError, ValueError):
+    """The request pins a lexicon version this worker does not hold (older than the kept
+    history, or never written)."""
+
+    reason = "lexicon_version_unknown"
+
+
 class SegmentStage(FaustStage):
     name = "segment"
 
@@ -62,8 +71,11 @@ class SegmentStage(FaustStage):
         voices: VoiceCatalog,
         source_topics: list[str] | None = None,
         telemetry: Telemetry | None = None,
+        lexicons: LexiconBook | None = None,
     ) -> None:
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
+        self.lexicons = lexicons
+        self._matchers: dict[tuple[str, int], LexiconMatcher] = {}
         # The registry only resolves names here (engines load lazily, never in this stage).
         self.voices = voices
         # Length-aware pools: interactive/short requests and long/batch ones go to separate
@@ -93,6 +105,9 @@ class SegmentStage(FaustStage):
                 max_text_chars=self.pipeline.max_text_chars,
                 markup=self.pipeline.markup,
                 voices=self.voices,
+                lexicon=self._lexicon(request),
+                ssml_unknown=self.pipeline.ssml_unknown,
+                known_voice=self._known_voice,
             )
         except (RecordError, ValueError) as err:  # permanent: this record can never succeed
             return await self.dead_letter(
@@ -123,10 +138,52 @@ class SegmentStage(FaustStage):
             lang=request.language,
             segments=len(segments),
             pool=pool,
+            text_type="ssml" if is_ssml(request, self.pipeline.markup) else "text",
+            lexicon_version=segments[0].request.lexicon_version,
+            notes=segments[0].request.notes or None,
             text=snippet(request.text),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return "ok"
+
+    def _lexicon(self, request: TTSRequest) -> LexiconMatcher | None:
+        """The tenant's lexicon (the pinned version for a replay), compiled once per version."""
+        if self.lexicons is None:
+            if request.lexicon_version is not None:
+                raise LexiconVersionUnknown("this worker reads no lexicons (tts.lexicons is not followed)")
+            return None
+        tenant = request.tenant
+        if request.lexicon_version is not None:
+            lexicon = self.lexicons.version(tenant, request.lexicon_version)
+            if lexicon is None:
+                raise LexiconVersionUnknown(
+                    f"lexicon version {request.lexicon_version} of tenant {tenant!r} is not kept"
+                )
+        else:
+            lexicon = self.lexicons.current(tenant)
+            if lexicon is None:
+                return None
+        key = (tenant, lexicon.version)
+        matcher = self._matchers.get(key)
+        if matcher is None:
+            try:
+                matcher = LexiconMatcher(lexicon)
+            except LexiconError as err:  # refused by `lexicon put`; written around it: say so
+                log_event(
+                    self.log, "lexicon_unusable", tenant=tenant, version=lexicon.version, error=str(err)
+                )
+                return None
+            if len(self._matchers) > 256:
+                self._matchers.clear()
+            self._matchers[key] = matcher
+        return matcher
+
+    def _known_voice(self, name: str) -> bool:
+        try:
+            self.voices.spec(name)
+        except (RecordError, ValueError, KeyError):
+            return False
+        return True
 
     async def _check_topic(self, name: str) -> None:
         allowed = self.kafka.topic_prefix + self.pipeline.reply_topic_prefix

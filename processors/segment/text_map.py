@@ -86,6 +86,14 @@ class MappedText:
             return self._plain(text)
         return MappedText(text, tuple(self.starts[i] for i in keep), tuple(self.ends[i] for i in keep))
 
+    def through(self, outer: MappedText) -> MappedText:
+        """This map (into `outer`'s text) carried on into what `outer` maps into: text
+        segmented from a block of an SSML document points into the document."""
+        if not self.tracked or not outer.tracked:
+            return self._plain(self.text)
+        pairs = [outer.source_range(s, e) for s, e in zip(self.starts, self.ends, strict=True)]
+        return MappedText(self.text, tuple(a for a, _ in pairs), tuple(b for _, b in pairs))
+
     def source_range(self, start: int, end: int) -> tuple[int, int]:
         """Original [start, end) covered by characters [start, end) of this text."""
         if not self.tracked or not self.starts:

@@ -8,6 +8,7 @@ from streamtts.audio.pcm import to_int16
 from streamtts.processors.synthesize.renderer import RenderedSegment
 from streamtts.processors.synthesize.word_timing import SpanWord, contract_words
 from streamtts.schemas import PcmChunk, Segment, WordTiming
+from streamtts.schemas.chunks import MarkTiming
 
 
 def pcm_chunks(
@@ -23,7 +24,9 @@ def pcm_chunks(
     per_part = max(1, int(rate * chunk_max_ms / 1000))
     bounds = list(range(0, len(pcm), per_part)) or [0]
     timed = offset_ms is not None and segment.request.timestamps
+    placed = offset_ms is not None  # timestamps or SSML marks: chunks say where they start
     words = request_words(segment, rendered.words or [], offset_ms or 0.0) if timed else []
+    marks = [MarkTiming(name=n, time_ms=round((offset_ms or 0.0) + t, 1)) for n, t in rendered.marks or ()]
     now = datetime.now(UTC)
     parts = []
     for i, start in enumerate(bounds):
@@ -45,8 +48,14 @@ def pcm_chunks(
                 degradation=rendered.degradation if i == 0 else None,
                 synth_ms=rendered.synth_ms if i == 0 else 0.0,
                 cache=rendered.cache,
-                offset_ms=round(part_offset, 3) if timed else None,
+                offset_ms=round(part_offset, 3) if placed else None,
                 words=_starting_in(words, part_offset, part_end, i == 0, last_part) if timed else None,
+                marks=[
+                    m
+                    for m in marks
+                    if (i == 0 or m.time_ms >= part_offset) and (last_part or m.time_ms < part_end)
+                ]
+                or None,
                 request=segment.request,
                 synthesized_at=now,
             )

@@ -93,6 +93,11 @@ class SpeechEngine(Protocol):
         """Step 1: the phonemes the engine speaks for `text` (budgeted separately from inference)."""
         ...
 
+    def from_ipa(self, ipa: str, lang: str) -> str:
+        """Step 1 for a given pronunciation: `ipa` in the engine's alphabet ("" when none of
+        it can be spoken)."""
+        ...
+
     def synthesize_phonemes(
         self, phonemes: str, voice: VoiceSpec, speed: float = 1.0
     ) -> Iterator[AudioChunk]:

@@ -16,6 +16,7 @@ from streamtts.processors.synthesize.durations import KOKORO_DURATIONS, phoneme_
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
+from streamtts.processors.synthesize.ipa import kokoro_phonemes
 
 SAMPLE_RATE = 24_000
 MAX_PHONEMES = 510
@@ -171,6 +172,10 @@ class KokoroEngine:
             raise UnsupportedLanguageError(f"Kokoro does not speak {lang!r}")
         phonemes = self.g2p.phonemize(text, lang)
         return "".join(c for c in phonemes if c in self.vocab)
+
+    def from_ipa(self, ipa: str, lang: str) -> str:
+        """Kokoro phonemes for a given IPA pronunciation (see `ipa.kokoro_phonemes`)."""
+        return kokoro_phonemes(ipa, lang, self.vocab)
 
     def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         """Yield one chunk per model call (phoneme strings over 510 are split, never cut)."""

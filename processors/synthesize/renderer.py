@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
-from streamtts.processors.synthesize.synthesizer import ResolvedVoice, Synthesizer
+from streamtts.processors.synthesize.synthesizer import ResolvedVoice, SpeechRun, Synthesizer
 from streamtts.processors.synthesize.word_timing import SpanWord
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
@@ -73,6 +73,8 @@ class RenderedSegment:
     """Whether the render cache had it ("hit"), stored it ("miss"), or was bypassed ("off")."""
     words: list[SpanWord] | None = None
     """With timestamps: the span's words, timed from the start of `samples`."""
+    marks: list[tuple[str, float]] | None = None
+    """The segment's SSML marks: (name, ms from the start of `samples`)."""
 
 
 @dataclass(frozen=True)
@@ -127,8 +129,15 @@ class SegmentRenderer:
     # -- per segment ------------------------------------------------------------------------
     def render(self, segment: Segment) -> RenderedSegment:
         """Audio for one segment. Never raises for a speech failure: it degrades instead."""
+        rendered = self._render(segment)
+        if not segment.marks:
+            return rendered
+        return replace(rendered, marks=mark_times(segment, rendered))
+
+    def _render(self, segment: Segment) -> RenderedSegment:
         ctx = segment.request
-        requested = None if ctx.voice == "auto" else ctx.voice
+        # An SSML <voice> asks for its own voice; otherwise the request's.
+        requested = segment.ssml_voice or (None if ctx.voice == "auto" else ctx.voice)
         # The segment stage plans one voice per request/sentence; older segments carry none.
         planned = segment.voice or requested
         lang = segment.lang
@@ -210,7 +219,10 @@ class SegmentRenderer:
         time the words from the model's phoneme durations."""
         ctx = segment.request
         voice = self.synth.resolve(voice_id, langs)
-        runs = [(text, lang if lang in langs else next(iter(langs))) for text, lang in segment.run_pairs()]
+        runs = [
+            SpeechRun(text, lang if lang in langs else next(iter(langs)), ipa)
+            for text, lang, ipa in segment.speech_runs()
+        ]
         phonemes = self._within(self.budgets.g2p_s, "g2p", self.synth.phonemize, voice, runs)
         assert isinstance(phonemes, str)
         rendered: tuple[list, CacheStatus] = self._within(  # type: ignore[assignment]
@@ -219,7 +231,7 @@ class SegmentRenderer:
             lambda: self.synth.render_cached(
                 phonemes,
                 voice,
-                ctx.speed,
+                segment.speed or ctx.speed,
                 ctx.sample_rate,
                 pause_after_ms=segment.pause_after_ms,
                 use_cache=ctx.cache,
@@ -232,11 +244,12 @@ class SegmentRenderer:
                 return Spoken(np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache, None)
             raise SynthesisError("engine produced no audio")
         samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
-        words = self._words(segment, voice, runs, phonemes, chunks) if ctx.timestamps else None
+        timed = ctx.timestamps or bool(segment.marks)
+        words = self._words(segment, voice, runs, phonemes, chunks) if timed else None
         return Spoken(samples, voice.spec.voice_id, voice.substituted, cache, words)
 
     def _words(
-        self, segment: Segment, voice: ResolvedVoice, runs: list[tuple[str, str]], phonemes: str, chunks: list
+        self, segment: Segment, voice: ResolvedVoice, runs: list[SpeechRun], phonemes: str, chunks: list
     ) -> list[SpanWord] | None:
         """Step 4, after the audio is final: a failure here loses the words, never the
         audio (it must not count as a synthesis failure or pick a fallback voice)."""
@@ -320,6 +333,25 @@ class SegmentRenderer:
         if self._on_degraded:
             self._on_degraded(deg)
         return RenderedSegment(spoken.samples, ctx.sample_rate, used, deg, _ms(started), words=spoken.words)
+
+
+def mark_times(segment: Segment, rendered: RenderedSegment) -> list[tuple[str, float]]:
+    """Each mark of the segment at the first word that starts at or after it, or at the end
+    of the span's speech (before its pause) when no word follows."""
+    rate = rendered.sample_rate
+    speech_ms = max(0.0, len(rendered.samples) * 1000.0 / rate - segment.pause_after_ms)
+    words = rendered.words or []
+    start = segment.source_start
+    out: list[tuple[str, float]] = []
+    for mark in segment.marks or ():
+        after = next((w for w in words if w.char_start >= mark.at), None)
+        if after is not None:
+            out.append((mark.name, round(after.start_ms, 1)))
+        elif not words and mark.at <= start:
+            out.append((mark.name, 0.0))
+        else:
+            out.append((mark.name, round(speech_ms, 1)))
+    return out
 
 
 def _main_lang(segment: Segment) -> str:

@@ -158,7 +158,8 @@ class SynthesizeStage(FaustStage):
                 rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
             if self._cancelled(segment):  # cancelled while it was spoken: abandon at this span
                 return await self._skip(segment, event, started)
-            offset = await self._segment_start(segment) if segment.request.timestamps else None
+            ctx = segment.request
+            offset = await self._segment_start(segment) if ctx.timestamps or ctx.marks else None
             chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms, offset)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
             return await self.dead_letter(

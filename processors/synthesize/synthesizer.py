@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,6 +46,22 @@ class SynthesisSettings:
     """Target RMS level; None leaves levels as the engine made them."""
 
 
+class SpeechRun(NamedTuple):
+    """A piece of a span in one language; `ipa` given (a lexicon entry, an SSML phoneme)
+    replaces the G2P's reading of `text`."""
+
+    text: str
+    lang: str
+    ipa: str | None = None
+
+
+Runs = Sequence[SpeechRun] | Sequence[tuple[str, str]]
+
+
+def _speech_runs(runs: Runs) -> list[SpeechRun]:
+    return [r if isinstance(r, SpeechRun) else SpeechRun(*r) for r in runs]
+
+
 @dataclass(frozen=True)
 class ResolvedVoice:
     """A voice resolved once per span: what speaks it, and whether it replaced the request's."""
@@ -79,7 +96,7 @@ class Synthesizer:
         sample_rate: int | None = None,
         *,
         pause_after_ms: float = 0.0,
-        runs: Sequence[tuple[str, str]] | None = None,
+        runs: Runs | None = None,
     ) -> Iterator[AudioChunk]:
         """Synthesize one span (already segmented text).
 
@@ -99,8 +116,8 @@ class Synthesizer:
             UnknownVoiceError, UnsupportedLanguageError, InvalidParameterError.
         """
         check_rate(sample_rate)
-        pieces = list(runs) if runs else [(span_text, lang)]
-        voice = self.resolve(voice_id, {piece_lang for _, piece_lang in pieces})
+        pieces = _speech_runs(runs) if runs else [SpeechRun(span_text, lang)]
+        voice = self.resolve(voice_id, {piece.lang for piece in pieces})
         phonemes = self.phonemize(voice, pieces)
         yield from self.render_phonemes(phonemes, voice, speed, sample_rate, pause_after_ms=pause_after_ms)
 
@@ -113,16 +130,16 @@ class Synthesizer:
         return ResolvedVoice(spec, self.registry.engine(spec), substituted)
 
     @staticmethod
-    def phonemize(voice: ResolvedVoice, runs: Sequence[tuple[str, str]]) -> str:
-        """Step 2: the phonemes of a span's runs, each in its own language's G2P, joined by
-        a word break so the model speaks them as one utterance."""
-        parts = (voice.engine.phonemize(text, lang) for text, lang in runs)
+    def phonemize(voice: ResolvedVoice, runs: Runs) -> str:
+        """Step 2: the phonemes of a span's runs, each in its own language's G2P (or its
+        given IPA), joined by a word break so the model speaks them as one utterance."""
+        parts = (_run_phonemes(voice.engine, run) for run in _speech_runs(runs))
         return " ".join(p for p in parts if p)
 
     @staticmethod
     def time_words(
         voice: ResolvedVoice,
-        runs: Sequence[tuple[str, str]],
+        runs: Runs,
         phonemes: str,
         chunks: Sequence[AudioChunk],
         text_map: list[TextBlock] | None = None,
@@ -144,7 +161,13 @@ class Synthesizer:
         units: list[tuple[int, int]] = []
         labels: list[str] = []
         at = 0
-        for text, lang in runs:
+        for text, lang, ipa in _speech_runs(runs):
+            if ipa is not None:  # a given pronunciation is one word, labelled by itself
+                lead = len(text) - len(text.lstrip())
+                units.append((at + lead, at + len(text.rstrip())))
+                labels.append(_run_phonemes(engine, SpeechRun(text, lang, ipa)))
+                at += len(text)
+                continue
             found = bank.words(text, lang) if bank is not None else word_units(text, lang)
             for a, b in found:
                 units.append((at + a, at + b))
@@ -248,6 +271,19 @@ class Synthesizer:
             shifted = np.clip(raw.bounds - start, 0, end - start).astype(np.float64)
             bounds = np.clip(np.rint(shifted * rate_out / rate_in), 0, spoken).astype(np.int64)
         return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id, bounds)
+
+
+def _run_phonemes(engine: SpeechEngine, run: SpeechRun) -> str:
+    """A run's phonemes: its given IPA in the engine's alphabet, or the G2P's reading when
+    there is none (or none of the IPA can be spoken by this engine)."""
+    if run.ipa is not None:
+        given = engine.from_ipa(run.ipa, run.lang)
+        if given:
+            return given
+        log.warning(
+            "no symbol of the given IPA %r is spoken by %s; reading %r", run.ipa, engine.name, run.text
+        )
+    return engine.phonemize(run.text, run.lang)
 
 
 def _checked(voice: ResolvedVoice, speed: float | None, sample_rate: int | None) -> float:

@@ -34,6 +34,9 @@ Tokenizer = Callable[[str, str], list[tuple[int, int]]]
 """(text, lang) → [start, end) of each word in `text`."""
 
 
+_TAG_RE = re.compile(r"<[^<>]*>?")
+
+
 @dataclass(frozen=True)
 class SpanWord:
     """One word of a span: its time in the span's audio and its place in the request text."""
@@ -213,6 +216,9 @@ def contract_words(
     out: list[WordTiming] = []
     for i, w in enumerate(words):
         upto = (words[i + 1].char_start if i + 1 < len(words) else end) - base
+        between = source[w.char_end - base : max(w.char_end - base, upto)]
+        if "<" in between:  # SSML: the tags between two words are not what a caption shows
+            between = _TAG_RE.sub("", between)
         out.append(
             WordTiming(
                 text=source[w.char_start - base : w.char_end - base][:2000],  # the contract's bound
@@ -220,7 +226,7 @@ def contract_words(
                 end_ms=round(offset_ms + w.end_ms, 1),
                 char_start=w.char_start,
                 char_end=w.char_end,
-                trailing=source[w.char_end - base : max(w.char_end - base, upto)][:16],
+                trailing=between[:16],
             )
         )
     return out

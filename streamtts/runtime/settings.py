@@ -170,7 +170,12 @@ class PipelineSettings:
     shutdown_timeout_s: float = 30.0
     """SIGTERM: time to finish in-flight work, commit and flush before exiting anyway."""
     markup: str = "reject"
-    """Request text with markup tags: "reject" (dead-letter: markup_not_allowed) or "strip"."""
+    """Plain request text with markup tags: "reject" (dead-letter: markup_not_allowed),
+    "strip", or "ssml" (a text that is a `<speak>` document is read as SSML, other markup is
+    rejected). A request with `text_type: "ssml"` is always read as SSML."""
+    ssml_unknown: str = "ignore"
+    """SSML elements outside the subset: "ignore" (their text is read, with a note on the
+    result) or "reject" (dead-letter: unsupported_ssml)."""
     processing_guarantee: str = "at_least_once"
     """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
     session_timeout_s: float = 10.0
@@ -234,8 +239,11 @@ class PipelineSettings:
                 f"{ENV_PREFIX}PROCESSING_GUARANTEE must be at_least_once or exactly_once, got {guarantee!r}"
             )
         markup = _env("MARKUP", cls.markup)
-        if markup not in ("reject", "strip"):
-            raise ConfigError(f"{ENV_PREFIX}MARKUP must be reject or strip, got {markup!r}")
+        if markup not in ("reject", "strip", "ssml"):
+            raise ConfigError(f"{ENV_PREFIX}MARKUP must be reject, strip or ssml, got {markup!r}")
+        unknown = _env("SSML_UNKNOWN", cls.ssml_unknown)
+        if unknown not in ("ignore", "reject"):
+            raise ConfigError(f"{ENV_PREFIX}SSML_UNKNOWN must be ignore or reject, got {unknown!r}")
         warm = tuple(v for v in _env("WARM_VOICES", ",".join(cls.warm_voices)).split(",") if v)
         return cls(
             first_max_chars=env_int("FIRST_MAX_CHARS", cls.first_max_chars),
@@ -258,6 +266,7 @@ class PipelineSettings:
             canary_interval_s=env_float("CANARY_INTERVAL_S", cls.canary_interval_s),
             shutdown_timeout_s=env_float("SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s),
             markup=markup,
+            ssml_unknown=unknown,
             processing_guarantee=guarantee,
             session_timeout_s=env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
             metadata_refresh_s=env_float("METADATA_REFRESH_S", cls.metadata_refresh_s),

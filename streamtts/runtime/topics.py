@@ -46,6 +46,11 @@ class TopicNames:
         return self._n("tts.control")
 
     @property
+    def lexicons(self) -> str:
+        """Tenant lexicons (compacted), keyed by tenant; every segment stage reads all of it."""
+        return self._n("tts.lexicons")
+
+    @property
     def replay_ledger(self) -> str:
         return self._n("tts.replay.ledger")
 

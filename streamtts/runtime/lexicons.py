@@ -1,0 +1,118 @@
+"""Tenant lexicons as every segment stage sees them: one reader of `tts.lexicons` per worker.
+
+The topic is compacted: key `TENANT` is the current lexicon (a null value deletes it), key
+`TENANT@vN` keeps version N (see `schemas.lexicon`). It is read whole — no consumer group —
+from the beginning and followed live, so an update reaches every running worker within one
+poll (~0.5 s) and the next request uses it; no restart. The stage asks `current(tenant)` or
+`version(tenant, n)`: dict lookups on its hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+
+from aiokafka import TopicPartition
+
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.schemas import ContractError, Lexicon
+
+log = logging.getLogger("streamtts.lexicons")
+
+
+class LexiconBook(AsyncLifecycle):
+    """Current lexicon per tenant, plus the last `history` versions of each (for replays
+    that name a version)."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str, *, history: int = 16) -> None:
+        self.kafka = kafka
+        self.topic = topic
+        self.history = history
+        self._current: dict[str, Lexicon] = {}
+        self._versions: dict[str, OrderedDict[int, Lexicon]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
+        self.caught_up = asyncio.Event()
+        """Set once everything up to the end offsets at start has been read."""
+        self.updates = 0
+        """Records applied so far (tests and metrics await a change by it)."""
+
+    def current(self, tenant: str) -> Lexicon | None:
+        return self._current.get(tenant)
+
+    def version(self, tenant: str, version: int) -> Lexicon | None:
+        current = self._current.get(tenant)
+        if current is not None and current.version == version:
+            return current
+        return self._versions.get(tenant, OrderedDict()).get(version)
+
+    def apply(self, key: str, value: bytes | None) -> None:
+        """One record of the topic: a current lexicon, a kept version, or a deletion."""
+        tenant, _, kept = key.partition("@v")
+        if value is None:
+            if not kept:
+                self._current.pop(tenant, None)
+                log_event(log, "lexicon_deleted", tenant=tenant)
+            return
+        lexicon = Lexicon.from_bytes(value)
+        if lexicon.tenant != tenant:
+            raise ContractError(
+                "lexicon", "tenant", "mismatch", f"key {key!r} holds tenant {lexicon.tenant!r}"
+            )
+        versions = self._versions.setdefault(tenant, OrderedDict())
+        versions[lexicon.version] = lexicon
+        while len(versions) > self.history:
+            versions.popitem(last=False)
+        if not kept:
+            self._current[tenant] = lexicon
+            log_event(
+                log, "lexicon_loaded", tenant=tenant, version=lexicon.version, entries=len(lexicon.entries)
+            )
+
+    async def start(self) -> None:
+        partitions = sorted(await topic_partitions(self.kafka, self.topic))
+        await self._consumer.start()
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        if not tps:
+            log_event(log, "lexicon_topic_missing", logging.WARNING, topic=self.topic)
+            self.caught_up.set()
+            return
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_beginning(*tps)
+        ends = await self._consumer.end_offsets(tps)
+        self._task = asyncio.create_task(self._follow(ends), name="lexicon-book")
+
+    async def _follow(self, ends: dict[TopicPartition, int]) -> None:
+        pending = set(ends)
+        while True:
+            try:
+                for tp in list(pending):
+                    if await self._consumer.position(tp) >= ends[tp]:
+                        pending.discard(tp)
+                if not pending:
+                    self.caught_up.set()
+                batch = await self._consumer.getmany(timeout_ms=200)
+            except Exception as err:  # Kafka trouble: keep following; the last lexicons stay in use
+                log_event(log, "lexicon_read_failed", logging.WARNING, error=str(err)[:200])
+                await asyncio.sleep(1.0)
+                continue
+            for records in batch.values():
+                for record in records:
+                    key = record.key.decode("utf-8", "replace") if record.key else ""
+                    try:
+                        self.apply(key, record.value)
+                    except ContractError as err:  # never half-apply: the previous one stays
+                        log_event(log, "lexicon_invalid", logging.WARNING, key=key[:80], error=str(err)[:200])
+                    self.updates += 1
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._consumer.stop()
