@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import is_placeholder
 from streamtts.processors.segment.text_map import MappedText
 
@@ -22,6 +23,9 @@ _NEWLINES_RE = re.compile(r" *\n[\s]*")
 
 # Ellipsis variants that NFKC turns into "..." keep one code point for the splitter.
 _ELLIPSIS_RE = re.compile(r"\.{3,}")
+
+
+_CODE_MARKS = CODE_OPEN + CODE_CLOSE
 
 
 def fix_surrogates(text: str) -> str:
@@ -49,8 +53,8 @@ def _char_filter(text: str) -> str:
         if cat == "Cc" or cat in ("Zl", "Zp"):
             # \r, \t, \x00 ... and line/paragraph separators: \r\n and U+2029 act as a newline.
             out.append("\n" if ch in "\r\u2028\u2029\x0b\x0c\x85" else " ")
-        elif cat == "Co" and is_placeholder(ch):
-            out.append(ch)  # a given pronunciation (see `pronunciations`)
+        elif cat == "Co" and (is_placeholder(ch) or ch in _CODE_MARKS):
+            out.append(ch)  # a given pronunciation, an SSML say-as kept whole (see `ssml`)
         elif cat in ("Cf", "Co", "Cn", "Cs"):
             continue  # zero-width joiners, BOM, bidi marks, private use: not speakable
         else:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from streamtts.processors.segment.exceptions import InputRejected, SegmentationError
 from streamtts.processors.segment.langid import normalize_lang_hint, script_of
+from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import Given, GivenTable, blank_placeholders
 from streamtts.processors.segment.say_as import INTERPRETATIONS, SayAsError, say_as
 from streamtts.processors.segment.text_map import MappedText
@@ -40,6 +41,8 @@ _RATE_WORDS = {"x-slow": 0.6, "slow": 0.8, "medium": 1.0, "default": 1.0, "fast"
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$")
 _RATE_RE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
 _WS_RE = re.compile(r"\s+")
+_SPACE_BEFORE_PUNCT_RE = re.compile(r" +([\ue001]?[.,!?;:])")
+_MARKS = CODE_OPEN + CODE_CLOSE
 _SENTENCE_END = "。！？!?.\n"
 
 # Elements read as they are (their text is spoken); the others have their own handling.
@@ -181,7 +184,7 @@ class _Parser:
         self.current.append(piece)
 
     def _close_block(self, pause_ms: int | None = None) -> None:
-        text = MappedText.join(self.current)
+        text = MappedText.join(self.current).sub(_SPACE_BEFORE_PUNCT_RE, lambda m: m.group(1))
         if text.text.strip():
             self.blocks.append(Block(text, self.current_style, pause_ms))
         elif pause_ms is not None and self.blocks:
@@ -356,12 +359,15 @@ class _Parser:
             spoken = blank_placeholders(spoken)
         if not spoken:
             return
+        if frame.tag == "say-as":
+            # Kept whole: the splitter never cuts a phone number or an amount in two.
+            spoken = CODE_OPEN + spoken + CODE_CLOSE
         piece = MappedText(spoken, (start,) * len(spoken), (end,) * len(spoken))
         if frame.tag != "phoneme":
             # Words read out stay words of their own beside the text around them ("Code"
             # + "ay, bee" must not glue into one word); the segmenter folds double spaces.
-            before = MappedText(" ", (start,), (start,)) if spoken[0].isascii() else None
-            after = MappedText(" ", (end,), (end,)) if spoken[-1].isascii() else None
+            before = MappedText(" ", (start,), (start,)) if spoken.strip(_MARKS)[:1].isascii() else None
+            after = MappedText(" ", (end,), (end,)) if spoken.strip(_MARKS)[-1:].isascii() else None
             piece = MappedText.join([p for p in (before, piece, after) if p is not None])
         self._append(piece)
 

@@ -16,6 +16,8 @@ from streamtts.schemas import (
     CompletionResult,
     ContractError,
     ControlMessage,
+    Lexicon,
+    LexiconEntry,
     PcmChunk,
     RequestContext,
     Segment,
@@ -228,6 +230,15 @@ def _examples() -> dict[str, bytes]:
             completed_at=NOW,
         ).to_bytes(),
         "control": ControlMessage(request_id="req-1", tenant="default", at=NOW, played_ms=1200.0).to_bytes(),
+        "lexicon": Lexicon(
+            tenant="acme",
+            version=2,
+            entries=[
+                LexiconEntry(grapheme="Zorvex", alias="Acme Corporation", language="en"),
+                LexiconEntry(grapheme="招行", phonemes="zhao1 hang2", alphabet="pinyin", language="zh"),
+            ],
+            updated_at=NOW,
+        ).to_bytes(),
     }
 
 
