@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.segmenter import (
     DEFAULT_FIRST_MAX_CHARS,
     DEFAULT_FIRST_MIN_CHARS,
@@ -22,7 +23,7 @@ from streamtts.processors.segment.segmenter import (
 from streamtts.processors.segment.voice_plan import plan_voices
 from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
-from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate
+from streamtts.processors.synthesize.synthesizer import SpeechRun, Synthesizer, check_rate
 from streamtts.processors.synthesize.word_timing import SpanWord, contract_words
 from streamtts.schemas import WordTiming
 
@@ -40,6 +41,7 @@ def _planned_spans(
     max_chars: int,
     max_text_chars: int,
     mapped: bool = False,
+    lexicon: LexiconMatcher | None = None,
 ) -> tuple[list[Span], list[tuple[Span, str | None]]]:
     """Segment `text` as the pipeline does and plan its voices (see `voice_plan`).
 
@@ -59,6 +61,7 @@ def _planned_spans(
         max_chars=max_chars,
         max_text_chars=max_text_chars,
         mapped=mapped,
+        lexicon=lexicon,
     )
     speakable: list[tuple[Span, str | None]] = []
     for span, plan in plan_voices(spans, voice_id, synth.registry):
@@ -81,6 +84,7 @@ def synthesize_text(
     first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    lexicon: LexiconMatcher | None = None,
 ) -> Iterator[tuple[Span, AudioChunk]]:
     """Segment `text` and stream its audio span by span.
 
@@ -94,6 +98,7 @@ def synthesize_text(
         speed: 0.5–2.0 or None.
         sample_rate: output rate for all chunks; None uses the rate of the first voice
             used, so that all chunks of one request share one rate.
+        lexicon: a tenant lexicon to apply (as the segment stage does).
     Yields:
         (span, chunk) pairs in order; a span split by the engine yields several chunks.
     Raises:
@@ -113,6 +118,7 @@ def synthesize_text(
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
+        lexicon=lexicon,
     ):
         yield span, chunk
 
@@ -155,6 +161,7 @@ def _spoken(
     first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    lexicon: LexiconMatcher | None = None,
 ) -> Iterator[tuple[Span, AudioChunk, list[SpanWord] | None]]:
     """Span by span: (span, chunk, words of the span relative to the chunk's start or None)."""
     check_rate(sample_rate)
@@ -168,12 +175,13 @@ def _spoken(
         max_chars=max_chars,
         max_text_chars=max_text_chars,
         mapped=timed,
+        lexicon=lexicon,
     )
     spoken = 0
     for span, voice in speakable:
         if sample_rate is None:
             sample_rate = synth.registry.voice_for(voice, span.langs)[0].sample_rate
-        runs = [(r.text, r.lang) for r in span.runs] or [(span.text, span.lang)]
+        runs = [SpeechRun(r.text, r.lang, r.phonemes) for r in span.runs] or [SpeechRun(span.text, span.lang)]
         resolved = synth.resolve(voice, span.langs)
         phonemes = synth.phonemize(resolved, runs)
         chunks = synth.render_phonemes(
@@ -235,7 +243,7 @@ def warm_cache(
     rendered = cached = 0
     for span, voice_id_of_span in speakable:
         voice = synth.resolve(voice_id_of_span, span.langs)
-        phonemes = synth.phonemize(voice, [(r.text, r.lang) for r in span.runs])
+        phonemes = synth.phonemize(voice, [SpeechRun(r.text, r.lang, r.phonemes) for r in span.runs])
         _, status = synth.render_cached(phonemes, voice, speed)
         rendered += status == "miss"
         cached += status == "hit"

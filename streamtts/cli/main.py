@@ -20,6 +20,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "topics_cmd",
     "submit_cmd",
     "cancel_cmd",
+    "lexicon_cmd",
     "synth_cmd",
     "run_cmd",
     "listen_cmd",

@@ -16,7 +16,9 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def _lexicon(*entries: dict, version: int = 1) -> Lexicon:
-    return Lexicon.from_obj({"tenant": "acme", "version": version, "entries": list(entries), "updated_at": NOW.isoformat()})
+    return Lexicon.from_obj(
+        {"tenant": "acme", "version": version, "entries": list(entries), "updated_at": NOW.isoformat()}
+    )
 
 
 def _plan(text: str, lexicon: Lexicon | None, **fields: object) -> list:
@@ -52,7 +54,11 @@ def test_case_sensitive_entry_and_language_filter() -> None:
     segs = _plan("A GIF, not a gif.", LEX)
     runs = segs[0].runs or []
     assert [(r.text, r.phonemes) for r in runs if r.phonemes] == [("GIF", "dʒɪf")]
-    ja = _plan("招行に行きます。", _lexicon({"grapheme": "招行", "alias": "しょうこう", "language": "zh"}), language="ja")
+    ja = _plan(
+        "招行に行きます。",
+        _lexicon({"grapheme": "招行", "alias": "しょうこう", "language": "zh"}),
+        language="ja",
+    )
     assert "招行" in ja[0].text  # a zh entry does not touch Japanese text
 
 
@@ -101,7 +107,10 @@ def test_bad_entries_are_refused_naming_the_field(entry: dict, message: str) -> 
 
 
 def test_pinyin_that_does_not_exist_is_refused_naming_the_entry() -> None:
-    lex = _lexicon({"grapheme": "好", "alias": "hao"}, {"grapheme": "招行", "phonemes": "xqz1", "alphabet": "pinyin", "language": "zh"})
+    lex = _lexicon(
+        {"grapheme": "好", "alias": "hao"},
+        {"grapheme": "招行", "phonemes": "xqz1", "alphabet": "pinyin", "language": "zh"},
+    )
     with pytest.raises(LexiconError, match=r"entry 1 \('招行'\)"):
         check_lexicon(lex)
 

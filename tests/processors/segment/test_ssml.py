@@ -27,13 +27,28 @@ def _spoken(ssml: str, **fields: object) -> str:
     [
         ('<speak>Code <say-as interpret-as="characters">AB</say-as> now.</speak>', "ay, bee"),
         ('<speak>PIN <say-as interpret-as="digits">2024</say-as>.</speak>', "two zero two four"),
-        ('<speak>Call <say-as interpret-as="telephone">+1 555 0100</say-as>.</speak>', "plus one, five five five"),
-        ('<speak>We sold <say-as interpret-as="cardinal">1,234</say-as>.</speak>', "one thousand two hundred thirty-four"),
+        (
+            '<speak>Call <say-as interpret-as="telephone">+1 555 0100</say-as>.</speak>',
+            "plus one, five five five",
+        ),
+        (
+            '<speak>We sold <say-as interpret-as="cardinal">1,234</say-as>.</speak>',
+            "one thousand two hundred thirty-four",
+        ),
         ('<speak>The <say-as interpret-as="ordinal">3</say-as> one.</speak>', "third"),
-        ('<speak>On <say-as interpret-as="date" format="mdy">12/01/2026</say-as>.</speak>', "December first, twenty twenty-six"),
+        (
+            '<speak>On <say-as interpret-as="date" format="mdy">12/01/2026</say-as>.</speak>',
+            "December first, twenty twenty-six",
+        ),
         ('<speak>At <say-as interpret-as="time">14:30</say-as>.</speak>', "fourteen thirty"),
-        ('<speak>Pay <say-as interpret-as="currency">$12.50</say-as>.</speak>', "twelve dollars and fifty cents"),
-        ('<speak>The <sub alias="World Wide Web Consortium">W3C</sub> says.</speak>', "World Wide Web Consortium says"),
+        (
+            '<speak>Pay <say-as interpret-as="currency">$12.50</say-as>.</speak>',
+            "twelve dollars and fifty cents",
+        ),
+        (
+            '<speak>The <sub alias="World Wide Web Consortium">W3C</sub> says.</speak>',
+            "World Wide Web Consortium says",
+        ),
     ],
 )
 def test_say_as_and_sub_in_english(ssml: str, expect: str) -> None:
@@ -45,7 +60,10 @@ def test_say_as_and_sub_in_english(ssml: str, expect: str) -> None:
     [
         ('<speak>验证码<say-as interpret-as="characters">AB</say-as>。</speak>', "A B"),
         ('<speak>验证码是<say-as interpret-as="digits">2024</say-as>。</speak>', "二 零 二 四"),
-        ('<speak>请拨打<say-as interpret-as="telephone">138 0013 8000</say-as>。</speak>', "幺 三 八，零 零 幺 三，八 零 零 零"),
+        (
+            '<speak>请拨打<say-as interpret-as="telephone">138 0013 8000</say-as>。</speak>',
+            "幺 三 八，零 零 幺 三，八 零 零 零",
+        ),
         ('<speak>共<say-as interpret-as="cardinal">1234</say-as>件。</speak>', "一千二百三十四"),
         ('<speak>排名<say-as interpret-as="ordinal">3</say-as>。</speak>', "第三"),
         ('<speak>日期<say-as interpret-as="date">2026-12-01</say-as>。</speak>', "二零二六年十二月一日"),
@@ -159,10 +177,14 @@ def test_malformed_ssml_is_invalid_with_a_position(ssml: str, where: str) -> Non
 def test_hostile_ssml_is_refused_at_once() -> None:
     laughs = (
         '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-        + "".join(f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10))
+        + "".join(
+            f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10)
+        )
         + "]><speak>&lol9;</speak>"
     )
-    external = '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY x SYSTEM "file:///etc/passwd">]><speak>&x;</speak>'
+    external = (
+        '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY x SYSTEM "file:///etc/passwd">]><speak>&x;</speak>'
+    )
     deep = "<speak>" + "<s>" * 10_000 + "x" + "</s>" * 10_000 + "</speak>"
     huge_attr = '<speak><mark name="' + "a" * 100_000 + '"/>x</speak>'
     many = "<speak>" + "<mark name='m'/>" * 6000 + "x</speak>"
