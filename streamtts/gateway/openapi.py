@@ -109,6 +109,11 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             "type": "boolean",
                             "description": "word timestamps on every chunk; captions at .../captions",
                         },
+                        "text_type": {
+                            "type": "string",
+                            "enum": ["text", "ssml"],
+                            "description": "ssml: text is an SSML document (400 invalid_ssml when malformed)",
+                        },
                         "delivery": {
                             "type": "object",
                             "additionalProperties": False,

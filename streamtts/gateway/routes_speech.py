@@ -33,6 +33,8 @@ class DeliveryBody(BaseModel):
 class SpeechBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str
+    text_type: Literal["text", "ssml"] = "text"
+    """"ssml": `text` is an SSML document (`<speak>…</speak>`)."""
     voice: str = Field(default="auto", min_length=1, max_length=200)
     language: Language = "auto"
     format: AudioFormat = "mp3"
@@ -73,6 +75,7 @@ async def submit(request: Request) -> Response:
         metadata=body.metadata,
         cache=body.cache,
         timestamps=body.timestamps,
+        text_type=body.text_type,
     )
     state = await gateway(request).submit(tenant, opts, endpoint="speech")
     url = f"/v1/speech/{state.request_id}"

@@ -19,7 +19,9 @@ with silence), `"pace": "realtime"` one frame per 20 ms, `"frames": "media"` as 
 Server → client: JSON events `session`, `started`, `chunk` (followed by one binary frame with
 the chunk's audio: raw s16le for pcm, a complete file per chunk for wav/mp3/opus/flac),
 `words` (with `"timestamps": true` in start, before each `chunk`: its words, times from the
-sentence start; `session_offset_ms` places the sentence in the session), `degraded`,
+sentence start; `session_offset_ms` places the sentence in the session), `marks` (SSML
+`<mark>`s the chunk reaches, timed the same way; `"text_type": "ssml"` in start makes each
+`text` message one document), `degraded`,
 `completed`, `error`, `done`. Back-pressure: outbound frames go through a bounded
 queue; when the client reads slowly the queue fills and the session stops pulling audio (the
 chunks wait in the shared cache); a client that reads nothing for `ws_send_timeout_s` while
@@ -64,6 +66,9 @@ class StartMessage(BaseModel):
     store: bool = False
     timestamps: bool = False
     """A `words` event before each chunk's audio frame."""
+    text_type: Literal["text", "ssml"] = "text"
+    """"ssml": each `text` message is one whole SSML document (not split into sentences);
+    its marks arrive as `marks` events."""
     frame_ms: int | None = None
     """Telephony framing (pcm, mulaw, alaw): audio as frames of exactly this length instead
     of one frame per chunk (no `chunk` events then)."""
@@ -223,6 +228,10 @@ class Session:
         return False
 
     async def _add_text(self, text: str, *, flush: bool) -> None:
+        if self.config.text_type == "ssml":  # a document is spoken whole, never split
+            if text.strip():
+                await self._submit(text)
+            return
         self.buffer += text
         if len(self.buffer) > self.gw.settings.max_text_chars:
             self.buffer = ""
@@ -262,6 +271,7 @@ class Session:
             presign=False,
             metadata={"session_id": self.session_id, "sentence": str(index)},
             timestamps=self.config.timestamps,
+            text_type=self.config.text_type,
         )
         try:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
@@ -321,6 +331,21 @@ class Session:
                                         "end_ms": round(w.end_ms + shift, 1),
                                     }
                                     for w in chunk.words
+                                ],
+                            }
+                        )
+                    if chunk.marks:
+                        shift = sentence_ms - (chunk.offset_ms or 0.0)
+                        await self._put_frame(
+                            {
+                                "type": "marks",
+                                **base,
+                                "seq": chunk.seq,
+                                "part": chunk.part,
+                                "session_offset_ms": round(session_ms, 1),
+                                "marks": [
+                                    {"name": m.name, "time_ms": round(m.time_ms + shift, 1)}
+                                    for m in chunk.marks
                                 ],
                             }
                         )
