@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="word timestamps: chunks carry their words; with --out, FILE's .vtt is written too",
     )
+    p.add_argument("--ssml", action="store_true", help='each TEXT is an SSML document (text_type "ssml")')
+    p.add_argument("--lexicon-version", type=int, help="say it with this version of the tenant's lexicon")
     p.add_argument("--wait", action="store_true", help="wait for completion results")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait with --wait")
     p.add_argument("--out", metavar="FILE", help="with --wait: write the audio to FILE (single request)")
@@ -66,6 +68,8 @@ def _defaults(args: argparse.Namespace) -> dict[str, Any]:
         "priority": args.priority,
         "delivery": delivery,
         "timestamps": True if args.timestamps else None,
+        "text_type": "ssml" if args.ssml else None,
+        "lexicon_version": args.lexicon_version,
     }
 
 

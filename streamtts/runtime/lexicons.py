@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 
 from aiokafka import TopicPartition
 
@@ -40,7 +41,8 @@ class LexiconBook(AsyncLifecycle):
         self.caught_up = asyncio.Event()
         """Set once everything up to the end offsets at start has been read."""
         self.updates = 0
-        """Records applied so far (tests and metrics await a change by it)."""
+        """Records applied so far."""
+        self._changed = asyncio.Condition()
 
     def current(self, tenant: str) -> Lexicon | None:
         return self._current.get(tenant)
@@ -50,6 +52,11 @@ class LexiconBook(AsyncLifecycle):
         if current is not None and current.version == version:
             return current
         return self._versions.get(tenant, OrderedDict()).get(version)
+
+    async def wait_until(self, check: Callable[[LexiconBook], bool]) -> None:
+        """Return once `check(self)` holds (re-checked after every record read)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: check(self))
 
     def apply(self, key: str, value: bytes | None) -> None:
         """One record of the topic: a current lexicon, a kept version, or a deletion."""
@@ -109,6 +116,9 @@ class LexiconBook(AsyncLifecycle):
                     except ContractError as err:  # never half-apply: the previous one stays
                         log_event(log, "lexicon_invalid", logging.WARNING, key=key[:80], error=str(err)[:200])
                     self.updates += 1
+            if batch:
+                async with self._changed:
+                    self._changed.notify_all()
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -5,6 +5,7 @@ the real pipeline (Kafka), transcribed back by offline Whisper. The full 42-sent
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -117,3 +118,65 @@ def load_sentences_with_plain():  # type: ignore[no-untyped-def]
     from streamtts.bench.timestamp_eval import load_timestamp_sentences
 
     return load_timestamp_sentences()
+
+
+def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> None:  # type: ignore[no-untyped-def]
+    """SSML and lexicons through Whisper: what the document or the lexicon asks for is what a
+    listener hears, where the plain reading would say something else ("0042" read as digits,
+    not "forty-two"; "WHO" as the organization; "Zorvex" as the tenant's alias)."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from streamtts.processors.segment.lexicon import LexiconMatcher
+    from streamtts.processors.segment.planner import plan_segments
+    from streamtts.schemas import Lexicon, TTSRequest
+
+    lexicon = LexiconMatcher(
+        Lexicon.from_obj(
+            {
+                "tenant": "acme",
+                "version": 1,
+                "updated_at": datetime.now(UTC).isoformat(),
+                "entries": [
+                    {"grapheme": "Zorvex", "alias": "Acme Corporation", "language": "en"},
+                    {"grapheme": "CMB", "alias": "招商银行", "language": "any"},
+                ],
+            }
+        )
+    )
+    cases = [
+        ('<speak>Your code is <say-as interpret-as="digits">0042</say-as>.</speak>', "ssml", "en", "0042"),
+        ('<speak>验证码是<say-as interpret-as="digits">0086</say-as>。</speak>', "ssml", "zh", "0086"),
+        (
+            '<speak>The <sub alias="World Health Organization">WHO</sub> has a new report.</speak>',
+            "ssml",
+            "en",
+            "worldhealthorganization",
+        ),
+        ('<speak>欢迎致电<sub alias="世界卫生组织">WHO</sub>。</speak>', "ssml", "zh", "世界卫生组织"),
+        ("Thank you for calling Zorvex support.", "text", "en", "acmecorporation"),
+        ("请到CMB的网点办理。", "text", "zh", "招商银行"),
+    ]
+    asr = WhisperASR()
+    heard: list[tuple[str, str]] = []
+    for text, text_type, lang, expect in cases:
+        request = TTSRequest.new(text, text_type=text_type, voice="jm_kumo", tenant="acme", format="pcm")
+        segments = plan_segments(
+            request, first_max_chars=40, max_chars=150, max_text_chars=20_000, lexicon=lexicon
+        )
+        rendered = [speech_renderer.render(s) for s in segments]
+        assert all(r.degradation is None for r in rendered)
+        audio = np.concatenate([r.samples for r in rendered])
+        transcript = asr.transcribe(audio, rendered[0].sample_rate, lang).text
+        # The scorer's fold reads "0042" as 42 (a number): compare the bare characters too.
+        folded = "".join(fold(transcript, lang)).replace(" ", "").lower()
+        bare = re.sub(r"[\W_]", "", transcript.lower())
+        heard.append((transcript, expect))
+        if lang == "zh" and not expect.isdigit():
+            # Whisper-base writes Mandarin homophones (招商 as 找上): compare the syllables.
+            from pypinyin import lazy_pinyin
+
+            folded, expect = "".join(lazy_pinyin(folded)), "".join(lazy_pinyin(expect))
+        assert expect in folded or expect in bare, heard
+    print("heard:", heard)
