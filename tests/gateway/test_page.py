@@ -130,3 +130,34 @@ async def test_page_highlights_each_word_while_it_plays(live_gateway_url: str, r
     for m in marks:  # each highlight happened inside its word's interval on the audio clock
         assert m["start"] - 0.001 <= m["at"] <= max(m["end"], m["start"] + 0.03) + 0.001, m
     assert shot.stat().st_size > 5_000
+
+
+async def test_page_speaks_an_ssml_document_with_the_toggle(live_gateway_url: str) -> None:
+    """The SSML toggle sends the text as one document: it is spoken (no markup read out) and
+    the captions show its words, not its tags."""
+    from playwright.async_api import async_playwright
+
+    ssml = '<speak>Hello <break time="300ms"/> <sub alias="World Wide Web">WWW</sub> friends.</speak>'
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = await browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(f"{live_gateway_url}/?key=key-acme")
+            await page.wait_for_selector("#voice option[value=jm_kumo]", state="attached")
+            await page.select_option("#voice", "jm_kumo")
+            await page.select_option("#format", "pcm")
+            await page.check("#ssml")
+            await page.fill("#text", ssml)
+            await page.click("#speak")
+            await page.wait_for_selector("#status[data-state=completed]", timeout=60_000)
+            shown = await page.eval_on_selector_all(
+                "#captions span.word", "els => els.map(e => e.textContent)"
+            )
+            audio_ms = float(await page.get_attribute("#duration", "data-ms") or 0)
+        finally:
+            await browser.close()
+    assert not errors, errors
+    assert shown == ["Hello", "WWW", "friends"], shown
+    assert audio_ms > 1000
