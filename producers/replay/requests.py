@@ -21,9 +21,18 @@ from streamtts.schemas.headers import replay_headers
 
 
 def _rewrite(
-    request: TTSRequest, *, voice: str | None, fmt: str | None, new_id: str | None, namespace: str | None
+    request: TTSRequest,
+    *,
+    voice: str | None,
+    fmt: str | None,
+    new_id: str | None,
+    namespace: str | None,
+    lexicon_version: int | None = None,
 ) -> TTSRequest:
     fields: dict[str, Any] = request.model_dump(mode="json")
+    if lexicon_version is not None:
+        # Said with the lexicon version the original result records, not today's.
+        fields["lexicon_version"] = lexicon_version
     if voice:
         fields["voice"] = voice
     if fmt:
@@ -54,6 +63,7 @@ async def replay_requests(
     namespace: str | None = None,
     dry_run: bool = False,
     force: bool = False,
+    lexicon_version: int | None = None,
 ) -> tuple[ReplaySummary, dict[str, str]]:
     """Find each id on the requests topic (only the partition its key maps to is read) and
     submit it again. Returns the summary and {original id: replayed id}."""
@@ -94,7 +104,14 @@ async def replay_requests(
             if not new_ids and ledger.seen(ledger_key) and not force:
                 summary.skip("already_replayed")
                 continue
-            replay = _rewrite(original, voice=voice, fmt=fmt, new_id=new_id, namespace=namespace)
+            replay = _rewrite(
+                original,
+                voice=voice,
+                fmt=fmt,
+                new_id=new_id,
+                namespace=namespace,
+                lexicon_version=lexicon_version,
+            )
             mapping[rid] = replay.request_id
             summary.redriven += 1
             if dry_run:

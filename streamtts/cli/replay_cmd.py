@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--format", choices=("wav", "pcm", "mp3", "opus", "flac"))
     r.add_argument("--same-id", action="store_true", help="keep the id (outputs are overwritten)")
     r.add_argument("--namespace", help="store outputs under NAMESPACE/… instead")
+    r.add_argument(
+        "--lexicon-version",
+        type=int,
+        help="say it with this version of the tenant's lexicon (the original result's lexicon_version)",
+    )
     _common(r)
     r.set_defaults(func=_request)
 
@@ -136,6 +141,7 @@ def _request(args: argparse.Namespace) -> int:
             namespace=args.namespace,
             dry_run=args.dry_run,
             force=args.force,
+            lexicon_version=args.lexicon_version,
         )
     )
     for old, new in mapping.items():
