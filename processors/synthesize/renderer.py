@@ -273,7 +273,7 @@ class SegmentRenderer:
         ctx = segment.request
         if not ctx.cache or self.synth.cache is None or segment.lang in ("other", "yue"):
             return None
-        requested = None if ctx.voice == "auto" else ctx.voice
+        requested = segment.ssml_voice or (None if ctx.voice == "auto" else ctx.voice)
         planned = segment.voice or requested
         if planned is not None and requested is not None and planned != requested:
             return None  # a substitution: reported by the regular path
