@@ -288,9 +288,10 @@ class SegmentRenderer:
             return None
         if spoken.cache != "hit" or not spoken.samples.size or (spoken.substituted and requested is not None):
             return None
-        return RenderedSegment(
+        rendered = RenderedSegment(
             spoken.samples, ctx.sample_rate, spoken.voice_used, None, _ms(started), "hit", spoken.words
         )
+        return replace(rendered, marks=mark_times(segment, rendered)) if segment.marks else rendered
 
     def _within(self, budget_s: float, what: str, fn: Callable[..., object], *args: object) -> object:
         future = self._guard.submit(fn, *args)
