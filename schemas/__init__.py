@@ -1,5 +1,6 @@
 """Versioned wire contracts of streamtts (orjson-serialized, strictly validated)."""
 
+from streamtts.schemas.audit import AuditEvent
 from streamtts.schemas.base import SCHEMA_VERSION, Contract
 from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk, WordTiming
 from streamtts.schemas.context import RequestContext
@@ -13,7 +14,7 @@ from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls
-    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage)
+    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage, AuditEvent)
 }
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "LANGUAGES",
     "SCHEMA_VERSION",
     "AudioChunk",
+    "AuditEvent",
     "Captions",
     "CompletionResult",
     "Contract",

@@ -26,6 +26,9 @@ def error_response(
 
 async def api_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
+    ctx = request.scope.get("streamtts.audit")
+    if ctx is not None:  # the refusal's reason is the audit event's outcome
+        ctx.outcome = exc.code
     return exc.response()
 
 

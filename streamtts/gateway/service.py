@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -12,16 +14,36 @@ from streamtts.audio.codecs import EXTENSIONS
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
+from streamtts.gateway.keyring import KeyRing, KeySet, Network, from_pairs, load_file, parse_networks
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.audit import AuditLog
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.captions import render as render_captions
 from streamtts.schemas.captions import retimed
 from streamtts.sinks.object_store import ObjectStore
+
+
+def key_ring(settings: GatewaySettings) -> KeyRing:
+    """The environment's keys and tenant allowlists, plus the keys file (re-read while running)."""
+    from pathlib import Path
+
+    path = Path(settings.api_keys_file) if settings.api_keys_file else None
+    static = from_pairs(settings.api_keys)
+    tenant_allow = {
+        t: parse_networks(nets, f"STREAMTTS_GATEWAY_TENANT_ALLOW: {t}")
+        for t, nets in settings.tenant_allow.items()
+    }
+    if path is not None:
+        # Keys the file defines belong to the file: when a reload drops them they must go,
+        # although `settings.api_keys` (read at start, env and file merged) still lists them.
+        in_file = {k.key for k in load_file(path).keys}
+        static = KeySet(tuple(k for k in static.keys if k.key not in in_file))
+    return KeyRing(KeySet(static.keys, tenant_allow), path)
 
 
 @dataclass
@@ -61,7 +83,11 @@ class Gateway:
     producer: RequestProducer
     fanout: Fanout
     store: ObjectStore
+    audit: AuditLog
+    trusted_proxies: tuple[Network, ...] = ()
+    """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
+    _key_reloader: asyncio.Task[None] | None = None
     ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
     """Open WebSocket sessions per tenant (the per-tenant cap); their sum is `ws_sessions`."""
     lookup_limiter: RateLimiter = field(init=False)
@@ -71,6 +97,8 @@ class Gateway:
     pipeline_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     misses: OrderedDict[tuple[str, str], float] = field(default_factory=OrderedDict)
     """(tenant, id) → when a search found nothing: not searched again for a while."""
+
+    _invalid_reloads_seen: int = 0
 
     def __post_init__(self) -> None:
         self.lookup_limiter = RateLimiter(lambda _tenant: self.settings.lookup_rate)
@@ -87,7 +115,7 @@ class Gateway:
             settings=settings,
             pipeline=pipeline,
             metrics=metrics,
-            keys=ApiKeys(settings.api_keys),
+            keys=ApiKeys(key_ring(settings)),
             limiter=RateLimiter(settings.rate_for),
             voices=VoiceCatalog.load(),
             producer=RequestProducer(pipeline.kafka),
@@ -100,19 +128,47 @@ class Gateway:
                 history_lookback_s=settings.history_lookback_s,
             ),
             store=ObjectStore(pipeline.s3),
+            audit=AuditLog(pipeline.kafka, metrics.registry, queue_size=settings.audit_queue),
+            trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
     async def start(self) -> None:
-        await self.fanout.start()  # attach to the output topics before anything is submitted
+        # 1. The audit trail first: every later action (even a refused one) is recorded.
+        await self.audit.start()
         try:
-            await self.producer.start()
+            # 2. Attach to the output topics before anything is submitted.
+            await self.fanout.start()
+            try:
+                await self.producer.start()
+            except BaseException:
+                await self.fanout.stop()
+                raise
         except BaseException:
-            await self.fanout.stop()
+            await self.audit.stop()
             raise
+        if self.keys.ring.path is not None:
+            self._key_reloader = asyncio.create_task(self._reload_keys(), name="keys-reload")
 
     async def stop(self) -> None:
+        if self._key_reloader is not None:
+            self._key_reloader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._key_reloader
         await self.producer.stop()
         await self.fanout.stop()
+        await self.audit.stop()  # last: sessions closing during shutdown are recorded too
+
+    async def _reload_keys(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.keys_reload_s)
+            try:
+                if await asyncio.to_thread(self.keys.ring.reload_if_changed):
+                    self.metrics.key_reloads.labels("ok").inc()
+                elif self.keys.ring.reloads["invalid"] > self._invalid_reloads_seen:
+                    self.metrics.key_reloads.labels("invalid").inc()
+                self._invalid_reloads_seen = self.keys.ring.reloads["invalid"]
+            except Exception:  # the loop must survive anything, or rotation silently stops
+                logging.getLogger(__name__).exception("keys reload failed")
 
     def rate_limit(self, tenant: str) -> None:
         wait_s = self.limiter.take(tenant)
