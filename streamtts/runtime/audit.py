@@ -15,15 +15,20 @@ import getpass
 import hashlib
 import logging
 import socket
+from collections.abc import AsyncIterator
+from datetime import datetime
 
+from aiokafka.partitioner import DefaultPartitioner
 from prometheus_client import CollectorRegistry, Counter
 
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.kafka import make_producer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas.audit import AuditEvent
+from streamtts.schemas.exceptions import ContractError
 
 log = logging.getLogger("streamtts.audit")
 
@@ -152,3 +157,37 @@ class AuditLog(AsyncLifecycle):
             log.warning(
                 "audit: Kafka did not take an event: %r", None if fut.cancelled() else fut.exception()
             )
+
+
+async def read_audit(
+    kafka: KafkaSettings,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    tenant: str | None = None,
+    actions: frozenset[str] | None = None,
+    outcomes: frozenset[str] | None = None,
+) -> AsyncIterator[AuditEvent]:
+    """Audit events recorded in [since, until), from the time offset to the end offsets as of
+    the start (a bounded read). With `tenant`, only the partition its key maps to is read."""
+    topic = TopicNames(kafka.topic_prefix).audit
+    partitions = None
+    if tenant is not None:
+        ordered = sorted(await topic_partitions(kafka, topic))
+        if ordered:
+            partitions = {ordered[DefaultPartitioner()(tenant.encode(), ordered, ordered)]}
+    async for record in snapshot(kafka, topic, since=since, until=until, partitions=partitions):
+        try:
+            event = AuditEvent.from_bytes(record.value)
+        except ContractError as err:
+            log.warning(
+                "audit: unreadable event at %s/%d@%d: %s", topic, record.partition, record.offset, err
+            )
+            continue
+        if tenant is not None and event.tenant != tenant:
+            continue
+        if actions is not None and event.action not in actions:
+            continue
+        if outcomes is not None and event.outcome not in outcomes:
+            continue
+        yield event
