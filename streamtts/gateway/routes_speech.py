@@ -207,6 +207,7 @@ def status_body(state: RequestState) -> dict[str, Any]:
         "audio_url": f"/v1/speech/{state.request_id}/audio",
         "captions_url": f"/v1/speech/{state.request_id}/captions" if _timed(state) else None,
         "storage": storage,
+        "expires_at": result.expires_at.isoformat() if result is not None and result.expires_at else None,
         **_spoken(state),
     }
 

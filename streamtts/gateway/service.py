@@ -8,7 +8,10 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+
+from minio.error import S3Error
 
 from streamtts.audio.codecs import EXTENSIONS
 from streamtts.gateway.auth import ApiKeys
@@ -297,15 +300,13 @@ class Gateway:
             raise ApiError(
                 409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}"
             )
+        self.check_retained(state)
         result = state.result
         if result is not None and result.captions is not None:
             ref = {"vtt": result.captions.vtt, "srt": result.captions.srt, "json": result.captions.words}[fmt]
             if not (ref.key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in ref.key):
                 raise ApiError(404, "not_found", "no such captions for this tenant")
-            try:
-                return await asyncio.to_thread(self.store.get, ref.bucket, ref.key)
-            except Exception as err:
-                raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None
+            return await self._fetch(state, ref.bucket, ref.key)
         chunks = sorted(state.chunks, key=lambda c: (c.seq, c.part))
         if state.streamed and any(c.words is not None for c in chunks):
             words = retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in chunks])
@@ -329,7 +330,28 @@ class Gateway:
             raise ApiError(404, "not_found", "no such audio for this tenant")
         if not key.endswith(EXTENSIONS[result.format]):
             raise ApiError(500, "bad_result", "stored object does not match the request's format")
+        return await self._fetch(state, result.storage.bucket, key)
+
+    def check_retained(self, state: RequestState) -> None:
+        """410 once the tenant's retention has expired the request's stored files (the
+        store's lifecycle scanner deletes them some time later: the promise is what counts)."""
+        result = state.result
+        if result is not None and result.expires_at is not None and datetime.now(UTC) >= result.expires_at:
+            raise ApiError(
+                410,
+                "expired",
+                f"the audio of request {state.request_id} expired at {result.expires_at.isoformat()} "
+                "(the tenant's retention)",
+            )
+
+    async def _fetch(self, state: RequestState, bucket: str, key: str) -> bytes:
         try:
-            return await asyncio.to_thread(self.store.get, result.storage.bucket, key)
+            return await asyncio.to_thread(self.store.get, bucket, key)
+        except S3Error as err:
+            if err.code == "NoSuchKey":  # stored once, deleted since (expired or removed)
+                raise ApiError(
+                    410, "gone", f"the stored audio of request {state.request_id} no longer exists"
+                ) from None
+            raise ApiError(502, "storage_unavailable", f"object storage: {err.code}") from None
         except Exception as err:
             raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None
