@@ -27,7 +27,7 @@ from streamtts.gateway.keyring import parse_networks
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.runtime.audit import key_id
 from streamtts.runtime.settings import KafkaSettings
-from tests.gateway.test_audit import Served, serve
+from tests.gateway.served import Served, serve
 from tests.helpers import cli_env, metric
 from tests.services import Services
 

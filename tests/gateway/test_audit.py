@@ -6,129 +6,24 @@ on `tts.results` by the test (no synthesis needed to read stored audio)."""
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 import httpx
 import orjson
 import pytest
 import websockets
-from aiokafka import AIOKafkaProducer
 
-from streamtts.gateway.app import create_app
-from streamtts.gateway.server import GatewayServer
-from streamtts.gateway.service import Gateway
-from streamtts.gateway.settings import GatewaySettings
-from streamtts.runtime.audit import key_id, read_audit
-from streamtts.runtime.kafka import client_kwargs
-from streamtts.runtime.s3 import ensure_bucket, make_minio
-from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
-from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import Captions, CompletionResult, StorageRef
-from streamtts.schemas.audit import AuditEvent
+from streamtts.runtime.audit import key_id
+from streamtts.runtime.settings import KafkaSettings
 from tests.gateway.conftest import ACME, TINY
+from tests.gateway.served import Served, complete, submit
 from tests.helpers import cli_env
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
 
 ACME_ID = key_id("key-acme")
-
-
-@dataclass
-class Served:
-    url: str
-    gw: Gateway
-    kafka: KafkaSettings
-    s3: S3Settings
-    since: datetime
-
-    async def events(self, **match: object) -> list[AuditEvent]:
-        """Every audit event so far (on Kafka) whose fields equal `match`."""
-        await self.gw.audit.flush()
-        found = [e async for e in read_audit(self.kafka, since=self.since)]
-        return [e for e in found if all(getattr(e, k) == v for k, v in match.items())]
-
-    async def one(self, **match: object) -> AuditEvent:
-        found = await self.events(**match)
-        assert len(found) == 1, f"expected one event {match}, got {found}"
-        return found[0]
-
-
-async def serve(settings: GatewaySettings, kafka: KafkaSettings, services: Services) -> AsyncIterator[Served]:
-    app = create_app(settings, Settings(kafka=kafka, s3=services.s3))
-    server = GatewayServer(app)
-    since = datetime.now(UTC) - timedelta(seconds=1)
-    await server.start()
-    try:
-        yield Served(server.url, app.state.gateway, kafka, services.s3, since)
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
-async def served(
-    gateway_settings: GatewaySettings, kafka_settings: KafkaSettings, services: Services
-) -> AsyncIterator[Served]:
-    async for s in serve(gateway_settings, kafka_settings, services):
-        yield s
-
-
-async def complete(served: Served, rid: str, tenant: str, *, captions: bool = False) -> bytes:
-    """Store an mp3 (and captions) for `rid` and publish its completed result, as the sink does."""
-    s3 = make_minio(served.s3, connect_s=3, read_s=10, retries=1, pool=2)
-    ensure_bucket(s3, served.s3.bucket)
-    data = b"\xff\xfb\x90\x00" * 500
-    key = f"{tenant}/2026/12/01/{rid}.mp3"
-
-    def put(k: str, body: bytes, ctype: str) -> StorageRef:
-        r = s3.put_object(served.s3.bucket, k, io.BytesIO(body), len(body), content_type=ctype)
-        return StorageRef(
-            bucket=served.s3.bucket, key=k, size=len(body), etag=r.etag or "", content_type=ctype
-        )
-
-    audio = put(key, data, "audio/mpeg")
-    caps = None
-    if captions:
-        vtt = b"WEBVTT\n\n00:00.000 --> 00:00.500\nHello\n"
-        caps = Captions(
-            vtt=put(key.replace(".mp3", ".vtt"), vtt, "text/vtt"),
-            srt=put(key.replace(".mp3", ".srt"), b"1\n00:00:00,000 --> 00:00:00,500\nHello\n", "text/plain"),
-            words=put(key.replace(".mp3", ".words.json"), b"[]", "application/json"),
-        )
-    now = datetime.now(UTC)
-    result = CompletionResult(
-        request_id=rid,
-        tenant=tenant,
-        status="completed",
-        format="mp3",
-        sample_rate=24000,
-        duration_ms=500,
-        chunks=1,
-        storage=audio,
-        captions=caps,
-        created_at=now,
-        completed_at=now,
-    )
-    producer = AIOKafkaProducer(**client_kwargs(served.kafka))
-    await producer.start()
-    try:
-        await producer.send_and_wait(
-            TopicNames(served.kafka.topic_prefix).results, result.to_bytes(), key=rid.encode()
-        )
-    finally:
-        await producer.stop()
-    return data
-
-
-async def submit(client: httpx.AsyncClient, headers: dict[str, str] = ACME) -> str:
-    r = await client.post("/v1/speech", json={"text": "Hello.", "voice": "en_joe"}, headers=headers)
-    assert r.status_code == 202, r.text
-    return str(r.json()["id"])
 
 
 async def test_submit_is_audited_on_kafka_and_in_the_json_log(
