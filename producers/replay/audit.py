@@ -26,8 +26,8 @@ async def audited(
     tenant: str | None = None,
     selection: dict[str, str | int] | None = None,
 ) -> T:
-    """Run a replay and record it. The audit producer starts first: a run that cannot be
-    recorded does not run."""
+    """Run a replay and record it. The audit log starts first: a run that cannot be recorded
+    (no audit topic, no Kafka) does not run."""
     async with AuditLog(kafka, CollectorRegistry()) as audit:
         started = time.monotonic()
         details = dict(selection or {})

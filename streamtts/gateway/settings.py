@@ -1,7 +1,8 @@
 """Gateway configuration from the environment (STREAMTTS_GATEWAY_*), validated at start.
 
 API keys map to tenants: `STREAMTTS_GATEWAY_API_KEYS="key1:tenantA,key2:tenantB"` and/or a
-file (`STREAMTTS_GATEWAY_API_KEYS_FILE`, one `key:tenant` per line, `#` comments). Rate
+file (`STREAMTTS_GATEWAY_API_KEYS_FILE`, one `key:tenant` per line, `#` comments; or YAML/JSON
+with key ids, client-network allowlists and expiries, re-read while running: see keyring). Rate
 limits are token buckets per tenant: a default (`RATE_PER_S`, `RATE_BURST`) and overrides
 (`STREAMTTS_GATEWAY_TENANT_RATES="tenantA=2:5,tenantB=10:20"`, i.e. tokens/s:burst).
 """

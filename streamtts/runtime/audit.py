@@ -18,9 +18,11 @@ import socket
 from collections.abc import AsyncIterator
 from datetime import datetime
 
+from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 from prometheus_client import CollectorRegistry, Counter
 
+from streamtts.errors import ConfigError
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
@@ -79,14 +81,23 @@ class AuditLog(AsyncLifecycle):
         flush_timeout_s: float = 10.0,
     ) -> None:
         self.topic = (topics or TopicNames(kafka.topic_prefix)).audit
+        self._kafka = kafka
         self.metrics = AuditMetrics(registry)
         self.flush_timeout_s = flush_timeout_s
-        self._producer = make_producer(kafka, linger_ms=20)
+        self._producer: AIOKafkaProducer | None = None
         self._queue: asyncio.Queue[AuditEvent | None] = asyncio.Queue(maxsize=queue_size)
         self._inflight: set[asyncio.Future[object]] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        # Not auto-created (topics are code): without it every event would wait for metadata
+        # and be lost at shutdown, so an unrecordable gateway or replay does not start.
+        if not await topic_partitions(self._kafka, self.topic):
+            raise ConfigError(
+                f"audit topic {self.topic!r} does not exist: actions are recorded there "
+                "(create it with `streamtts topics apply`)"
+            )
+        self._producer = make_producer(self._kafka, linger_ms=20)
         try:
             await self._producer.start()
         except BaseException:
@@ -130,7 +141,8 @@ class AuditLog(AsyncLifecycle):
                 self.metrics.failed.labels("shutdown").inc(lost)
                 log.error("audit: %d events not written to Kafka at shutdown", lost)
         # 3. Close the producer (its own bounded flush of anything still buffered).
-        await self._producer.stop()
+        if self._producer is not None:
+            await self._producer.stop()
 
     async def _drain(self) -> None:
         while True:
@@ -139,6 +151,7 @@ class AuditLog(AsyncLifecycle):
                 if event is None:
                     return
                 key = (event.tenant or "-").encode()
+                assert self._producer is not None  # started before the drain task
                 try:
                     fut = await self._producer.send(self.topic, event.to_bytes(), key=key, headers=HEADERS)
                 except Exception as err:
