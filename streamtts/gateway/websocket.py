@@ -271,13 +271,25 @@ class Session:
         try:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
         except ApiError as err:
+            self._audit_submit(rid, err.code)
             await self._error(err.code, err.message, request_id=rid, index=index)
             return
+        self._audit_submit(rid, "ok")
         self.count += 1
         self.pending += 1
         self.submitted = [s for s in self.submitted if not s.terminal] + [state]
         await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
         await self.sentences.put(state)
+
+    def _audit_submit(self, rid: str, outcome: str) -> None:
+        """Each sentence is a request of its own: audited as a submit, like one over HTTP."""
+        ctx = audit_context(self.ws)
+        event = ctx.event("submit", status=None, outcome=outcome, sent=0)
+        self.gw.audit.record(
+            event.model_copy(
+                update={"request_id": rid, "details": {"via": "ws", "session_id": self.session_id}}
+            )
+        )
 
     async def _forward_loop(self) -> None:
         timeout = self.gw.settings.request_timeout_s

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 
 import httpx
 import orjson
@@ -86,17 +87,33 @@ async def test_websocket_sessions_open_and_close_are_audited(served: Served) -> 
             await asyncio.wait_for(ws.recv(), 10)
     async with websockets.connect(url + "?api_key=nope") as ws:
         assert orjson.loads(await ws.recv())["code"] == "unauthorized"
-    async with asyncio.timeout(10):  # the close event is recorded after the socket is closed
-        while not await served.events(action="ws_close"):
-            await served.gw.audit.flush()
+    # Each sentence is a submit of its own; a client that just goes away ends the session too.
+    async with websockets.connect(url, additional_headers=ACME) as ws:
+        second = orjson.loads(await asyncio.wait_for(ws.recv(), 10))["session_id"]
+        await ws.send(orjson.dumps({"type": "start", "voice": "en_joe", "format": "pcm"}).decode())
+        await ws.send(orjson.dumps({"type": "text", "text": "Hello there. "}).decode())
+        async with asyncio.timeout(20):
+            while orjson.loads(await ws.recv())["type"] != "started":
+                pass
+    deadline = time.monotonic() + 10
+    while len(await served.events(action="ws_close")) < 2:  # recorded once the server sees the close
+        assert time.monotonic() < deadline, "no ws_close events"
     opened = await served.events(action="ws_open")
     assert [(e.outcome, e.tenant, e.request_id) for e in opened] == [
         ("ok", "acme", session["session_id"]),
         ("unauthorized", None, None),
+        ("ok", "acme", second),
     ]
-    closed = await served.one(action="ws_close")
-    assert closed.request_id == session["session_id"] and closed.details["reason"] == "end"
-    assert closed.bytes > 0 and closed.key_id == ACME_ID
+    closed = {e.request_id: e for e in await served.events(action="ws_close")}
+    assert closed[session["session_id"]].details["reason"] == "end"
+    assert closed[session["session_id"]].bytes > 0 and closed[session["session_id"]].key_id == ACME_ID
+    assert closed[second].details == {"reason": "disconnect", "sentences": 1}
+    sentence = await served.one(action="submit")
+    assert (sentence.request_id, sentence.outcome, sentence.details) == (
+        f"{second}-0",
+        "ok",
+        {"via": "ws", "session_id": second},
+    )
 
 
 async def test_auth_failures_and_rate_limit_refusals_are_audited(served: Served) -> None:
