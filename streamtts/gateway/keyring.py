@@ -165,29 +165,27 @@ class KeyRing:
         self.path = path
         self._stamp: tuple[int, int, int] | None = None
         self.current = static
-        self.reloads = {"ok": 0, "invalid": 0}
         if path is not None:
             self._stamp = self._stat()
             self.current = static.merged(load_file(path))  # at start, a bad file is fatal
 
-    def reload_if_changed(self) -> bool:
-        """Re-read the file if its mtime, size or inode changed; True if new keys are in force."""
+    def reload_if_changed(self) -> str:
+        """Re-read the file if its mtime, size or inode changed. Returns "unchanged", "ok"
+        (new keys in force) or "invalid" (the file did not parse: the old keys stay)."""
         if self.path is None:
-            return False
+            return "unchanged"
         stamp = self._stat()
         if stamp == self._stamp:
-            return False
+            return "unchanged"
         self._stamp = stamp
         try:
             loaded = load_file(self.path)
         except ConfigError as err:
-            self.reloads["invalid"] += 1
             log_event(log, "keys_reload_failed", logging.ERROR, error=str(err), kept=len(self.current.keys))
-            return False
+            return "invalid"
         self.current = self.static.merged(loaded)
-        self.reloads["ok"] += 1
         log_event(log, "keys_reloaded", keys=len(self.current.keys), key_ids=[k.key_id for k in loaded.keys])
-        return True
+        return "ok"
 
     def _stat(self) -> tuple[int, int, int] | None:
         assert self.path is not None

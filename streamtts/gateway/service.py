@@ -101,8 +101,6 @@ class Gateway:
     misses: OrderedDict[tuple[str, str], float] = field(default_factory=OrderedDict)
     """(tenant, id) → when a search found nothing: not searched again for a while."""
 
-    _invalid_reloads_seen: int = 0
-
     def __post_init__(self) -> None:
         self.lookup_limiter = RateLimiter(lambda _tenant: self.settings.lookup_rate)
 
@@ -165,13 +163,12 @@ class Gateway:
         while True:
             await asyncio.sleep(self.settings.keys_reload_s)
             try:
-                if await asyncio.to_thread(self.keys.ring.reload_if_changed):
-                    self.metrics.key_reloads.labels("ok").inc()
-                elif self.keys.ring.reloads["invalid"] > self._invalid_reloads_seen:
-                    self.metrics.key_reloads.labels("invalid").inc()
-                self._invalid_reloads_seen = self.keys.ring.reloads["invalid"]
+                outcome = await asyncio.to_thread(self.keys.ring.reload_if_changed)
             except Exception:  # the loop must survive anything, or rotation silently stops
                 logging.getLogger(__name__).exception("keys reload failed")
+                continue
+            if outcome != "unchanged":
+                self.metrics.key_reloads.labels(outcome).inc()
 
     def rate_limit(self, tenant: str) -> None:
         wait_s = self.limiter.take(tenant)
