@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from streamtts.errors import ConfigError
-from streamtts.gateway.settings import TENANT_RE, parse_api_keys
+from streamtts.gateway.settings import TENANT_RE, GatewaySettings, parse_api_keys
 from streamtts.runtime.audit import key_id as hashed_key_id
 from streamtts.runtime.jsonlog import log_event
 
@@ -168,6 +168,22 @@ class KeyRing:
         if path is not None:
             self._stamp = self._stat()
             self.current = static.merged(load_file(path))  # at start, a bad file is fatal
+
+    @classmethod
+    def from_settings(cls, settings: GatewaySettings) -> KeyRing:
+        """The environment's keys and tenant allowlists, plus the keys file."""
+        path = Path(settings.api_keys_file) if settings.api_keys_file else None
+        static = from_pairs(settings.api_keys)
+        tenant_allow = {
+            t: parse_networks(nets, f"STREAMTTS_GATEWAY_TENANT_ALLOW: {t}")
+            for t, nets in settings.tenant_allow.items()
+        }
+        if path is not None:
+            # Keys the file defines belong to the file: when a reload drops them they must go,
+            # although `settings.api_keys` (read at start, env and file merged) still lists them.
+            in_file = {k.key for k in load_file(path).keys}
+            static = KeySet(tuple(k for k in static.keys if k.key not in in_file))
+        return cls(KeySet(static.keys, tenant_allow), path)
 
     def reload_if_changed(self) -> str:
         """Re-read the file if its mtime, size or inode changed. Returns "unchanged", "ok"

@@ -17,7 +17,7 @@ from streamtts.audio.codecs import EXTENSIONS
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
-from streamtts.gateway.keyring import KeyRing, KeySet, Network, from_pairs, load_file, parse_networks
+from streamtts.gateway.keyring import KeyRing, Network, parse_networks
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings
@@ -29,24 +29,6 @@ from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.captions import render as render_captions
 from streamtts.schemas.captions import retimed
 from streamtts.sinks.object_store import ObjectStore
-
-
-def key_ring(settings: GatewaySettings) -> KeyRing:
-    """The environment's keys and tenant allowlists, plus the keys file (re-read while running)."""
-    from pathlib import Path
-
-    path = Path(settings.api_keys_file) if settings.api_keys_file else None
-    static = from_pairs(settings.api_keys)
-    tenant_allow = {
-        t: parse_networks(nets, f"STREAMTTS_GATEWAY_TENANT_ALLOW: {t}")
-        for t, nets in settings.tenant_allow.items()
-    }
-    if path is not None:
-        # Keys the file defines belong to the file: when a reload drops them they must go,
-        # although `settings.api_keys` (read at start, env and file merged) still lists them.
-        in_file = {k.key for k in load_file(path).keys}
-        static = KeySet(tuple(k for k in static.keys if k.key not in in_file))
-    return KeyRing(KeySet(static.keys, tenant_allow), path)
 
 
 @dataclass
@@ -90,7 +72,7 @@ class Gateway:
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
-    _key_reloader: asyncio.Task[None] | None = None
+    _key_reloader: asyncio.Task[None] | None = field(default=None, init=False)
     ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
     """Open WebSocket sessions per tenant (the per-tenant cap); their sum is `ws_sessions`."""
     lookup_limiter: RateLimiter = field(init=False)
@@ -116,7 +98,7 @@ class Gateway:
             settings=settings,
             pipeline=pipeline,
             metrics=metrics,
-            keys=ApiKeys(key_ring(settings)),
+            keys=ApiKeys(KeyRing.from_settings(settings)),
             limiter=RateLimiter(settings.rate_for),
             voices=VoiceCatalog.load(),
             producer=RequestProducer(pipeline.kafka),
