@@ -15,11 +15,12 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from streamtts.gateway.clientaddr import client_address
+from streamtts.gateway.errors import AUDIT_SCOPE_KEY
 from streamtts.gateway.keyring import Address
 from streamtts.gateway.service import Gateway
 from streamtts.schemas.audit import AuditEvent
 
-SCOPE_KEY = "streamtts.audit"
+SCOPE_KEY = AUDIT_SCOPE_KEY
 
 # (method, route template) → audited action. Ops endpoints (probes, metrics, voices, the page)
 # carry no tenant data and are left out.

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from starlette.types import Scope
 
-from streamtts.gateway.keyring import Address, Network, _contains
+from streamtts.gateway.keyring import Address, Network, contains
 
 
 def _parse(text: str) -> Address | None:
@@ -29,7 +29,7 @@ def client_address(scope: Scope, trusted: Sequence[Network]) -> Address | None:
     unparseable hop (treated as unknown: it matches no allowlist)."""
     client = scope.get("client")
     peer = _parse(client[0]) if client else None
-    if peer is None or not trusted or not any(_contains(n, peer) for n in trusted):
+    if peer is None or not trusted or not any(contains(n, peer) for n in trusted):
         return peer
     forwarded: list[str] = []
     for name, value in scope.get("headers", ()):
@@ -41,6 +41,6 @@ def client_address(scope: Scope, trusted: Sequence[Network]) -> Address | None:
         addr = _parse(hop)
         if addr is None:
             return None
-        if not any(_contains(n, addr) for n in trusted):
+        if not any(contains(n, addr) for n in trusted):
             return addr
     return peer if not forwarded else _parse(forwarded[0])

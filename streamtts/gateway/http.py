@@ -8,6 +8,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection, Request
 
+from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.service import Gateway
 
@@ -22,8 +23,6 @@ def gateway(conn: HTTPConnection) -> Gateway:
 def authenticate(conn: HTTPConnection, *, allow_query: bool = False) -> str:
     """The caller's tenant (401 bad/missing/expired key, 403 `denied_address`); who it is
     goes into the call's audit context, refused or not."""
-    from streamtts.gateway.audit_trail import audit_context
-
     gw = gateway(conn)
     ctx = audit_context(conn)
     try:

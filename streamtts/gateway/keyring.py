@@ -64,12 +64,12 @@ class KeySet:
 
     def allowed(self, key: ApiKey, address: Address | None) -> bool:
         for networks in (self.tenant_allow.get(key.tenant, ()), key.allow):
-            if networks and (address is None or not any(_contains(n, address) for n in networks)):
+            if networks and (address is None or not any(contains(n, address) for n in networks)):
                 return False
         return True
 
 
-def _contains(network: Network, address: Address) -> bool:
+def contains(network: Network, address: Address) -> bool:
     if network.version != address.version:
         # An IPv4 client on a dual-stack socket appears as ::ffff:a.b.c.d.
         mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
