@@ -86,7 +86,7 @@ class GatewaySettings:
         return 4 * self.max_text_chars + 4096
 
     def __post_init__(self) -> None:
-        for tenant in {*self.api_keys.values(), *self.tenant_rates}:
+        for tenant in {*self.api_keys.values(), *self.tenant_rates, *self.tenant_allow}:
             if not TENANT_RE.match(tenant):
                 raise ConfigError(f"{PREFIX}API_KEYS: tenant {tenant!r} must match {TENANT_RE.pattern}")
         for name in (
