@@ -1,5 +1,6 @@
 """Versioned wire contracts of streamtts (orjson-serialized, strictly validated)."""
 
+from streamtts.schemas.audit import AuditEvent
 from streamtts.schemas.base import SCHEMA_VERSION, Contract
 from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk, WordTiming
 from streamtts.schemas.context import RequestContext
@@ -14,7 +15,16 @@ from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls
-    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage, Lexicon)
+    for cls in (
+        TTSRequest,
+        Segment,
+        PcmChunk,
+        AudioChunk,
+        CompletionResult,
+        ControlMessage,
+        Lexicon,
+        AuditEvent,
+    )
 }
 
 __all__ = [
@@ -23,6 +33,7 @@ __all__ = [
     "LANGUAGES",
     "SCHEMA_VERSION",
     "AudioChunk",
+    "AuditEvent",
     "Captions",
     "CompletionResult",
     "Contract",

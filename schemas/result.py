@@ -75,3 +75,6 @@ class CompletionResult(Contract):
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: AwareDatetime
     completed_at: AwareDatetime
+    expires_at: AwareDatetime | None = None
+    """When the tenant's retention lets object storage delete the stored files (None: kept
+    until deleted by hand). The gateway answers 410 for their audio and captions after it."""

@@ -31,6 +31,7 @@ from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer
+from streamtts.runtime.retention import RetentionPolicy
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
@@ -102,6 +103,7 @@ class CompletionSink(DeadLettering):
         self.eos = pipeline.processing_guarantee == "exactly_once"
         self.checkpoint = SinkCheckpoint(kafka, self._group, self.consumer, exactly_once=self.eos)
         self.store = ObjectStore(s3)
+        self.retention = RetentionPolicy.of(pipeline)
         self.assembler = RequestAssembler()
         # Long enough to cover every finished request whose chunks can still be re-read: the
         # committed offset lags by at most the stale timeout (then the oldest request fails).
@@ -283,6 +285,7 @@ class CompletionSink(DeadLettering):
                 duration_ms=duration_ms,
                 presign_s=self.pipeline.presign_expiry_s if req.ctx.delivery.presign else None,
                 namespace=self.namespace,
+                tags=self.retention.tags_for(req.ctx.tenant),
             ),
         )
 
@@ -309,7 +312,15 @@ class CompletionSink(DeadLettering):
             body = caption_files.render(words, fmt)
             ctype = caption_files.CAPTION_CONTENT_TYPES[fmt]
             refs[fmt] = await self._retrying(
-                req, functools.partial(self.store.put_beside, audio, extension, body, ctype)
+                req,
+                functools.partial(
+                    self.store.put_beside,
+                    audio,
+                    extension,
+                    body,
+                    ctype,
+                    self.retention.tags_for(req.ctx.tenant),
+                ),
             )
         return Captions(vtt=refs["vtt"], srt=refs["srt"], words=refs["json"])
 
@@ -367,6 +378,7 @@ class CompletionSink(DeadLettering):
             spoken_ms = duration_ms if req.played_ms is None else min(duration_ms, req.played_ms)
             if req.words is not None:
                 words_spoken = [w for w in req.words if w.start_ms < spoken_ms][:MAX_INLINE_WORDS]
+        completed_at = datetime.now(UTC)
         result = CompletionResult(
             request_id=ctx.request_id,
             tenant=ctx.tenant,
@@ -387,7 +399,8 @@ class CompletionSink(DeadLettering):
             error=error,
             metadata=ctx.metadata,
             created_at=ctx.created_at,
-            completed_at=datetime.now(UTC),
+            completed_at=completed_at,
+            expires_at=self.retention.expires_at(ctx.tenant, completed_at) if storage else None,
         )
         await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
         first_headers = req.records[0][3] if req.records else ()

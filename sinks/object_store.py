@@ -12,6 +12,7 @@ from datetime import timedelta
 from urllib.parse import quote
 
 import urllib3
+from minio.commonconfig import Tags
 from minio.error import S3Error, ServerError
 
 from streamtts.audio.codecs import CONTENT_TYPES, EXTENSIONS
@@ -57,6 +58,14 @@ def content_type(ctx: RequestContext, sample_rate: int) -> str:
     return CONTENT_TYPES[ctx.format]
 
 
+def _tags(tags: dict[str, str] | None) -> Tags | None:
+    if not tags:
+        return None
+    out = Tags(for_object=True)
+    out.update(tags)
+    return out
+
+
 class ObjectStore:
     def __init__(self, s3: S3Settings) -> None:
         self.settings = s3
@@ -81,8 +90,10 @@ class ObjectStore:
         duration_ms: float,
         presign_s: int | None,
         namespace: str = "",
+        tags: dict[str, str] | None = None,
     ) -> StorageRef:
-        """Upload one file (multipart above 5 MiB) and return its claim check."""
+        """Upload one file (multipart above 5 MiB) and return its claim check. `tags`:
+        object tags (the retention rules select by them, see runtime.retention)."""
         self.ensure_bucket()
         key = object_key(ctx, namespace)
         ctype = content_type(ctx, sample_rate)
@@ -100,6 +111,7 @@ class ObjectStore:
                 "sample-rate": str(sample_rate),
                 "duration-ms": f"{duration_ms:.1f}",
             },
+            tags=_tags(tags),
         )
         url = None
         if presign_s:
@@ -113,13 +125,20 @@ class ObjectStore:
             url=url,
         )
 
-    def put_beside(self, audio: StorageRef, extension: str, data: bytes, content_type: str) -> StorageRef:
+    def put_beside(
+        self,
+        audio: StorageRef,
+        extension: str,
+        data: bytes,
+        content_type: str,
+        tags: dict[str, str] | None = None,
+    ) -> StorageRef:
         """Store `data` next to an audio object: the same key with `extension` instead of
         the audio's (captions: `.vtt`, `.srt`, `.words.json`)."""
         self.ensure_bucket()
         key = sibling_key(audio.key, extension)
         result = self.client.put_object(
-            self.bucket, key, io.BytesIO(data), len(data), content_type=content_type
+            self.bucket, key, io.BytesIO(data), len(data), content_type=content_type, tags=_tags(tags)
         )
         return StorageRef(
             bucket=self.bucket, key=key, size=len(data), etag=result.etag or "", content_type=content_type

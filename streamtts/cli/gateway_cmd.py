@@ -9,6 +9,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gateway", help="serve the HTTP/WebSocket gateway over the pipeline's topics")
     p.add_argument("--host", help="bind address (default: $STREAMTTS_GATEWAY_HOST or 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: $STREAMTTS_GATEWAY_PORT or 8080)")
+    p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS/WSS with this certificate (chain)")
+    p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     p.set_defaults(func=_run)
 
 
@@ -19,8 +21,14 @@ def _run(args: argparse.Namespace) -> int:
     from streamtts.gateway.settings import GatewaySettings
 
     settings = GatewaySettings.from_env()
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    settings = dataclasses.replace(settings, **overrides)
+    pairs = (
+        ("host", args.host),
+        ("port", args.port),
+        ("tls_certfile", args.tls_cert),
+        ("tls_keyfile", args.tls_key),
+    )
+    settings = dataclasses.replace(settings, **{k: v for k, v in pairs if v is not None})
+    _check_tls(settings)
     if not settings.api_keys:
         from streamtts.errors import ConfigError
 
@@ -34,6 +42,7 @@ async def _serve(settings: object) -> int:
     import uvicorn
 
     from streamtts.gateway.app import create_app
+    from streamtts.gateway.server import uvicorn_options
     from streamtts.gateway.settings import GatewaySettings
     from streamtts.runtime.settings import Settings
 
@@ -52,8 +61,30 @@ async def _serve(settings: object) -> int:
         port=settings.port,
         lifespan="on",
         log_config=None,
-        ws_max_size=settings.ws_max_frame_bytes,
+        **uvicorn_options(settings),
     )
-    print(f"streamtts gateway on http://{settings.host}:{settings.port}/", flush=True)
+    scheme = "https" if settings.tls_certfile else "http"
+    print(f"streamtts gateway on {scheme}://{settings.host}:{settings.port}/", flush=True)
     await uvicorn.Server(config).serve()
     return 0
+
+
+def _check_tls(settings: object) -> None:
+    """A missing or unreadable certificate/key fails here with one line, not inside uvicorn."""
+    import ssl
+
+    from streamtts.errors import ConfigError
+    from streamtts.gateway.settings import GatewaySettings
+
+    assert isinstance(settings, GatewaySettings)
+    if settings.tls_certfile is None or settings.tls_keyfile is None:
+        return
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+            settings.tls_certfile, settings.tls_keyfile
+        )
+    except (OSError, ssl.SSLError) as err:
+        raise ConfigError(
+            f"--tls-cert/--tls-key: cannot load {settings.tls_certfile} / {settings.tls_keyfile}: "
+            f"{getattr(err, 'strerror', None) or err}"
+        ) from None

@@ -32,6 +32,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "cache_cmd",
     "config_cmd",
     "gateway_cmd",
+    "audit_cmd",
+    "storage_cmd",
 )
 
 

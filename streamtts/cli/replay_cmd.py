@@ -101,6 +101,7 @@ def _guard(coro: Coroutine[Any, Any, T]) -> T:
 
 def _dlq(args: argparse.Namespace) -> int:
     from streamtts.producers.replay import DlqFilter, replay_dlq
+    from streamtts.producers.replay.audit import audited
     from streamtts.runtime.settings import Settings
 
     if args.since and args.until and args.since >= args.until:
@@ -113,15 +114,29 @@ def _dlq(args: argparse.Namespace) -> int:
         since=args.since,
         until=args.until,
     )
+    kafka = Settings.from_env().kafka
+    selection: dict[str, str | int] = {"stage": args.stage}
+    for name in ("reason", "exception_class", "since", "until"):
+        if getattr(args, name) is not None:
+            selection[name] = str(getattr(args, name))
+    if args.request_ids:
+        selection["request_ids"] = ",".join(args.request_ids)
     summary = _guard(
-        replay_dlq(
-            Settings.from_env().kafka,
-            args.stage,
-            flt,
-            dry_run=args.dry_run,
-            rate=args.rate,
-            force=args.force,
-            max_attempts=args.max_attempts,
+        audited(
+            kafka,
+            "replay_dlq",
+            lambda: replay_dlq(
+                kafka,
+                args.stage,
+                flt,
+                dry_run=args.dry_run,
+                rate=args.rate,
+                force=args.force,
+                max_attempts=args.max_attempts,
+            ),
+            lambda s: s,
+            tenant=args.tenant,
+            selection=selection,
         )
     )
     return _print(summary, f"replay dlq {args.stage}")
@@ -129,19 +144,27 @@ def _dlq(args: argparse.Namespace) -> int:
 
 def _request(args: argparse.Namespace) -> int:
     from streamtts.producers.replay import replay_requests
+    from streamtts.producers.replay.audit import audited
     from streamtts.runtime.settings import Settings
 
+    kafka = Settings.from_env().kafka
     summary, mapping = _guard(
-        replay_requests(
-            Settings.from_env().kafka,
-            args.request_ids,
-            voice=args.voice,
-            fmt=args.format,
-            new_ids=not args.same_id,
-            namespace=args.namespace,
-            dry_run=args.dry_run,
-            force=args.force,
-            lexicon_version=args.lexicon_version,
+        audited(
+            kafka,
+            "replay_request",
+            lambda: replay_requests(
+                kafka,
+                args.request_ids,
+                voice=args.voice,
+                fmt=args.format,
+                new_ids=not args.same_id,
+                namespace=args.namespace,
+                dry_run=args.dry_run,
+                force=args.force,
+                lexicon_version=args.lexicon_version,
+            ),
+            lambda r: r[0],
+            selection={"request_ids": ",".join(args.request_ids)[:200]},
         )
     )
     for old, new in mapping.items():
@@ -158,19 +181,27 @@ def _request(args: argparse.Namespace) -> int:
 
 def _window(args: argparse.Namespace) -> int:
     from streamtts.producers.replay import replay_window
+    from streamtts.producers.replay.audit import audited
     from streamtts.runtime.settings import Settings
 
     if args.since >= args.until:
         raise ConfigError(f"--from ({args.since.isoformat()}) must be before --to ({args.until.isoformat()})")
+    kafka = Settings.from_env().kafka
     summary = _guard(
-        replay_window(
-            Settings.from_env().kafka,
-            args.since,
-            args.until,
-            namespace=args.namespace,
-            dry_run=args.dry_run,
-            rate=args.rate,
-            force=args.force,
+        audited(
+            kafka,
+            "replay_window",
+            lambda: replay_window(
+                kafka,
+                args.since,
+                args.until,
+                namespace=args.namespace,
+                dry_run=args.dry_run,
+                rate=args.rate,
+                force=args.force,
+            ),
+            lambda s: s,
+            selection={"from": args.since.isoformat(), "to": args.until.isoformat()},
         )
     )
     return _print(summary, "replay window")

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from streamtts.gateway import routes_openai, routes_ops, routes_speech, websocket
+from streamtts.gateway.audit_trail import AuditMiddleware
 from streamtts.gateway.errors import ApiError, api_error_handler, http_error_handler
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.settings import GatewaySettings
@@ -73,5 +74,6 @@ def create_app(settings: GatewaySettings, pipeline: Settings, gateway: Gateway |
         lifespan=lifespan,
     )
     app.state.gateway = gw
+    app.add_middleware(AuditMiddleware, gateway=gw)
     app.add_middleware(MetricsMiddleware, gateway=gw)
     return app

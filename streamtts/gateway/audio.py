@@ -80,6 +80,7 @@ async def audio_response(
     With `framing` (pcm, mulaw, alaw): always a stream of fixed frames."""
     if state.status == "failed":
         raise failed(state)
+    gw.check_retained(state)
     if framing is not None:
         if state.format not in FRAMEABLE:
             raise ApiError(400, "invalid_request", "frame_ms needs format pcm, mulaw or alaw")

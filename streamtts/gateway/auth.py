@@ -1,32 +1,53 @@
-"""API-key authentication: each key belongs to exactly one tenant."""
+"""API-key authentication: each key belongs to exactly one tenant, may be limited to client
+networks and may expire (rotation). The keys come from a `KeyRing` that can be re-read."""
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from starlette.datastructures import Headers, QueryParams
 
 from streamtts.gateway.errors import ApiError
+from streamtts.gateway.keyring import Address, ApiKey, KeyRing
 
 
 @dataclass(frozen=True)
-class ApiKeys:
-    keys: Mapping[str, str]
-    """key → tenant"""
+class Identity:
+    tenant: str
+    key_id: str
 
-    def tenant_of(self, headers: Headers, query: QueryParams | None = None) -> str:
-        """The caller's tenant, or ApiError 401. Keys come from `Authorization: Bearer`,
+
+@dataclass
+class ApiKeys:
+    ring: KeyRing
+
+    def lookup(self, headers: Headers, query: QueryParams | None = None) -> ApiKey:
+        """The presented key, or ApiError 401. Keys come from `Authorization: Bearer`,
         `X-API-Key`, or (WebSockets only: browsers cannot set headers there) `?api_key=`."""
-        key = _presented_key(headers, query)
-        if not key:
+        presented = _presented_key(headers, query)
+        if not presented:
             raise ApiError(401, "unauthorized", "missing API key (Authorization: Bearer <key> or X-API-Key)")
-        for known, tenant in self.keys.items():
-            # Constant-time comparison: response timing must not reveal key prefixes.
-            if hmac.compare_digest(known.encode(), key.encode()):
-                return tenant
-        raise ApiError(401, "unauthorized", "invalid API key")
+        found: ApiKey | None = None
+        for known in self.ring.current.keys:
+            # Constant-time comparison, and no early exit: timing reveals neither prefixes
+            # nor where in the list a key sits.
+            if hmac.compare_digest(known.key.encode(), presented.encode()):
+                found = known
+        if found is None:
+            raise ApiError(401, "unauthorized", "invalid API key")
+        return found
+
+    def check(self, key: ApiKey, address: Address | None, now: datetime | None = None) -> Identity:
+        """ApiError 401 `key_expired` past the key's `not_after`, 403 `denied_address` from
+        outside its or its tenant's allowlist; else who the caller is."""
+        if key.not_after is not None and (now or datetime.now(UTC)) >= key.not_after:
+            raise ApiError(401, "key_expired", f"this API key expired at {key.not_after.isoformat()}")
+        if not self.ring.current.allowed(key, address):
+            shown = str(address) if address is not None else "unknown"
+            raise ApiError(403, "denied_address", f"client address {shown} is not allowed for this API key")
+        return Identity(key.tenant, key.key_id)
 
 
 def _presented_key(headers: Headers, query: QueryParams | None) -> str:

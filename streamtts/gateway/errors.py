@@ -24,8 +24,15 @@ def error_response(
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
+AUDIT_SCOPE_KEY = "streamtts.audit"
+"""Where a call's audit context (gateway.audit_trail.AuditContext) sits in the ASGI scope."""
+
+
 async def api_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
+    ctx = request.scope.get(AUDIT_SCOPE_KEY)
+    if ctx is not None:  # the refusal's reason is the audit event's outcome
+        ctx.outcome = exc.code
     return exc.response()
 
 

@@ -8,6 +8,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection, Request
 
+from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.service import Gateway
 
@@ -20,12 +21,18 @@ def gateway(conn: HTTPConnection) -> Gateway:
 
 
 def authenticate(conn: HTTPConnection, *, allow_query: bool = False) -> str:
+    """The caller's tenant (401 bad/missing/expired key, 403 `denied_address`); who it is
+    goes into the call's audit context, refused or not."""
     gw = gateway(conn)
+    ctx = audit_context(conn)
     try:
-        return gw.keys.tenant_of(conn.headers, conn.query_params if allow_query else None)
-    except ApiError:
-        gw.metrics.rejected.labels("unauthorized").inc()
+        key = gw.keys.lookup(conn.headers, conn.query_params if allow_query else None)
+        ctx.tenant, ctx.key_id = key.tenant, key.key_id
+        gw.keys.check(key, ctx.address)
+    except ApiError as err:
+        gw.metrics.rejected.labels(err.code).inc()
         raise
+    return key.tenant
 
 
 async def read_body(request: Request, model: type[M]) -> M:

@@ -52,5 +52,12 @@ class GatewayMetrics:
             "streamtts_gateway_audio_bytes", "Audio bytes sent to clients", ["endpoint"], registry=r
         )
 
+        self.key_reloads = Counter(
+            "streamtts_gateway_key_reloads",
+            "Keys file re-reads: ok (new keys in force), invalid (old keys kept)",
+            ["outcome"],
+            registry=r,
+        )
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

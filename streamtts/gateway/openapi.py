@@ -31,9 +31,22 @@ LOOKUP_ERRORS = {
     "429": _error("Too many lookups of requests this gateway does not hold (see Retry-After)"),
     "503": _error("The results history is being searched; retry shortly"),
 }
+AUTH_ERRORS = {
+    "401": _error("Missing or invalid API key (unauthorized), or one past its not_after (key_expired)"),
+    "403": _error(
+        "The client address is outside the key's or tenant's allowlist (denied_address); "
+        "POST /v1/speech also: acting for another tenant or choosing a reply topic (forbidden)"
+    ),
+}
+GONE = {
+    "410": _error(
+        "The stored audio is gone: past the result's expires_at (expired: the tenant's retention) "
+        "or deleted from object storage (gone)"
+    )
+}
 COMMON_ERRORS = {
     "400": _error("Invalid request"),
-    "401": _error("Missing or invalid API key"),
+    **AUTH_ERRORS,
     "413": _error("Body or text too large"),
     "429": _error("Tenant rate limit exceeded (see Retry-After)"),
     "503": _error("Kafka unavailable"),
@@ -157,6 +170,12 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "spoken_ms": {"type": "number", "nullable": True},
                         "words_spoken": {"type": "array", "nullable": True, "items": {"type": "object"}},
                         "cancelled": {"type": "boolean"},
+                        "expires_at": {
+                            "type": "string",
+                            "format": "date-time",
+                            "nullable": True,
+                            "description": "when retention lets storage delete the files (410 after)",
+                        },
                         "storage": {
                             "type": "object",
                             "nullable": True,
@@ -212,7 +231,6 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                                 "application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}
                             },
                         },
-                        "403": _error("Acting for another tenant or choosing a reply topic"),
                         "409": _error("The request id is in use"),
                         **COMMON_ERRORS,
                     },
@@ -232,7 +250,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                                 "application/json": {"schema": {"$ref": "#/components/schemas/Status"}}
                             },
                         },
-                        "401": _error("Missing or invalid API key"),
+                        **AUTH_ERRORS,
                         "400": _error("Invalid wait"),
                         "404": _error("Unknown request (or another tenant's)"),
                         **LOOKUP_ERRORS,
@@ -270,7 +288,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             },
                         },
                         "400": _error("Invalid played_ms or wait"),
-                        "401": _error("Missing or invalid API key"),
+                        **AUTH_ERRORS,
                         "404": _error("Unknown request (or another tenant's)"),
                         **LOOKUP_ERRORS,
                     },
@@ -298,9 +316,10 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                     "responses": {
                         "200": {"description": "Audio", "content": AUDIO_CONTENT},
                         "400": _error("Invalid frame_ms or pace, or a format that cannot be framed"),
-                        "401": _error("Missing or invalid API key"),
+                        **AUTH_ERRORS,
                         "404": _error("Unknown request (or another tenant's)"),
                         "409": _error("The request failed"),
+                        **GONE,
                         "502": _error("Object storage unavailable"),
                         "504": _error("No audio in time"),
                         **LOOKUP_ERRORS,
@@ -333,9 +352,10 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             },
                         },
                         "400": _error("Invalid format or wait"),
-                        "401": _error("Missing or invalid API key"),
+                        **AUTH_ERRORS,
                         "404": _error("Unknown request, or made without timestamps"),
                         "409": _error("The request failed or is still in progress"),
+                        **GONE,
                         "502": _error("Object storage unavailable"),
                         **LOOKUP_ERRORS,
                     },

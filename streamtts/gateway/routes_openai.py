@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from streamtts.gateway.audio import audio_response
+from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.http import authenticate, gateway, read_body
 from streamtts.gateway.service import SpeechOptions
@@ -47,6 +48,7 @@ async def speech(request: Request) -> Response:
         metadata={"openai_model": body.model[:64]},
     )
     state = await gw.submit(tenant, opts, endpoint="openai")
+    audit_context(request).request_id = state.request_id
     return await audio_response(gw, state, endpoint="openai")
 
 

@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from streamtts.gateway.audio import Framing, audio_response
+from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState
 from streamtts.gateway.framing import FRAME_MS_CHOICES
@@ -78,6 +79,7 @@ async def submit(request: Request) -> Response:
         text_type=body.text_type,
     )
     state = await gateway(request).submit(tenant, opts, endpoint="speech")
+    audit_context(request).request_id = state.request_id
     url = f"/v1/speech/{state.request_id}"
     links = {"status_url": url, "audio_url": f"{url}/audio"}
     if body.timestamps:
@@ -208,6 +210,7 @@ def status_body(state: RequestState) -> dict[str, Any]:
         "audio_url": f"/v1/speech/{state.request_id}/audio",
         "captions_url": f"/v1/speech/{state.request_id}/captions" if _timed(state) else None,
         "storage": storage,
+        "expires_at": result.expires_at.isoformat() if result is not None and result.expires_at else None,
         **_spoken(state),
     }
 

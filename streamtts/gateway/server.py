@@ -5,9 +5,24 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+
+from streamtts.gateway.settings import GatewaySettings
+
+
+def uvicorn_options(settings: GatewaySettings) -> dict[str, Any]:
+    """What both the CLI and the in-process server pass to uvicorn."""
+    return {
+        "ws_max_size": settings.ws_max_frame_bytes,
+        # X-Forwarded-For is ours to judge (TRUSTED_PROXIES, see clientaddr): uvicorn would
+        # otherwise believe it from any loopback peer and rewrite the client address.
+        "proxy_headers": False,
+        "ssl_certfile": settings.tls_certfile,
+        "ssl_keyfile": settings.tls_keyfile,
+    }
 
 
 @dataclass
@@ -24,12 +39,13 @@ class GatewayServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
+        settings = self.app.state.gateway.settings
         config = uvicorn.Config(
             self.app,
             lifespan="on",
             log_level="warning",
             ws_ping_interval=20.0,
-            ws_max_size=self.app.state.gateway.settings.ws_max_frame_bytes,
+            **uvicorn_options(settings),
         )
         self.server = uvicorn.Server(config)
         self._task = asyncio.create_task(self.server.serve(sockets=[sock]))
@@ -48,4 +64,5 @@ class GatewayServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.app.state.gateway.settings.tls_certfile else "http"
+        return f"{scheme}://{self.host}:{self.port}"

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+
+from minio.error import S3Error
 
 from streamtts.audio.codecs import EXTENSIONS
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
+from streamtts.gateway.keyring import KeyRing, Network, parse_networks
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.audit import AuditLog
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.captions import render as render_captions
@@ -74,7 +81,11 @@ class Gateway:
     producer: RequestProducer
     fanout: Fanout
     store: ObjectStore
+    audit: AuditLog
+    trusted_proxies: tuple[Network, ...] = ()
+    """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
+    _key_reloader: asyncio.Task[None] | None = field(default=None, init=False)
     ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
     """Open WebSocket sessions per tenant (the per-tenant cap); their sum is `ws_sessions`."""
     lookup_limiter: RateLimiter = field(init=False)
@@ -100,7 +111,7 @@ class Gateway:
             settings=settings,
             pipeline=pipeline,
             metrics=metrics,
-            keys=ApiKeys(settings.api_keys),
+            keys=ApiKeys(KeyRing.from_settings(settings)),
             limiter=RateLimiter(settings.rate_for),
             voices=VoiceCatalog.load(),
             producer=RequestProducer(pipeline.kafka),
@@ -113,19 +124,46 @@ class Gateway:
                 history_lookback_s=settings.history_lookback_s,
             ),
             store=ObjectStore(pipeline.s3),
+            audit=AuditLog(pipeline.kafka, metrics.registry, queue_size=settings.audit_queue),
+            trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
     async def start(self) -> None:
-        await self.fanout.start()  # attach to the output topics before anything is submitted
+        # 1. The audit trail first: every later action (even a refused one) is recorded.
+        await self.audit.start()
         try:
-            await self.producer.start()
+            # 2. Attach to the output topics before anything is submitted.
+            await self.fanout.start()
+            try:
+                await self.producer.start()
+            except BaseException:
+                await self.fanout.stop()
+                raise
         except BaseException:
-            await self.fanout.stop()
+            await self.audit.stop()
             raise
+        if self.keys.ring.path is not None:
+            self._key_reloader = asyncio.create_task(self._reload_keys(), name="keys-reload")
 
     async def stop(self) -> None:
+        if self._key_reloader is not None:
+            self._key_reloader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._key_reloader
         await self.producer.stop()
         await self.fanout.stop()
+        await self.audit.stop()  # last: sessions closing during shutdown are recorded too
+
+    async def _reload_keys(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.keys_reload_s)
+            try:
+                outcome = await asyncio.to_thread(self.keys.ring.reload_if_changed)
+            except Exception:  # the loop must survive anything, or rotation silently stops
+                logging.getLogger(__name__).exception("keys reload failed")
+                continue
+            if outcome != "unchanged":
+                self.metrics.key_reloads.labels(outcome).inc()
 
     def rate_limit(self, tenant: str) -> None:
         wait_s = self.limiter.take(tenant)
@@ -257,15 +295,13 @@ class Gateway:
             raise ApiError(
                 409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}"
             )
+        self.check_retained(state)
         result = state.result
         if result is not None and result.captions is not None:
             ref = {"vtt": result.captions.vtt, "srt": result.captions.srt, "json": result.captions.words}[fmt]
             if not (ref.key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in ref.key):
                 raise ApiError(404, "not_found", "no such captions for this tenant")
-            try:
-                return await asyncio.to_thread(self.store.get, ref.bucket, ref.key)
-            except Exception as err:
-                raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None
+            return await self._fetch(state, ref.bucket, ref.key)
         chunks = sorted(state.chunks, key=lambda c: (c.seq, c.part))
         if state.streamed and any(c.words is not None for c in chunks):
             words = retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in chunks])
@@ -289,7 +325,28 @@ class Gateway:
             raise ApiError(404, "not_found", "no such audio for this tenant")
         if not key.endswith(EXTENSIONS[result.format]):
             raise ApiError(500, "bad_result", "stored object does not match the request's format")
+        return await self._fetch(state, result.storage.bucket, key)
+
+    def check_retained(self, state: RequestState) -> None:
+        """410 once the tenant's retention has expired the request's stored files (the
+        store's lifecycle scanner deletes them some time later: the promise is what counts)."""
+        result = state.result
+        if result is not None and result.expires_at is not None and datetime.now(UTC) >= result.expires_at:
+            raise ApiError(
+                410,
+                "expired",
+                f"the audio of request {state.request_id} expired at {result.expires_at.isoformat()} "
+                "(the tenant's retention)",
+            )
+
+    async def _fetch(self, state: RequestState, bucket: str, key: str) -> bytes:
         try:
-            return await asyncio.to_thread(self.store.get, result.storage.bucket, key)
+            return await asyncio.to_thread(self.store.get, bucket, key)
+        except S3Error as err:
+            if err.code == "NoSuchKey":  # stored once, deleted since (expired or removed)
+                raise ApiError(
+                    410, "gone", f"the stored audio of request {state.request_id} no longer exists"
+                ) from None
+            raise ApiError(502, "storage_unavailable", f"object storage: {err.code}") from None
         except Exception as err:
             raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None

@@ -1,7 +1,8 @@
 """Gateway configuration from the environment (STREAMTTS_GATEWAY_*), validated at start.
 
 API keys map to tenants: `STREAMTTS_GATEWAY_API_KEYS="key1:tenantA,key2:tenantB"` and/or a
-file (`STREAMTTS_GATEWAY_API_KEYS_FILE`, one `key:tenant` per line, `#` comments). Rate
+file (`STREAMTTS_GATEWAY_API_KEYS_FILE`, one `key:tenant` per line, `#` comments; or YAML/JSON
+with key ids, client-network allowlists and expiries, re-read while running: see keyring). Rate
 limits are token buckets per tenant: a default (`RATE_PER_S`, `RATE_BURST`) and overrides
 (`STREAMTTS_GATEWAY_TENANT_RATES="tenantA=2:5,tenantB=10:20"`, i.e. tokens/s:burst).
 """
@@ -17,7 +18,7 @@ from streamtts.errors import ConfigError
 from streamtts.runtime.settings import env_bool, env_float, env_int
 
 PREFIX = "STREAMTTS_GATEWAY_"
-_TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,18 @@ class GatewaySettings:
     """A client that reads nothing for this long while its queue is full is disconnected."""
     worker_metrics_urls: tuple[str, ...] = ()
     """Workers' /metrics URLs, summarised by /v1/pipeline for the web page."""
+    api_keys_file: str | None = None
+    """Keys file, re-read every `keys_reload_s` while running (key rotation, see keyring)."""
+    keys_reload_s: float = 5.0
+    tenant_allow: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Tenant → client networks (CIDR) its keys may be used from (none listed: any)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Networks of reverse proxies whose X-Forwarded-For names the client; from any other
+    peer the header is ignored (anyone can send it)."""
+    tls_certfile: str | None = None
+    tls_keyfile: str | None = None
+    audit_queue: int = 10_000
+    """Audit events waiting for Kafka; beyond it the Kafka copy is dropped (counted)."""
 
     @property
     def ws_max_frame_bytes(self) -> int:
@@ -73,9 +86,9 @@ class GatewaySettings:
         return 4 * self.max_text_chars + 4096
 
     def __post_init__(self) -> None:
-        for tenant in {*self.api_keys.values(), *self.tenant_rates}:
-            if not _TENANT_RE.match(tenant):
-                raise ConfigError(f"{PREFIX}API_KEYS: tenant {tenant!r} must match {_TENANT_RE.pattern}")
+        for tenant in {*self.api_keys.values(), *self.tenant_rates, *self.tenant_allow}:
+            if not TENANT_RE.match(tenant):
+                raise ConfigError(f"{PREFIX}API_KEYS: tenant {tenant!r} must match {TENANT_RE.pattern}")
         for name in (
             "max_text_chars",
             "max_body_bytes",
@@ -84,12 +97,18 @@ class GatewaySettings:
             "ws_max_sessions",
             "ws_max_sessions_per_tenant",
             "ws_queue_frames",
+            "audit_queue",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         for rate in (self.default_rate, *self.tenant_rates.values()):
             if rate.per_s <= 0 or rate.burst < 1:
                 raise ConfigError(f"{PREFIX} rate limits need tokens/s > 0 and burst ≥ 1, got {rate}")
+
+        if (self.tls_certfile is None) != (self.tls_keyfile is None):
+            raise ConfigError(f"{PREFIX}TLS_CERT and {PREFIX}TLS_KEY go together: set both or neither")
+        if self.keys_reload_s <= 0:
+            raise ConfigError(f"{PREFIX}KEYS_RELOAD_S must be > 0")
 
     def rate_for(self, tenant: str) -> RateLimit:
         return self.tenant_rates.get(tenant, self.default_rate)
@@ -99,10 +118,17 @@ class GatewaySettings:
         keys = parse_api_keys(_get("API_KEYS", ""))
         key_file = _get("API_KEYS_FILE", "")
         if key_file:
-            try:
-                keys.update(parse_api_keys(Path(key_file).read_text(encoding="utf-8")))
-            except OSError as err:
-                raise ConfigError(f"{PREFIX}API_KEYS_FILE: cannot read {key_file}: {err.strerror}") from None
+            from streamtts.gateway.keyring import STRUCTURED_SUFFIXES, load_file
+
+            if Path(key_file).suffix.lower() in STRUCTURED_SUFFIXES:
+                keys.update({k.key: k.tenant for k in load_file(Path(key_file)).keys})
+            else:
+                try:
+                    keys.update(parse_api_keys(Path(key_file).read_text(encoding="utf-8")))
+                except OSError as err:
+                    raise ConfigError(
+                        f"{PREFIX}API_KEYS_FILE: cannot read {key_file}: {err.strerror}"
+                    ) from None
         d = cls()
         return cls(
             host=_get("HOST", d.host),
@@ -129,6 +155,13 @@ class GatewaySettings:
             ws_queue_frames=env_int("WS_QUEUE_FRAMES", d.ws_queue_frames, PREFIX),
             ws_send_timeout_s=env_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s, PREFIX),
             worker_metrics_urls=tuple(u for u in _get("WORKER_METRICS_URLS", "").split(",") if u.strip()),
+            api_keys_file=key_file or None,
+            keys_reload_s=env_float("KEYS_RELOAD_S", d.keys_reload_s, PREFIX),
+            tenant_allow=parse_tenant_allow(_get("TENANT_ALLOW", "")),
+            trusted_proxies=tuple(_get("TRUSTED_PROXIES", "").replace(",", " ").split()),
+            tls_certfile=_get("TLS_CERT", "") or None,
+            tls_keyfile=_get("TLS_KEY", "") or None,
+            audit_queue=env_int("AUDIT_QUEUE", d.audit_queue, PREFIX),
         )
 
 
@@ -144,6 +177,19 @@ def parse_api_keys(text: str) -> dict[str, str]:
             raise ConfigError(f"{PREFIX}API_KEYS: expected key:tenant, got {item[:4]}…")
         keys[key.strip()] = tenant.strip()
     return keys
+
+
+def parse_tenant_allow(text: str) -> dict[str, tuple[str, ...]]:
+    """`tenantA=10.0.0.0/8 192.168.1.0/24,tenantB=2001:db8::/32`."""
+    out: dict[str, tuple[str, ...]] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        tenant, sep, nets = item.partition("=")
+        if not sep or not tenant.strip() or not nets.split():
+            raise ConfigError(f"{PREFIX}TENANT_ALLOW: expected tenant=cidr [cidr ...], got {item!r}")
+        out[tenant.strip()] = tuple(nets.split())
+    return out
 
 
 def parse_tenant_rates(text: str) -> dict[str, RateLimit]:

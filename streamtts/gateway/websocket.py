@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.framing import FRAME_MS_CHOICES, FRAMEABLE, Framer, Pacer, media_event
@@ -119,6 +120,9 @@ class Session:
     sentences: asyncio.Queue[RequestState | None] = field(default_factory=asyncio.Queue)
     submitted: list[RequestState] = field(default_factory=list)
     """Every sentence request of the session (a cancel stops those not finished)."""
+    sent_bytes: int = 0
+    """Bytes of every frame sent to the client (the audit event's `bytes`)."""
+    close_reason: str = "error"
 
     def __post_init__(self) -> None:
         self.out = asyncio.Queue(maxsize=self.gw.settings.ws_queue_frames)
@@ -153,7 +157,8 @@ class Session:
             for task, r in zip(tasks, results, strict=True):
                 if isinstance(r, Exception) and not isinstance(r, (SlowConsumer, WebSocketDisconnect)):
                     log.warning("session %s: %s failed: %r", self.session_id, task.get_name(), r)
-            self.gw.metrics.ws_closed.labels("slow_reader" if slow else reason).inc()
+            self.close_reason = "slow_reader" if slow else reason
+            self.gw.metrics.ws_closed.labels(self.close_reason).inc()
             if self.ws.application_state == WebSocketState.CONNECTED:
                 # Bounded: with a stalled reader the close frame waits behind a full socket.
                 with contextlib.suppress(Exception):
@@ -276,13 +281,25 @@ class Session:
         try:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
         except ApiError as err:
+            self._audit_submit(rid, err.code)
             await self._error(err.code, err.message, request_id=rid, index=index)
             return
+        self._audit_submit(rid, "ok")
         self.count += 1
         self.pending += 1
         self.submitted = [s for s in self.submitted if not s.terminal] + [state]
         await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
         await self.sentences.put(state)
+
+    def _audit_submit(self, rid: str, outcome: str) -> None:
+        """Each sentence is a request of its own: audited as a submit, like one over HTTP."""
+        ctx = audit_context(self.ws)
+        event = ctx.event("submit", status=None, outcome=outcome, sent=0)
+        self.gw.audit.record(
+            event.model_copy(
+                update={"request_id": rid, "details": {"via": "ws", "session_id": self.session_id}}
+            )
+        )
 
     async def _forward_loop(self) -> None:
         timeout = self.gw.settings.request_timeout_s
@@ -421,8 +438,10 @@ class Session:
         while (frame := await self.out.get()) is not _CLOSE:
             if isinstance(frame, bytes):
                 await self.ws.send_bytes(frame)
+                self.sent_bytes += len(frame)
             else:
                 await self.ws.send_text(frame)
+                self.sent_bytes += len(frame.encode())
 
     async def _event(self, event: dict[str, Any]) -> None:
         await self.out.put(orjson.dumps(event).decode())
@@ -433,27 +452,34 @@ class Session:
 
 async def stream(ws: WebSocket) -> None:
     gw = gateway(ws)
+    ctx = audit_context(ws)
     await ws.accept()
     try:
         tenant = authenticate(ws, allow_query=True)
     except ApiError as err:
-        await _refuse(ws, err.code, err.message, 4401, "unauthorized")
+        gw.audit.record(ctx.event("ws_open", status=None, outcome=err.code, sent=0))
+        close_code, why = (4403, "forbidden") if err.status == 403 else (4401, "unauthorized")
+        await _refuse(ws, err.code, err.message, close_code, why)
         return
     limits = gw.settings
+    refusal = None
     if gw.ws_sessions >= limits.ws_max_sessions:
         gw.metrics.rejected.labels("too_many_sessions").inc()
-        message = f"the gateway is at its limit of {limits.ws_max_sessions} sessions"
-        await _refuse(ws, "too_many_sessions", message, 1013, "try again later")
-        return
-    if gw.ws_tenant_sessions.get(tenant, 0) >= limits.ws_max_sessions_per_tenant:
+        refusal = f"the gateway is at its limit of {limits.ws_max_sessions} sessions"
+    elif gw.ws_tenant_sessions.get(tenant, 0) >= limits.ws_max_sessions_per_tenant:
         gw.metrics.rejected.labels("too_many_tenant_sessions").inc()
-        message = f"tenant {tenant!r} is at its limit of {limits.ws_max_sessions_per_tenant} sessions"
-        await _refuse(ws, "too_many_sessions", message, 1013, "try again later")
+        refusal = f"tenant {tenant!r} is at its limit of {limits.ws_max_sessions_per_tenant} sessions"
+    if refusal is not None:
+        gw.audit.record(ctx.event("ws_open", status=None, outcome="too_many_sessions", sent=0))
+        await _refuse(ws, "too_many_sessions", refusal, 1013, "try again later")
         return
+    session = Session(ws, gw, tenant)
+    ctx.request_id = session.session_id
+    gw.audit.record(ctx.event("ws_open", status=None, outcome="ok", sent=0))
     gw.ws_tenant_sessions[tenant] = gw.ws_tenant_sessions.get(tenant, 0) + 1
     gw.metrics.ws_sessions.set(gw.ws_sessions)
     try:
-        await Session(ws, gw, tenant).run()
+        await session.run()
     finally:
         left = gw.ws_tenant_sessions.get(tenant, 1) - 1
         if left:
@@ -461,6 +487,10 @@ async def stream(ws: WebSocket) -> None:
         else:
             gw.ws_tenant_sessions.pop(tenant, None)
         gw.metrics.ws_sessions.set(gw.ws_sessions)
+        ctx.details = {"reason": session.close_reason, "sentences": session.count}
+        reason = session.close_reason
+        outcome = "ok" if reason in ("end", "disconnect", "idle") else reason
+        gw.audit.record(ctx.event("ws_close", status=None, outcome=outcome, sent=session.sent_bytes))
 
 
 async def _refuse(ws: WebSocket, code: str, message: str, close_code: int, reason: str) -> None:

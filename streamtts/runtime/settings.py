@@ -7,10 +7,12 @@ Secrets come only from the environment (never from files checked into the repo).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from streamtts.errors import ConfigError
+from streamtts.schemas.request import TENANT_PATTERN
 
 ENV_PREFIX = "STREAMTTS_"
 N = TypeVar("N", int, float)
@@ -200,6 +202,11 @@ class PipelineSettings:
     breaker_threshold: int = 3
     """Consecutive failures of a (voice, language) class that open its circuit breaker."""
     breaker_open_s: float = 5.0
+    retention_days: int = 0
+    """Stored audio and captions of every tenant are deleted by object storage after this
+    many days (0: kept until deleted by hand); applied by `streamtts storage apply`."""
+    tenant_retention_days: tuple[str, ...] = ()
+    """Per-tenant retention, `tenant=days` (0: kept), over `retention_days`."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -228,8 +235,28 @@ class PipelineSettings:
             )
         if not 0 <= self.ops_port <= 65535:
             raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
+        if self.retention_days < 0:
+            raise ConfigError(f"{ENV_PREFIX}RETENTION_DAYS must be ≥ 0, got {self.retention_days}")
+        self.tenant_retention()  # validates the entries
         if self.chunk_max_ms > 15_000:
             raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
+
+    def tenant_retention(self) -> dict[str, int]:
+        """`tenant_retention_days` as tenant → days."""
+        out: dict[str, int] = {}
+        for item in self.tenant_retention_days:
+            tenant, _, days = item.partition("=")
+            tenant = tenant.strip()
+            if not re.match(TENANT_PATTERN, tenant) or not days.strip().isdigit():
+                raise ConfigError(
+                    f"{ENV_PREFIX}TENANT_RETENTION_DAYS: expected tenant=days (days ≥ 0), got {item!r}"
+                )
+            out[tenant] = int(days)
+        return out
+
+    def retention_for(self, tenant: str) -> int:
+        """Days the tenant's stored files are kept (0: until deleted by hand)."""
+        return self.tenant_retention().get(tenant, self.retention_days)
 
     @classmethod
     def from_env(cls) -> PipelineSettings:
@@ -278,4 +305,8 @@ class PipelineSettings:
             inference_budget_s=env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
             breaker_threshold=env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
             breaker_open_s=env_float("BREAKER_OPEN_S", cls.breaker_open_s),
+            retention_days=env_int("RETENTION_DAYS", cls.retention_days),
+            tenant_retention_days=tuple(
+                v.strip() for v in _env("TENANT_RETENTION_DAYS", "").split(",") if v.strip()
+            ),
         )

@@ -54,6 +54,11 @@ class TopicNames:
     def replay_ledger(self) -> str:
         return self._n("tts.replay.ledger")
 
+    @property
+    def audit(self) -> str:
+        """Audit events (gateway actions, replay runs), keyed by tenant; append-only."""
+        return self._n("tts.audit")
+
     def chunk_topics(self, delivery: Delivery) -> list[str]:
         """Where a request's audio chunks go: the default audio topic (if the request wants
         chunks) and its reply topic, deduplicated."""

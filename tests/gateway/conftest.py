@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +15,9 @@ from streamtts.gateway.server import GatewayServer
 from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.runtime.settings import KafkaSettings, Settings
 from tests.services import Services
+
+if TYPE_CHECKING:
+    from tests.gateway.served import Served
 
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "gateway"
 KEYS = {"key-acme": "acme", "key-globex": "globex", "key-tiny": "tiny"}
@@ -70,3 +74,14 @@ async def live_gateway_url(
 def results_dir() -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     return RESULTS
+
+
+@pytest.fixture
+async def served(
+    gateway_settings: GatewaySettings, kafka_settings: KafkaSettings, services: Services
+) -> AsyncIterator[Served]:
+    """The gateway in-process, with its `Gateway` at hand (audit trail, keys)."""
+    from tests.gateway.served import serve  # it imports this module's keys
+
+    async for s in serve(gateway_settings, kafka_settings, services):
+        yield s

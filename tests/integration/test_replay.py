@@ -194,7 +194,8 @@ async def test_replay_request_with_another_voice(running_pipeline, kafka_setting
             ("replay", "window", "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"),
             "must be before --to",
         ),
-        (("replay", "dlq", "--stage", "sink"), "dead-letter topic 'nope.tts.sink.dlq' does not exist"),
+        # Replay runs are audited: without the audit topic nothing runs (nor can be recorded).
+        (("replay", "dlq", "--stage", "sink"), "audit topic 'nope.tts.audit' does not exist"),
         (("replay", "window", "--from", "soon", "--to", "-1h"), "not a time: 'soon'"),
     ],
 )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from streamtts.schemas import (
     CONTRACTS,
     AudioChunk,
+    AuditEvent,
     CompletionResult,
     ContractError,
     ControlMessage,
@@ -238,6 +239,20 @@ def _examples() -> dict[str, bytes]:
                 LexiconEntry(grapheme="招行", phonemes="zhao1 hang2", alphabet="pinyin", language="zh"),
             ],
             updated_at=NOW,
+        ).to_bytes(),
+        "audit": AuditEvent(
+            event_id="e1",
+            at=NOW,
+            source="gateway",
+            action="audio_read",
+            outcome="ok",
+            tenant="default",
+            key_id="sha256:0123456789ab",
+            client="2001:db8::1",
+            request_id="req-1",
+            status=200,
+            bytes=4096,
+            duration_ms=12.5,
         ).to_bytes(),
     }
 

@@ -1,0 +1,101 @@
+"""`streamtts audit`: read the audit trail (`tts.audit`) from a time to its end."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime, timedelta
+
+_RELATIVE = re.compile(r"^-?(\d+(?:\.\d+)?)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def when(text: str) -> datetime:
+    """ISO 8601 (naive = UTC), or a duration back from now: `90s`, `15m`, `1h`, `7d` (or `-1h`)."""
+    text = text.strip()
+    rel = _RELATIVE.match(text)
+    if rel:
+        return datetime.now(UTC) - timedelta(seconds=float(rel.group(1)) * _UNITS[rel.group(2)])
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (use ISO 8601 or 15m / 1h / 7d)") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from streamtts.schemas.audit import AUDIT_ACTIONS
+
+    p = sub.add_parser("audit", help="read the audit trail (gateway actions, replay runs)")
+    p.add_argument("--since", type=when, default="1h", help="from this time (ISO 8601 or 1h/7d; default 1h)")
+    p.add_argument("--until", type=when, help="up to this time (default: the end of the trail now)")
+    p.add_argument("--tenant", help="only this tenant's events")
+    p.add_argument("--action", action="append", choices=AUDIT_ACTIONS, help="only these actions (repeatable)")
+    p.add_argument(
+        "--outcome", action="append", help="only these outcomes: ok, unauthorized, denied_address, …"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON event a line")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from streamtts.errors import ConfigError
+
+    if args.until is not None and args.since >= args.until:
+        raise ConfigError("--since must be before --until")
+    return asyncio.run(_read(args))
+
+
+async def _read(args: argparse.Namespace) -> int:
+    import orjson
+    from aiokafka.errors import KafkaError
+
+    from streamtts.errors import InfraError
+    from streamtts.runtime.audit import read_audit
+    from streamtts.runtime.settings import Settings
+
+    kafka = Settings.from_env().kafka
+    count = 0
+    try:
+        async for event in read_audit(
+            kafka,
+            since=args.since,
+            until=args.until,
+            tenant=args.tenant,
+            actions=frozenset(args.action) if args.action else None,
+            outcomes=frozenset(args.outcome) if args.outcome else None,
+        ):
+            count += 1
+            print(orjson.dumps(event.to_dict()).decode() if args.json else line(event), flush=False)
+    except (KafkaError, OSError) as err:
+        raise InfraError(
+            f"cannot read the audit trail from Kafka at {kafka.bootstrap_servers} ({type(err).__name__})"
+        ) from None
+    if not args.json:
+        print(f"{count} events since {args.since.isoformat(timespec='seconds')}")
+    return 0
+
+
+def line(event: object) -> str:
+    from streamtts.schemas.audit import AuditEvent
+
+    assert isinstance(event, AuditEvent)
+    at = event.at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    parts = [
+        at,
+        event.action,
+        event.outcome,
+        f"tenant={event.tenant or '-'}",
+        f"key={event.key_id or '-'}",
+        f"client={event.client or '-'}",
+    ]
+    if event.status is not None:
+        parts.append(str(event.status))
+    if event.request_id:
+        parts.append(f"id={event.request_id}")
+    if event.bytes:
+        parts.append(f"{event.bytes}B")
+    parts += [f"{k}={v}" for k, v in event.details.items()]
+    return " ".join(parts)

@@ -1,0 +1,113 @@
+"""Audit events of gateway actions: one per HTTP call of the speech API, recorded by a
+middleware when the response is finished (so streamed audio is counted to its last byte),
+and the WebSocket session events (`ws_open`, `ws_close`) recorded by the session code.
+
+The handlers fill in what only they know — who the caller is (`authenticate`), the request
+id of a submit, why a call was refused (the error handler) — in a per-call `AuditContext`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from streamtts.gateway.clientaddr import client_address
+from streamtts.gateway.errors import AUDIT_SCOPE_KEY
+from streamtts.gateway.keyring import Address
+from streamtts.gateway.service import Gateway
+from streamtts.schemas.audit import AuditEvent
+
+SCOPE_KEY = AUDIT_SCOPE_KEY
+
+# (method, route template) → audited action. Ops endpoints (probes, metrics, voices, the page)
+# carry no tenant data and are left out.
+ROUTE_ACTIONS: dict[tuple[str, str], str] = {
+    ("POST", "/v1/speech"): "submit",
+    ("POST", "/v1/audio/speech"): "submit",
+    ("GET", "/v1/speech/{request_id}"): "status",
+    ("DELETE", "/v1/speech/{request_id}"): "cancel",
+    ("GET", "/v1/speech/{request_id}/audio"): "audio_read",
+    ("GET", "/v1/speech/{request_id}/captions"): "captions_read",
+}
+
+
+@dataclass
+class AuditContext:
+    address: Address | None
+    started: float = field(default_factory=time.monotonic)
+    tenant: str | None = None
+    key_id: str | None = None
+    request_id: str | None = None
+    outcome: str | None = None
+    """The error code when the call was refused; None until then (then `ok` or by status)."""
+    details: dict[str, str | int] = field(default_factory=dict)
+
+    def event(self, action: str, *, status: int | None, outcome: str, sent: int) -> AuditEvent:
+        return AuditEvent.new(
+            source="gateway",
+            action=action,
+            outcome=outcome,
+            tenant=self.tenant,
+            key_id=self.key_id,
+            client=str(self.address) if self.address is not None else None,
+            request_id=self.request_id[:256] if self.request_id else None,
+            status=status,
+            bytes=sent,
+            duration_ms=round((time.monotonic() - self.started) * 1000, 2),
+            details=self.details,
+        )
+
+
+def audit_context(conn: HTTPConnection) -> AuditContext:
+    """This call's context (made on first use for calls the middleware does not see)."""
+    ctx = conn.scope.get(SCOPE_KEY)
+    if ctx is None:
+        gw: Gateway = conn.app.state.gateway
+        ctx = conn.scope[SCOPE_KEY] = AuditContext(client_address(conn.scope, gw.trusted_proxies))
+    assert isinstance(ctx, AuditContext)
+    return ctx
+
+
+def outcome_of(ctx: AuditContext, status: int) -> str:
+    if ctx.outcome is not None:
+        return ctx.outcome
+    return "ok" if status < 400 else f"http_{status}"
+
+
+class AuditMiddleware:
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ctx = scope[SCOPE_KEY] = AuditContext(client_address(scope, self.gateway.trusted_proxies))
+        status: int | None = None
+        sent = 0
+
+        async def counting_send(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        aborted = True
+        try:
+            await self.app(scope, receive, counting_send)
+            aborted = False
+        finally:
+            method = "GET" if scope["method"] == "HEAD" else scope["method"]
+            action = ROUTE_ACTIONS.get((method, getattr(scope.get("route"), "path", "")))
+            if action is not None:
+                if ctx.request_id is None:
+                    ctx.request_id = scope.get("path_params", {}).get("request_id")
+                # A body cut short (client gone, stream failed mid-way) is not an "ok".
+                outcome = "aborted" if aborted and ctx.outcome is None else outcome_of(ctx, status or 500)
+                self.gateway.audit.record(ctx.event(action, status=status, outcome=outcome, sent=sent))
