@@ -327,7 +327,10 @@ class Fanout:
             except ContractError:
                 return
             self.metrics.fanout_records.labels("dead_letter").inc()
-            state.fail(f"{letter.stage}: {letter.reason}")
+            # The segment stage's messages are written for the requester ("invalid SSML at
+            # line 1, column 9: …"); later stages' are internal: only their reason is shown.
+            detail = f": {letter.error_message[:300]}" if letter.stage == "segment" else ""
+            state.fail(f"{letter.stage}: {letter.reason}{detail}")
 
     def _insert(self, state: RequestState) -> None:
         if state.request_id in self.cache:

@@ -125,7 +125,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         "text_type": {
                             "type": "string",
                             "enum": ["text", "ssml"],
-                            "description": "ssml: text is an SSML document (400 invalid_ssml when malformed)",
+                            "description": "ssml: text is an SSML document (malformed: status failed)",
                         },
                         "delivery": {
                             "type": "object",

@@ -53,17 +53,6 @@ class SpeechOptions:
     """"ssml": the text is an SSML document (checked here first: a malformed one is a 400)."""
 
 
-def check_ssml(text: str) -> None:
-    """A malformed or hostile SSML document is refused at the door (400 with the position),
-    exactly as the segment stage would dead-letter it."""
-    from streamtts.processors.segment.ssml import InvalidSsml, parse_ssml
-
-    try:
-        parse_ssml(text)
-    except InvalidSsml as err:
-        raise ApiError(400, "invalid_ssml", str(err)) from None
-
-
 MISS_MEMORY_S = 10.0
 """A search that found nothing is answered from memory for this long (polling an id that is not
 there yet, or never will be, costs one search per 10 s, not one per poll)."""
@@ -197,8 +186,6 @@ class Gateway:
     ) -> RequestState:
         """Validate, register with the fan-out, then put the request on `tts.requests`."""
         self.check_text(opts.text)
-        if opts.text_type == "ssml":
-            check_ssml(opts.text)
         fields: dict[str, Any] = {
             "text_type": opts.text_type,
             "tenant": tenant,
