@@ -70,8 +70,10 @@ class TTSRequest(Contract):
     """Unique id chosen by the caller (or generated); the Kafka key everywhere downstream."""
     tenant: str = Field(default="default", pattern=TENANT_PATTERN)
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    text_type: TextType = "text"
-    """"ssml": `text` is an SSML document (the subset in `processors.segment.ssml`)."""
+    text_type: TextType | None = None
+    """"ssml": `text` is an SSML document (the subset in `processors.segment.ssml`); "text":
+    plain text, always; None: plain text unless the pipeline's markup policy is "ssml" and
+    the text is a `<speak>` document."""
     language: Language = "auto"
     """Language hint; breaks ties for Han characters (zh vs ja vs yue)."""
     voice: str = Field(default="auto", min_length=1, max_length=600, pattern=VOICE_PATTERN)

@@ -34,7 +34,9 @@ class _Planned:
 
 def is_ssml(request: TTSRequest, markup: str) -> bool:
     """The request is an SSML document: asked for, or detected under policy "ssml"."""
-    return request.text_type == "ssml" or (markup == "ssml" and looks_like_ssml(request.text))
+    if request.text_type is not None:
+        return request.text_type == "ssml"
+    return markup == "ssml" and looks_like_ssml(request.text)
 
 
 def plan_segments(

@@ -46,6 +46,7 @@ async def speech(request: Request) -> Response:
         speed=min(SPEED_MAX, max(SPEED_MIN, body.speed)),
         presign=False,
         metadata={"openai_model": body.model[:64]},
+        text_type="text",  # OpenAI's `input` is plain text, whatever it looks like
     )
     state = await gw.submit(tenant, opts, endpoint="openai")
     audit_context(request).request_id = state.request_id

@@ -34,8 +34,9 @@ class DeliveryBody(BaseModel):
 class SpeechBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str
-    text_type: Literal["text", "ssml"] = "text"
-    """"ssml": `text` is an SSML document (`<speak>…</speak>`)."""
+    text_type: Literal["text", "ssml"] | None = None
+    """"ssml": `text` is an SSML document (`<speak>…</speak>`); "text": plain, always;
+    unset: the pipeline's markup policy decides."""
     voice: str = Field(default="auto", min_length=1, max_length=200)
     language: Language = "auto"
     format: AudioFormat = "mp3"

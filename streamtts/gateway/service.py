@@ -49,7 +49,7 @@ class SpeechOptions:
     """Use the render cache (false: always synthesize afresh)."""
     timestamps: bool = False
     """Word timestamps on every chunk, captions stored with the audio."""
-    text_type: str = "text"
+    text_type: str | None = None
     """"ssml": the text is an SSML document (checked here first: a malformed one is a 400)."""
 
 

@@ -67,7 +67,7 @@ class StartMessage(BaseModel):
     store: bool = False
     timestamps: bool = False
     """A `words` event before each chunk's audio frame."""
-    text_type: Literal["text", "ssml"] = "text"
+    text_type: Literal["text", "ssml"] | None = None
     """"ssml": each `text` message is one whole SSML document (not split into sentences);
     its marks arrive as `marks` events."""
     frame_ms: int | None = None

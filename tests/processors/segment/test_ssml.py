@@ -211,3 +211,34 @@ def test_detection_under_the_ssml_policy() -> None:
     assert [s.text for s in segs] == ["Hello", "there"]
     with pytest.raises(InputRejected):
         plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000)  # default: reject
+
+
+def test_plain_text_type_is_never_read_as_ssml() -> None:
+    """The OpenAI endpoint sends `text_type: "text"`: even under the "ssml" policy a
+    `<speak>` input is markup to refuse, not a document."""
+    request = TTSRequest.new("<speak>Hello</speak>", text_type="text")
+    with pytest.raises(InputRejected) as err:
+        plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000, markup="ssml")
+    assert err.value.reason == "markup_not_allowed"
+
+
+def test_every_structural_tag_in_a_chinese_document() -> None:
+    ssml = (
+        '<speak xml:lang="zh-CN"><p><s>您好<mark name="greet"/>，欢迎致电</s><s>请稍候</s></p>'
+        '<break time="800ms"/><prosody rate="slow">请记下您的工单号</prosody>'
+        '<voice name="jm_kumo">我们会尽快处理</voice><lang xml:lang="ja">東京</lang>支店'
+        '<phoneme alphabet="ipa" ph="ꭧau˥xaŋ˧˥">招行</phoneme>。<mark name="end"/></speak>'
+    )
+    segs = _plan(ssml)
+    texts = [s.text for s in segs]
+    assert texts[0].startswith("您好，欢迎致电")
+    wait = next(s for s in segs if s.text.startswith("请稍候"))
+    assert wait.pause_after_ms == 800  # the break after the paragraph
+    slow = next(s for s in segs if s.text.startswith("请记下"))
+    assert slow.speed == pytest.approx(0.8) and slow.lang == "zh"
+    assert next(s for s in segs if s.text.startswith("我们会")).ssml_voice == "jm_kumo"
+    assert next(s for s in segs if "東京" in s.text).lang == "ja"
+    given = [(r.text, r.phonemes) for s in segs for r in s.runs or [] if r.phonemes]
+    assert given == [("招行", "ꭧau˥xaŋ˧˥")]
+    marks = [(m.name, s.seq) for s in segs for m in s.marks or []]
+    assert [name for name, _ in marks] == ["greet", "end"] and marks[0][1] == 0
