@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -43,6 +44,8 @@ class LexiconBook(AsyncLifecycle):
         self.updates = 0
         """Records applied so far."""
         self._changed = asyncio.Condition()
+        self.delay_ms: dict[str, float] = {}
+        """Per tenant: from the current lexicon's write (record timestamp) to its use here."""
 
     def current(self, tenant: str) -> Lexicon | None:
         return self._current.get(tenant)
@@ -58,8 +61,12 @@ class LexiconBook(AsyncLifecycle):
         async with self._changed:
             await self._changed.wait_for(lambda: check(self))
 
-    def apply(self, key: str, value: bytes | None) -> None:
-        """One record of the topic: a current lexicon, a kept version, or a deletion."""
+    def apply(self, key: str, value: bytes | None, written_ms: int | None = None) -> None:
+        """One record of the topic: a current lexicon, a kept version, or a deletion.
+
+        written_ms: the record's timestamp; how long it took to get here is logged and kept
+        (`delay_ms`), the measure of "a lexicon update reaches every worker within …".
+        """
         tenant, _, kept = key.partition("@v")
         if value is None:
             if not kept:
@@ -77,8 +84,16 @@ class LexiconBook(AsyncLifecycle):
             versions.popitem(last=False)
         if not kept:
             self._current[tenant] = lexicon
+            delay = round(time.time() * 1000 - written_ms, 1) if written_ms is not None else None
+            if delay is not None:
+                self.delay_ms[tenant] = delay
             log_event(
-                log, "lexicon_loaded", tenant=tenant, version=lexicon.version, entries=len(lexicon.entries)
+                log,
+                "lexicon_loaded",
+                tenant=tenant,
+                version=lexicon.version,
+                entries=len(lexicon.entries),
+                delay_ms=delay,
             )
 
     async def start(self) -> None:
@@ -112,7 +127,7 @@ class LexiconBook(AsyncLifecycle):
                 for record in records:
                     key = record.key.decode("utf-8", "replace") if record.key else ""
                     try:
-                        self.apply(key, record.value)
+                        self.apply(key, record.value, record.timestamp)
                     except ContractError as err:  # never half-apply: the previous one stays
                         log_event(log, "lexicon_invalid", logging.WARNING, key=key[:80], error=str(err)[:200])
                     self.updates += 1
