@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Protocol
 
@@ -18,7 +19,7 @@ from streamtts.runtime.lexicons import LexiconBook
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import TTSRequest
+from streamtts.schemas import Lexicon, TTSRequest
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, rendering_headers
 
 
@@ -75,7 +76,11 @@ class SegmentStage(FaustStage):
     ) -> None:
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         self.lexicons = lexicons
-        self._matchers: dict[tuple[str, int], LexiconMatcher] = {}
+        # Compiled lexicons by (tenant, version), compiled off the event loop as soon as an
+        # update arrives: the first request after it does not stall the stage.
+        self._matchers: dict[tuple[str, int], asyncio.Future[LexiconMatcher | None]] = {}
+        if lexicons is not None:
+            lexicons.listeners.append(self._compile)
         # The registry only resolves names here (engines load lazily, never in this stage).
         self.voices = voices
         # Length-aware pools: interactive/short requests and long/batch ones go to separate
@@ -105,7 +110,7 @@ class SegmentStage(FaustStage):
                 max_text_chars=self.pipeline.max_text_chars,
                 markup=self.pipeline.markup,
                 voices=self.voices,
-                lexicon=self._lexicon(request),
+                lexicon=await self._lexicon(request),
                 ssml_unknown=self.pipeline.ssml_unknown,
                 known_voice=self._known_voice,
             )
@@ -146,7 +151,7 @@ class SegmentStage(FaustStage):
         )
         return "ok"
 
-    def _lexicon(self, request: TTSRequest) -> LexiconMatcher | None:
+    async def _lexicon(self, request: TTSRequest) -> LexiconMatcher | None:
         """The tenant's lexicon (the pinned version for a replay), compiled once per version."""
         if self.lexicons is None:
             if request.lexicon_version is not None:
@@ -163,20 +168,28 @@ class SegmentStage(FaustStage):
             lexicon = self.lexicons.current(tenant)
             if lexicon is None:
                 return None
-        key = (tenant, lexicon.version)
-        matcher = self._matchers.get(key)
-        if matcher is None:
-            try:
-                matcher = LexiconMatcher(lexicon)
-            except LexiconError as err:  # refused by `lexicon put`; written around it: say so
-                log_event(
-                    self.log, "lexicon_unusable", tenant=tenant, version=lexicon.version, error=str(err)
-                )
-                return None
+        return await self._compile(lexicon)
+
+    def _compile(self, lexicon: Lexicon) -> asyncio.Future[LexiconMatcher | None]:
+        key = (lexicon.tenant, lexicon.version)
+        found = self._matchers.get(key)
+        if found is None:
             if len(self._matchers) > 256:
                 self._matchers.clear()
-            self._matchers[key] = matcher
-        return matcher
+            loop = asyncio.get_running_loop()
+            found = self._matchers[key] = asyncio.ensure_future(
+                loop.run_in_executor(None, self._matcher, lexicon)
+            )
+        return found
+
+    def _matcher(self, lexicon: Lexicon) -> LexiconMatcher | None:
+        try:
+            return LexiconMatcher(lexicon)
+        except LexiconError as err:  # refused by `lexicon put`; written around it: say so
+            log_event(
+                self.log, "lexicon_unusable", tenant=lexicon.tenant, version=lexicon.version, error=str(err)
+            )
+            return None
 
     def _known_voice(self, name: str) -> bool:
         try:

@@ -44,6 +44,8 @@ class LexiconBook(AsyncLifecycle):
         self.updates = 0
         """Records applied so far."""
         self._changed = asyncio.Condition()
+        self.listeners: list[Callable[[Lexicon], object]] = []
+        """Called with each new current lexicon (the segment stage compiles it ahead of use)."""
         self.delay_ms: dict[str, float] = {}
         """Per tenant: from the current lexicon's write (record timestamp) to its use here."""
 
@@ -84,6 +86,8 @@ class LexiconBook(AsyncLifecycle):
             versions.popitem(last=False)
         if not kept:
             self._current[tenant] = lexicon
+            for listener in self.listeners:
+                listener(lexicon)
             delay = round(time.time() * 1000 - written_ms, 1) if written_ms is not None else None
             if delay is not None:
                 self.delay_ms[tenant] = delay
