@@ -42,6 +42,14 @@ SAMPLES: tuple[dict[str, object], ...] = (
         "format": "flac",
         "voice": "jm_kumo",
     },
+    {
+        "text": '<speak>Your code is <say-as interpret-as="digits">4821</say-as>.<break time="400ms"/>'
+        'Thanks for calling <sub alias="Acme Corporation">ACME</sub>.</speak>',
+        "text_type": "ssml",
+        "language": "en",
+        "format": "wav",
+        "voice": "jm_kumo",
+    },
 )
 
 
@@ -103,7 +111,7 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
     rows = [Row(TTSRequest.new(**s), 0.0) for s in SAMPLES]  # type: ignore[arg-type]
     by_id = {r.request.request_id: r for r in rows}
     try:
-        say(f"4/4 {len(rows)} sample requests (zh, en, ja, mixed; mp3, opus, flac)")
+        say(f"4/4 {len(rows)} sample requests (zh, en, ja, mixed, SSML; mp3, opus, flac, wav)")
         topics = TopicNames(settings.kafka.topic_prefix)
         async with (
             ResultWaiter(settings.kafka) as waiter,
