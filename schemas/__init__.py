@@ -7,13 +7,14 @@ from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.schemas.release import GuardLimits, ReleaseConfig
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls
-    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage)
+    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage, ReleaseConfig)
 }
 
 __all__ = [
@@ -30,7 +31,9 @@ __all__ = [
     "DeadLetter",
     "Degradation",
     "Delivery",
+    "GuardLimits",
     "PcmChunk",
+    "ReleaseConfig",
     "RequestContext",
     "Segment",
     "StorageRef",

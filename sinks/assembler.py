@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from streamtts.schemas import Degradation, PcmChunk, RequestContext, WordTiming
 from streamtts.schemas.captions import retimed
@@ -63,6 +64,8 @@ class AssembledRequest:
     """The request was cancelled: `pcm` is what was spoken before it (maybe nothing)."""
     played_ms: float | None = None
     """The playback position the client reported with its cancel."""
+    first_synthesized_at: datetime | None = None
+    """When the request's first chunk (seq 0, part 0) was synthesized."""
 
 
 class RequestAssembler:
@@ -112,6 +115,7 @@ class RequestAssembler:
             else None,
             cancelled=any(c.cancelled for c in ordered),
             played_ms=next((c.played_ms for c in ordered if c.played_ms is not None), None),
+            first_synthesized_at=ordered[0].synthesized_at,
         )
 
     def skip(self, tp: TopicPart, offset: int) -> None:

@@ -20,7 +20,8 @@ from streamtts.runtime.cancellations import CancelWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.readiness import Readiness
-from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.runtime.release_watch import ReleaseWatch
+from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
 from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
@@ -70,6 +71,10 @@ class Worker:
         self._lag: Any = None
         self.cancels: CancelWatch | None = None
         """The process's view of `tts.control` (synthesize drops cancelled work)."""
+        self.releases: ReleaseWatch | None = None
+        """The process's view of the release routing rule (the segment stage routes by it)."""
+        self.release_guard: Any = None
+        """Automatic rollback of a failing candidate (with the segment stage, if enabled)."""
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -97,6 +102,13 @@ class Worker:
         if "synthesize" in self.stages:
             self.cancels = CancelWatch(kafka, self.topics.control)
             await self.cancels.start()
+            tel.release_info.labels(pipe.release).set(1)
+        if "segment" in self.stages:
+            # Caught up before the first request: a restarted segment worker routes by the
+            # rule in force, never by "no rule" for a moment.
+            self.releases = ReleaseWatch(kafka, self.topics.config)
+            await self.releases.start()
+            await asyncio.wait_for(self.releases.caught_up.wait(), timeout=30)
         for stage in reversed(self.stages):
             for service in self._build(stage):
                 await service.start()
@@ -114,11 +126,18 @@ class Worker:
             await self._lag.start()
         if self.canary:
             await self.canary.start()
+        # 5. The release guard next to the router: it shares the router's view of the rule.
+        if self.releases is not None and pipe.release_guard:
+            from streamtts.runtime.auto_rollback import AutoRollback
+
+            self.release_guard = AutoRollback(kafka, tel, releases=self.releases)
+            await self.release_guard.start()
         log_event(
             log,
             "worker_started",
             stages=self.stages,
             pools=self.pools if "synthesize" in self.stages else None,
+            release=pipe.release if "synthesize" in self.stages else None,
             ops_port=self.ops_port,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
@@ -137,6 +156,8 @@ class Worker:
             renderer = self._renderer = await asyncio.to_thread(
                 build_renderer, self.pipeline, self.settings.s3, count
             )
+        for rendered in voice_map(self.pipeline.release_voices).values():
+            renderer.synth.registry.spec(rendered)  # a release mapping to an unknown voice fails at start
         voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
         spec = renderer.synth.registry.spec(voice)
         lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
@@ -185,12 +206,21 @@ class Worker:
 
             return [EncodeStage(kafka, pipe, self.topics, telemetry=tel)]
         if stage == "synthesize":
+            from streamtts.processors.synthesize.release_profile import ReleaseProfile
             from streamtts.processors.synthesize.stage import SynthesizeStage
 
             assert self._renderer is not None, "the model is loaded before the synthesize stage starts"
+            profile = ReleaseProfile(pipe.release, voice_map(pipe.release_voices))
             return [
                 SynthesizeStage(
-                    kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel, cancels=self.cancels
+                    kafka,
+                    pipe,
+                    self._renderer,
+                    self.topics,
+                    pool=p,
+                    telemetry=tel,
+                    cancels=self.cancels,
+                    profile=profile,
                 )
                 for p in self.pools
             ]
@@ -200,7 +230,7 @@ class Worker:
         # Reuse the synthesizer's registry when this process has one (voice packs load once);
         # otherwise one that only resolves names (engines load lazily, never in this stage).
         voices = self._renderer.synth.registry if self._renderer is not None else VoiceRegistry(threads=1)
-        return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel)]
+        return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel, releases=self.releases)]
 
     def failures(self) -> dict[str, str]:
         """Stages whose consuming loop died: group → why (readiness turns red on any)."""
@@ -214,6 +244,9 @@ class Worker:
     async def stop(self) -> None:
         # Upstream first: stop taking new work, let downstream drain what is in flight.
         self.readiness.stages_started = False
+        if self.release_guard is not None:
+            await self.release_guard.stop()
+            self.release_guard = None
         if self.canary:
             await self.canary.stop()
         for service in reversed(self.services):
@@ -225,6 +258,9 @@ class Worker:
         if self.cancels is not None:
             await self.cancels.stop()
             self.cancels = None
+        if self.releases is not None:
+            await self.releases.stop()
+            self.releases = None
         if self._renderer is not None and self._owns_renderer:
             self._renderer.close()  # the budget guard's threads
         if self._lag:

@@ -73,6 +73,7 @@ def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> A
         words=chunk.words,
         cancelled=chunk.cancelled,
         metadata=ctx.metadata,
+        release=ctx.release,
         created_at=ctx.created_at,
         encoded_at=datetime.now(UTC),
     )

@@ -1,23 +1,26 @@
-"""Segment stage: tts.requests → tts.segments (faust). Logic lives in `planner`."""
+"""Segment stage: tts.requests → tts.segments (faust). Logic lives in `planner`; which
+release lane a request goes to, in `release_routing`."""
 
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from faust.types import EventT
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.release_routing import Route, route
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
+from streamtts.runtime.release_watch import ReleaseWatch
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import TTSRequest
-from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, rendering_headers
+from streamtts.schemas import Segment, TTSRequest
+from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
 
 
 class VoiceCatalog(VoiceChooser, Protocol):
@@ -62,8 +65,13 @@ class SegmentStage(FaustStage):
         voices: VoiceCatalog,
         source_topics: list[str] | None = None,
         telemetry: Telemetry | None = None,
+        releases: ReleaseWatch | None = None,
     ) -> None:
+        """releases: the live routing rule; None (or no rule ever written) sends everything to
+        the base release's topics, as before releases existed."""
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
+        self.releases = releases
+        self._lanes: dict[str, Any] = {}
         # The registry only resolves names here (engines load lazily, never in this stage).
         self.voices = voices
         # Length-aware pools: interactive/short requests and long/batch ones go to separate
@@ -103,6 +111,12 @@ class SegmentStage(FaustStage):
             )
         pool = pool_for(request, self.pipeline.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
+        lane = self._route(request, event.message.headers)
+        if lane is not None:
+            # Routed once per request: every segment carries the release and goes to its lane.
+            out = self._lane(self.topics.release_segments(lane.release, pool))
+            segments = [_on_release(s, lane.release) for s in segments]
+            self.telemetry.release_routed.labels(lane.release, lane.why).inc()
         rendering = rendering_headers(event.message.headers)
         for segment in segments:
             first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
@@ -123,10 +137,34 @@ class SegmentStage(FaustStage):
             lang=request.language,
             segments=len(segments),
             pool=pool,
+            release=lane.release if lane else None,
+            routed_by=lane.why if lane else None,
+            rule_version=self.releases.current.version if lane and self.releases else None,
             text=snippet(request.text),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return "ok"
+
+    def _route(self, request: TTSRequest, headers: object) -> Route | None:
+        if self.releases is None or not self.releases.written:
+            return None
+        asked = header(headers, RELEASE)
+        return route(
+            self.releases.current,
+            request.tenant,
+            request.request_id,
+            asked.decode(errors="replace") if asked else None,
+        )
+
+    def _lane(self, name: str) -> Any:
+        topic = self._lanes.get(name)
+        if topic is None:
+            topic = self._lanes[name] = (
+                self.out_short
+                if name == self.topics.segments
+                else (self.out_long if name == self.topics.segments_long else self.topic(name))
+            )
+        return topic
 
     async def _check_topic(self, name: str) -> None:
         allowed = self.kafka.topic_prefix + self.pipeline.reply_topic_prefix
@@ -138,3 +176,8 @@ class SegmentStage(FaustStage):
         if not await topic_partitions(self.kafka, name):
             raise UnknownReplyTopicError(f"reply topic {name!r} does not exist")
         self._known_topics[name] = now
+
+
+def _on_release(segment: Segment, release: str) -> Segment:
+    """The segment with its request's release set (validated values, so no re-validation)."""
+    return segment.model_copy(update={"request": segment.request.model_copy(update={"release": release})})

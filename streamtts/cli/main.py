@@ -31,6 +31,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "cache_cmd",
     "config_cmd",
     "gateway_cmd",
+    "release_cmd",
 )
 
 

@@ -7,10 +7,12 @@ Secrets come only from the environment (never from files checked into the repo).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from streamtts.errors import ConfigError
+from streamtts.schemas.release import RELEASE_PATTERN
 
 ENV_PREFIX = "STREAMTTS_"
 N = TypeVar("N", int, float)
@@ -195,6 +197,14 @@ class PipelineSettings:
     breaker_threshold: int = 3
     """Consecutive failures of a (voice, language) class that open its circuit breaker."""
     breaker_open_s: float = 5.0
+    release: str = "stable"
+    """The release a synthesize worker serves: "stable" reads tts.segments[.long] in today's
+    groups; another NAME reads tts.release.NAME.segments[.long] in its own groups."""
+    release_voices: tuple[str, ...] = ()
+    """That release's voice mapping, "REQUESTED=RENDERED" each (e.g. "jm_kumo=jm_kumo:0.8+jf_alpha:0.2")."""
+    release_guard: bool = True
+    """Workers that run the segment stage also run the release guard (automatic rollback);
+    off where `streamtts release guard` runs on its own."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -223,6 +233,12 @@ class PipelineSettings:
             )
         if not 0 <= self.ops_port <= 65535:
             raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
+        if not re.match(RELEASE_PATTERN, self.release):
+            raise ConfigError(
+                f"{ENV_PREFIX}RELEASE must be lower-case letters, digits and dashes (≤ 40), "
+                f"got {self.release!r}"
+            )
+        voice_map(self.release_voices)  # a malformed pair fails here, naming it
         if self.chunk_max_ms > 15_000:
             raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 
@@ -269,4 +285,18 @@ class PipelineSettings:
             inference_budget_s=env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
             breaker_threshold=env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
             breaker_open_s=env_float("BREAKER_OPEN_S", cls.breaker_open_s),
+            release=_env("RELEASE", cls.release) or cls.release,
+            release_guard=env_bool("RELEASE_GUARD", cls.release_guard),
+            release_voices=tuple(v.strip() for v in _env("RELEASE_VOICES", "").split(",") if v.strip()),
         )
+
+
+def voice_map(items: tuple[str, ...]) -> dict[str, str]:
+    """("a=b", "c=d") → {"a": "b", "c": "d"}; a malformed pair is a ConfigError naming it."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        asked, sep, used = (x.strip() for x in item.partition("="))
+        if not sep or not asked or not used:
+            raise ConfigError(f"{ENV_PREFIX}RELEASE_VOICES: {item!r} is not REQUESTED=RENDERED")
+        pairs[asked] = used
+    return pairs

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from streamtts.schemas import Delivery
 from streamtts.schemas.names import STAGES
+from streamtts.schemas.release import BASE_RELEASE
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,18 @@ class TopicNames:
     def control(self) -> str:
         """Cancels (barge-in), keyed by request_id; every worker reads all of it."""
         return self._n("tts.control")
+
+    @property
+    def config(self) -> str:
+        """Live configuration (compacted): the release routing rule under key "release"."""
+        return self._n("tts.config")
+
+    def release_segments(self, release: str, pool: str = "short") -> str:
+        """The segments topic of a release's lane for a pool. The base release keeps today's
+        names; another release `NAME` reads tts.release.NAME.segments[.long]."""
+        if release == BASE_RELEASE:
+            return self.segments_long if pool == "long" else self.segments
+        return self._n(f"tts.release.{release}.segments{'.long' if pool == 'long' else ''}")
 
     @property
     def replay_ledger(self) -> str:

@@ -17,6 +17,7 @@ from streamtts.schemas import (
     ContractError,
     ControlMessage,
     PcmChunk,
+    ReleaseConfig,
     RequestContext,
     Segment,
     TTSRequest,
@@ -228,6 +229,9 @@ def _examples() -> dict[str, bytes]:
             completed_at=NOW,
         ).to_bytes(),
         "control": ControlMessage(request_id="req-1", tenant="default", at=NOW, played_ms=1200.0).to_bytes(),
+        "release": ReleaseConfig(
+            version=3, candidate="joe-v2", state="canary", percent=10, tenants=["acme"], updated_at=NOW
+        ).to_bytes(),
     }
 
 
