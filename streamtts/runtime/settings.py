@@ -193,7 +193,8 @@ class PipelineSettings:
     g2p_budget_ms: int = 200
     """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
     inference_budget_s: float = 4.0
-    """Inference budget of a span: this plus 0.15 s per character."""
+    """Inference budget of a span: this plus `inference_budget_per_char_s` per character."""
+    inference_budget_per_char_s: float = 0.15
     breaker_threshold: int = 3
     """Consecutive failures of a (voice, language) class that open its circuit breaker."""
     breaker_open_s: float = 5.0
@@ -283,6 +284,9 @@ class PipelineSettings:
             sink_stale_s=env_float("SINK_STALE_S", cls.sink_stale_s),
             g2p_budget_ms=env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
             inference_budget_s=env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
+            inference_budget_per_char_s=env_float(
+                "INFERENCE_BUDGET_PER_CHAR_S", cls.inference_budget_per_char_s
+            ),
             breaker_threshold=env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
             breaker_open_s=env_float("BREAKER_OPEN_S", cls.breaker_open_s),
             release=_env("RELEASE", cls.release) or cls.release,
