@@ -7,14 +7,23 @@ from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.names import AUDIO_FORMATS
-from streamtts.schemas.release import GuardLimits, ReleaseConfig
+from streamtts.schemas.release import CanaryReport, GuardLimits, ReleaseConfig
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls
-    for cls in (TTSRequest, Segment, PcmChunk, AudioChunk, CompletionResult, ControlMessage, ReleaseConfig)
+    for cls in (
+        TTSRequest,
+        Segment,
+        PcmChunk,
+        AudioChunk,
+        CompletionResult,
+        ControlMessage,
+        ReleaseConfig,
+        CanaryReport,
+    )
 }
 
 __all__ = [
@@ -23,6 +32,7 @@ __all__ = [
     "LANGUAGES",
     "SCHEMA_VERSION",
     "AudioChunk",
+    "CanaryReport",
     "Captions",
     "CompletionResult",
     "Contract",

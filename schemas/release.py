@@ -24,6 +24,8 @@ BASE_RELEASE = "stable"
 """The release served from today's topics (tts.segments, tts.segments.long) and groups."""
 RELEASE_KEY = b"release"
 """The one key of the routing rule on the compacted config topic."""
+CANARY_KEY_PREFIX = b"canary/"
+"""Keys `canary/<release>/<worker>` on the config topic: each worker's latest canary state."""
 
 _TENANT = re.compile(TENANT_PATTERN)
 
@@ -95,3 +97,21 @@ class ReleaseConfig(Contract):
     def initial(cls) -> ReleaseConfig:
         """What holds before anyone wrote a rule: everything on the base release."""
         return cls(version=0, updated_by="default", updated_at=datetime.now(UTC))
+
+
+class CanaryReport(Contract):
+    """A synthesize worker's canary state, on `tts.config` under `canary/<release>/<worker>`:
+    written when it changes, so the release guard can judge a candidate by its canary."""
+
+    contract_name: ClassVar[str] = "canary_report"
+
+    schema_version: Literal[1] = 1
+    release: str = Field(pattern=RELEASE_PATTERN)
+    worker: str = Field(min_length=1, max_length=200)
+    ok: bool
+    reason: str | None = Field(default=None, max_length=500)
+    at: AwareDatetime
+
+    @property
+    def key(self) -> bytes:
+        return CANARY_KEY_PREFIX + f"{self.release}/{self.worker}".encode()

@@ -26,6 +26,7 @@ from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas.names import POOLS, STAGES
+from streamtts.schemas.release import BASE_RELEASE
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
     from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -75,6 +76,8 @@ class Worker:
         """The process's view of the release routing rule (the segment stage routes by it)."""
         self.release_guard: Any = None
         """Automatic rollback of a failing candidate (with the segment stage, if enabled)."""
+        self.canary_reports: Any = None
+        """A candidate release's synthesize worker reports its canary to the release guard."""
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -168,7 +171,17 @@ class Worker:
             chunks = list(renderer.synth.synthesize_span(text, lang, voice, 1.0, None))
             return np.concatenate([c.samples for c in chunks])
 
+        if self.pipeline.release != BASE_RELEASE:
+            from streamtts.runtime.canary_reports import CanaryReports
+
+            self.canary_reports = CanaryReports(
+                self.settings.kafka, self.topics.config, self.pipeline.release
+            )
+            await self.canary_reports.start()
+
         def on_result(result: Any) -> None:
+            if self.canary_reports is not None:
+                self.canary_reports.report(result.ok, result.reason)
             self.readiness.canary_ok = result.ok
             self.readiness.canary_reason = result.reason
             self.telemetry.canary_ok.set(1 if result.ok else 0)
@@ -249,6 +262,9 @@ class Worker:
             self.release_guard = None
         if self.canary:
             await self.canary.stop()
+        if self.canary_reports is not None:
+            await self.canary_reports.stop()
+            self.canary_reports = None
         for service in reversed(self.services):
             try:
                 await service.stop()

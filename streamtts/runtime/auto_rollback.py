@@ -57,6 +57,7 @@ class AutoRollback(AsyncLifecycle):
         self._consumer = make_consumer(kafka, group_id=None, max_poll_records=1000)
         self._task: asyncio.Task[None] | None = None
         self.breaches: list[tuple[ReleaseConfig, Breach]] = []
+        """Rollbacks this guard wrote: the rule it rolled back and why."""
 
     async def start(self) -> None:
         if self._own_watch:
@@ -88,6 +89,9 @@ class AutoRollback(AsyncLifecycle):
             if guard is None:
                 continue
             since = self.releases.current.updated_at
+            for report in list(self.releases.canaries.values()):
+                if report.at >= since:  # a canary that failed before this canary rule is old news
+                    guard.canary(report.release, report.ok, f"{report.worker}: {report.reason or 'failed'}")
             for records in batch.values():
                 for record in records:
                     try:
@@ -114,7 +118,6 @@ class AutoRollback(AsyncLifecycle):
     async def _roll_back(self, rule: ReleaseConfig, guard: ReleaseGuard, breach: Breach) -> None:
         assert rule.candidate is not None
         self._rolled_back.add(rule.version)
-        self.breaches.append((rule, breach))
         reason = f"automatic rollback: {breach.reason}: {breach.detail}"
         try:
             await write_release(self.kafka, self.topics.config, rolled_back(rule, reason=reason, by="guard"))
@@ -125,6 +128,7 @@ class AutoRollback(AsyncLifecycle):
             )
             return
         self.telemetry.release_rollbacks.labels(rule.candidate, breach.reason).inc()
+        self.breaches.append((rule, breach))
         log_event(
             log,
             "release_rolled_back",

@@ -20,8 +20,8 @@ from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas import ContractError, ReleaseConfig
-from streamtts.schemas.release import RELEASE_KEY
+from streamtts.schemas import CanaryReport, ContractError, ReleaseConfig
+from streamtts.schemas.release import CANARY_KEY_PREFIX, RELEASE_KEY
 
 log = logging.getLogger("streamtts.releases")
 
@@ -44,6 +44,8 @@ class ReleaseWatch(AsyncLifecycle):
         self.current = ReleaseConfig.initial()
         self.written = False
         """Whether any rule was read (False: nobody ever configured releases)."""
+        self.canaries: dict[bytes, CanaryReport] = {}
+        """Each synthesize worker's latest canary state (key canary/<release>/<worker>)."""
         self.caught_up = asyncio.Event()
         """Set once the topic was read up to its end offsets at start."""
         self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
@@ -85,6 +87,9 @@ class ReleaseWatch(AsyncLifecycle):
                 self._applied(replayed=False)
 
     def _take(self, key: bytes | None, value: bytes | None) -> bool:
+        if key is not None and key.startswith(CANARY_KEY_PREFIX):
+            self._take_canary(key, value)
+            return False
         if key != RELEASE_KEY or value is None:
             return False
         try:
@@ -95,6 +100,15 @@ class ReleaseWatch(AsyncLifecycle):
         self.current = rule
         self.written = True
         return True
+
+    def _take_canary(self, key: bytes, value: bytes | None) -> None:
+        if value is None:  # a tombstone: that worker is gone
+            self.canaries.pop(key, None)
+            return
+        try:
+            self.canaries[key] = CanaryReport.from_bytes(value)
+        except ContractError as err:
+            log_event(log, "canary_report_invalid", logging.WARNING, error=str(err)[:200])
 
     def _applied(self, *, replayed: bool) -> None:
         rule = self.current

@@ -277,3 +277,32 @@ async def test_release_cli_promote_and_manual_rollback(
     status = _cli(kafka_settings, "status", "--json")
     assert ReleaseConfig.from_obj(orjson.loads(status.stdout)).stable == "v3"
     assert _cli(kafka_settings, "set", "Bad.Name", "--percent", "1").stderr.count("\n") == 1
+
+
+async def test_a_failing_candidate_canary_rolls_it_back(
+    kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    """The candidate's synthesize worker reports its canary on tts.config; the guard rolls the
+    candidate back on a failure without waiting for request samples."""
+    from streamtts.runtime.auto_rollback import AutoRollback
+    from streamtts.runtime.canary_reports import CanaryReports
+    from streamtts.runtime.release_watch import read_release
+    from streamtts.runtime.telemetry import Telemetry
+
+    canary_rule = with_canary(ReleaseConfig.initial(), CANDIDATE, percent=10)
+    await write_release(kafka_settings, topics.config, canary_rule)
+    telemetry = Telemetry()
+    async with (
+        AutoRollback(kafka_settings, telemetry) as guard,
+        CanaryReports(kafka_settings, topics.config, CANDIDATE, worker="w1") as reports,
+    ):
+        reports.report(True)
+        await asyncio.sleep(0)  # let the send start: an ok canary must not roll back
+        reports.report(False, "duration 1.20 s, expected 1.90 s")
+        await _until(lambda: guard.breaches, 15, "the canary breach")
+    assert [b.reason for _, b in guard.breaches] == ["canary"]
+    rule, _ = await read_release(kafka_settings, topics.config)
+    assert (rule.version, rule.state, rule.updated_by) == (2, "rolled_back", "guard")
+    assert rule.reason and "canary" in rule.reason and "w1: duration 1.20 s" in rule.reason
+    text = telemetry.exposition().decode()
+    assert metric(text, "streamtts_release_rollbacks_total", release=CANDIDATE, reason="canary") == 1

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from streamtts.schemas import (
     CONTRACTS,
     AudioChunk,
+    CanaryReport,
     CompletionResult,
     ContractError,
     ControlMessage,
@@ -229,6 +230,9 @@ def _examples() -> dict[str, bytes]:
             completed_at=NOW,
         ).to_bytes(),
         "control": ControlMessage(request_id="req-1", tenant="default", at=NOW, played_ms=1200.0).to_bytes(),
+        "canary_report": CanaryReport(
+            release="joe-v2", worker="node-1-4242", ok=False, reason="duration 1.2 s, expected 1.9 s", at=NOW
+        ).to_bytes(),
         "release": ReleaseConfig(
             version=3, candidate="joe-v2", state="canary", percent=10, tenants=["acme"], updated_at=NOW
         ).to_bytes(),
