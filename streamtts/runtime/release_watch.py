@@ -142,8 +142,8 @@ async def read_release(
 ) -> tuple[ReleaseConfig, bool]:
     """The rule in force now and whether one was ever written (a one-shot read for tools)."""
     watch = ReleaseWatch(kafka, topic)
-    await watch.start()
     try:
+        await watch.start()
         await asyncio.wait_for(watch.caught_up.wait(), timeout_s)
         return watch.current, watch.written
     finally:
