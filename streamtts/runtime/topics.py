@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from streamtts.schemas import Delivery
 from streamtts.schemas.names import STAGES
-from streamtts.schemas.release import BASE_RELEASE
+from streamtts.schemas.release import BASE_RELEASE, RELEASE_PATTERN
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,17 @@ class TopicNames:
             "encode": [self.pcm],
             "sink": [self.pcm],
         }[stage]
+
+    def is_source(self, stage: str, topic: str) -> bool:
+        """Whether `stage` reads `topic`: its own topics, and for synthesize any release's lane
+        (a candidate's dead letters re-drive to that candidate's lane)."""
+        if topic in self.sources(stage):
+            return True
+        lane = self._n("tts.release.")
+        if stage != "synthesize" or not topic.startswith(lane):
+            return False
+        name, _, rest = topic[len(lane) :].partition(".")
+        return rest in ("segments", "segments.long") and re.fullmatch(RELEASE_PATTERN, name) is not None
 
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:

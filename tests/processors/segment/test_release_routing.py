@@ -88,3 +88,19 @@ def test_the_rule_rejects_inconsistent_states() -> None:
         _rule(tenants=["Not A Tenant"])
     with pytest.raises(ValueError):
         _rule(candidate="has.dots")  # becomes a topic name: no dots
+
+
+def test_release_lanes_have_their_own_topics_and_are_replay_targets() -> None:
+    from streamtts.runtime.topics import TopicNames
+
+    t = TopicNames("p.")
+    assert t.release_segments("stable") == "p.tts.segments"
+    assert t.release_segments("stable", "long") == "p.tts.segments.long"
+    assert t.release_segments("joe-v2") == "p.tts.release.joe-v2.segments"
+    assert t.release_segments("joe-v2", "long") == "p.tts.release.joe-v2.segments.long"
+    assert t.is_source("synthesize", "p.tts.release.joe-v2.segments.long")
+    assert t.is_source("synthesize", "p.tts.segments")
+    assert not t.is_source("synthesize", "p.tts.release.joe-v2.pcm")
+    assert not t.is_source("synthesize", "p.tts.release.Bad.segments")
+    assert not t.is_source("encode", "p.tts.release.joe-v2.segments")
+    assert not t.is_source("synthesize", "tts.release.joe-v2.segments"), "another prefix"
