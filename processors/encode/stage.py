@@ -143,6 +143,7 @@ class EncodeStage(FaustStage):
             tenant=chunk.request.tenant,
             stage=self.name,
             voice=chunk.voice_used,
+            release=chunk.request.release,
             lang=chunk.lang,
             seq=chunk.seq,
             part=chunk.part,

@@ -24,7 +24,7 @@ from aiokafka import TopicPartition
 from streamtts.processors.segment.release_routing import route
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
-from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.kafka import make_consumer, make_producer, topic_partitions
 from streamtts.runtime.release_store import rolled_back, with_canary, write_release
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
@@ -306,3 +306,83 @@ async def test_a_failing_candidate_canary_rolls_it_back(
     assert rule.reason and "canary" in rule.reason and "w1: duration 1.20 s" in rule.reason
     text = telemetry.exposition().decode()
     assert metric(text, "streamtts_release_rollbacks_total", release=CANDIDATE, reason="canary") == 1
+
+
+async def _segments_on(
+    kafka: KafkaSettings, topic: str, n: int, timeout_s: float = 30
+) -> dict[str, str | None]:
+    """request_id → release of the first `n` requests' segments on `topic` (read from the start)."""
+    from streamtts.schemas import Segment
+
+    consumer = make_consumer(kafka, group_id=None, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(await topic_partitions(kafka, topic))]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        seen: dict[str, str | None] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(seen) < n and time.monotonic() < deadline:
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for r in records:
+                    segment = Segment.from_bytes(r.value)
+                    seen[segment.request_id] = segment.request.release
+        return seen
+    finally:
+        await consumer.stop()
+
+
+async def test_tenants_header_and_pools_route_to_the_candidate_lanes(
+    kafka_settings: KafkaSettings, services: Services, topics: TopicNames, pipeline_settings: PipelineSettings
+) -> None:
+    """The segment stage alone: a listed tenant and the header reach the candidate, a long
+    request reaches the candidate's long lane, everything else stays on stable; a malformed
+    rule record is ignored (the last valid rule holds)."""
+    from streamtts.infra.release_lanes import create_release_lanes as lanes
+
+    await lanes(kafka_settings, CANDIDATE)
+    rule = with_canary(ReleaseConfig.initial(), CANDIDATE, percent=0, tenants=["acme"], header=True)
+    await write_release(kafka_settings, topics.config, rule)
+    producer_raw = make_producer(kafka_settings)
+    await producer_raw.start()
+    await producer_raw.send_and_wait(topics.config, b'{"schema_version": 1, "version": 99}', key=b"release")
+    await producer_raw.stop()
+    segmenter = Worker(
+        ["segment"],
+        Settings(kafka=kafka_settings, s3=services.s3),
+        replace(pipeline_settings, release_guard=False),
+        ops=False,
+    )
+    await segmenter.start()
+    try:
+        assert segmenter.releases is not None and segmenter.releases.current.version == rule.version
+        tenant = TTSRequest.new("For acme.", language="en", voice="en_joe", tenant="acme")
+        header = TTSRequest.new("Pinned by header.", language="en", voice="en_joe", tenant="globex")
+        stays = TTSRequest.new("Stays on stable.", language="en", voice="en_joe", tenant="globex")
+        long = TTSRequest.new(
+            "A chapter. " * 40, language="en", voice="en_joe", tenant="acme", priority="batch"
+        )
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit_many([tenant, stays, long])
+            await producer.submit(header, headers=[(RELEASE, CANDIDATE.encode())])
+        await _until(
+            lambda: metric(segmenter.telemetry.exposition().decode(), "streamtts_release_routed_total") >= 4,
+            30,
+            "all four requests routed",
+        )
+        # Everything is routed by now: read each lane whole (n above what any lane should hold).
+        on_candidate = await _segments_on(kafka_settings, topics.release_segments(CANDIDATE), 5, 2)
+        on_candidate_long = await _segments_on(
+            kafka_settings, topics.release_segments(CANDIDATE, "long"), 5, 3
+        )
+        on_stable = await _segments_on(kafka_settings, topics.segments, 5, 2)
+        routed_text = segmenter.telemetry.exposition().decode()
+    finally:
+        await segmenter.stop()
+    assert on_candidate == {tenant.request_id: CANDIDATE, header.request_id: CANDIDATE}
+    assert on_candidate_long == {long.request_id: CANDIDATE}
+    assert on_stable == {stays.request_id: "stable"}
+    assert metric(routed_text, "streamtts_release_routed_total", release=CANDIDATE, why="tenant") == 2
+    assert metric(routed_text, "streamtts_release_routed_total", release=CANDIDATE, why="header") == 1
+    assert metric(routed_text, "streamtts_release_routed_total", release="stable", why="default") == 1
