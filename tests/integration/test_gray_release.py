@@ -52,10 +52,12 @@ def _cli(kafka: KafkaSettings, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _requests(n: int, start: int) -> list[TTSRequest]:
     # Short English prompts for the fast Piper voice; results only (no object storage), so the
-    # test measures routing, not uploads.
+    # test measures routing, not uploads. Fixed ids: the sticky buckets, hence the expected
+    # split (17 of the 150-request burst below 10 %), are the same on every run.
     return [
         TTSRequest.new(
             f"Ticket {start + i} is ready.",
+            request_id=f"gray-{start + i:05d}",
             language="en",
             voice="en_joe",
             format="pcm",
@@ -208,8 +210,10 @@ async def test_gray_release_splits_traffic_rolls_back_on_a_breach_and_loses_noth
     under_canary = [r for r in burst if routed.routed[r.request_id][1] == 1]
     share = sum(routed.routed[r.request_id][0] == CANDIDATE for r in under_canary) / len(under_canary)
     assert len(under_canary) >= 60, "most of the burst was routed before the rollback"
-    assert 0.02 <= share <= 0.22, f"{share:.1%} of {len(under_canary)} requests on the candidate"
+    assert 0.05 <= share <= 0.17, f"{share:.1%} of {len(under_canary)} requests on the candidate"
     assert all(r.release == "stable" for r in later.values())
+    would_have = [r for r in after if route(rule, r.tenant, r.request_id).release == CANDIDATE]
+    assert would_have, "some requests after the rollback fall in the candidate's 10 %"
     assert all(routed.routed[r.request_id] == (CANDIDATE, all_in.version) for r in backlog)
     assert all(r.release == CANDIDATE and r.status == "completed" for r in drained.values())
     after_rollback = sum(r.completed_at > manual.updated_at for r in drained.values())
