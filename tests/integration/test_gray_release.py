@@ -390,3 +390,38 @@ async def test_tenants_header_and_pools_route_to_the_candidate_lanes(
     assert metric(routed_text, "streamtts_release_routed_total", release=CANDIDATE, why="tenant") == 2
     assert metric(routed_text, "streamtts_release_routed_total", release=CANDIDATE, why="header") == 1
     assert metric(routed_text, "streamtts_release_routed_total", release="stable", why="default") == 1
+
+
+async def test_release_guard_runs_on_its_own_and_serves_metrics(kafka_settings: KafkaSettings) -> None:
+    """`streamtts release guard`: starts, serves /metrics with the rollback counter, stops on SIGTERM."""
+    import signal
+    import urllib.request
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "streamtts.cli.main",
+        "release",
+        "guard",
+        env=cli_env(kafka_settings),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    try:
+        port = None
+        async with asyncio.timeout(60):
+            async for line in proc.stderr:
+                event = orjson.loads(line) if line.startswith(b"{") else {}
+                if event.get("event") == "ops_listening":
+                    port = event["port"]
+                    break
+        assert port
+        body = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read()
+        )
+        assert b"streamtts_release_rollbacks_total" in body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = await asyncio.wait_for(proc.wait(), 30)
+    assert rc == 0
