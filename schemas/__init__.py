@@ -9,6 +9,7 @@ from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.lexicon import Lexicon, LexiconEntry
 from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.schemas.release import CanaryReport, GuardLimits, ReleaseConfig
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
@@ -24,6 +25,8 @@ CONTRACTS: dict[str, type[Contract]] = {
         ControlMessage,
         Lexicon,
         AuditEvent,
+        ReleaseConfig,
+        CanaryReport,
     )
 }
 
@@ -34,6 +37,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AudioChunk",
     "AuditEvent",
+    "CanaryReport",
     "Captions",
     "CompletionResult",
     "Contract",
@@ -42,9 +46,11 @@ __all__ = [
     "DeadLetter",
     "Degradation",
     "Delivery",
+    "GuardLimits",
     "Lexicon",
     "LexiconEntry",
     "PcmChunk",
+    "ReleaseConfig",
     "RequestContext",
     "Segment",
     "StorageRef",

@@ -13,6 +13,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from streamtts.schemas.base import AudioBytes, Contract
 from streamtts.schemas.context import RequestContext
+from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import ID_PATTERN, MAX_PARTS, MAX_SEGMENTS, TENANT_PATTERN, AudioFormat
 from streamtts.schemas.segment import SpanLanguage
 
@@ -154,6 +155,8 @@ class AudioChunk(Contract):
     cancelled: bool = False
     """No audio: the request was cancelled (see `PcmChunk.cancelled`); the stream ends here."""
     metadata: dict[str, str] = Field(default_factory=dict)
+    release: str | None = Field(default=None, pattern=RELEASE_PATTERN)
+    """The synthesize release that rendered it (see `RequestContext.release`)."""
     created_at: AwareDatetime
     """The request's creation time (so subscribers can measure end-to-end latency)."""
     encoded_at: AwareDatetime

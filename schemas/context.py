@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from streamtts.schemas.names import WavCodec
+from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import (
     ID_PATTERN,
     TENANT_PATTERN,
@@ -42,6 +43,9 @@ class RequestContext(BaseModel):
     notes: list[str] = Field(default_factory=list, max_length=32)
     """What the segment stage could not do as written (an SSML tag it ignored), echoed
     on the result."""
+    release: str | None = Field(default=None, pattern=RELEASE_PATTERN)
+    """The synthesize release the segment stage routed the request to (None: no routing
+    rule was in force, i.e. the base release "stable")."""
     created_at: AwareDatetime
 
     @classmethod

@@ -15,6 +15,9 @@ FIRST_SEGMENT = "streamtts.segment.first"
 """Set ("1") on a request's first segment: the synthesize stage lets it overtake queued later
 segments of other requests without parsing the value."""
 FIRST_SEGMENT_HEADERS: list[tuple[str, bytes]] = [(FIRST_SEGMENT, b"1")]
+RELEASE = "x-streamtts-release"
+"""On a request record: the release that must render it (honoured when the routing rule
+allows headers; e.g. a QA client pinning the candidate)."""
 
 
 RENDERING_HEADERS = (REPLAY_OF, REPLAY_AT)

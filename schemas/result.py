@@ -8,6 +8,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.chunks import Degradation, MarkTiming, WordTiming
+from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
 
 
@@ -73,6 +74,10 @@ class CompletionResult(Contract):
     """What could not be done as written (e.g. an SSML tag that was ignored)."""
     error: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    release: str | None = Field(default=None, pattern=RELEASE_PATTERN)
+    """The synthesize release that rendered it (see `RequestContext.release`)."""
+    first_audio_ms: float | None = Field(default=None, ge=0)
+    """created_at → the request's first audio synthesized (what the release guard compares)."""
     created_at: AwareDatetime
     completed_at: AwareDatetime
     expires_at: AwareDatetime | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from streamtts.schemas import Degradation, PcmChunk, RequestContext, WordTiming
 from streamtts.schemas.captions import retimed
@@ -66,6 +67,8 @@ class AssembledRequest:
     """The playback position the client reported with its cancel."""
     marks: list[MarkTiming] | None = None
     """SSML marks, timed from the assembled audio's start."""
+    first_synthesized_at: datetime | None = None
+    """When the request's first chunk (seq 0, part 0) was synthesized."""
 
 
 def retimed_marks(ordered: list[PcmChunk]) -> list[MarkTiming] | None:
@@ -129,6 +132,7 @@ class RequestAssembler:
             cancelled=any(c.cancelled for c in ordered),
             marks=retimed_marks(ordered) if p.ctx.marks else None,
             played_ms=next((c.played_ms for c in ordered if c.played_ms is not None), None),
+            first_synthesized_at=ordered[0].synthesized_at,
         )
 
     def skip(self, tp: TopicPart, offset: int) -> None:

@@ -48,6 +48,7 @@ from streamtts.schemas import (
 )
 from streamtts.schemas import captions as caption_files
 from streamtts.schemas.headers import REPLAY_AT, REPLAY_OF, header, header_pairs
+from streamtts.schemas.release import BASE_RELEASE
 from streamtts.schemas.result import MAX_INLINE_WORDS
 from streamtts.sinks.assembler import AssembledRequest, RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import PartitionRevoked, SinkCheckpoint
@@ -258,6 +259,7 @@ class CompletionSink(DeadLettering):
             tenant=ctx.tenant,
             stage=self.name,
             voice=ctx.voice,
+            release=ctx.release,
             format=ctx.format,
             audio_s=round(duration_ms / 1000, 3),
             chunks=req.chunks,
@@ -398,6 +400,8 @@ class CompletionSink(DeadLettering):
             notes=ctx.notes,
             error=error,
             metadata=ctx.metadata,
+            release=ctx.release,
+            first_audio_ms=_first_audio_ms(req),
             created_at=ctx.created_at,
             completed_at=completed_at,
             expires_at=self.retention.expires_at(ctx.tenant, completed_at) if storage else None,
@@ -406,6 +410,11 @@ class CompletionSink(DeadLettering):
         first_headers = req.records[0][3] if req.records else ()
         self._finished(_rendering(ctx, first_headers), result.status, result.completed_at)
         self.telemetry.requests_completed.labels(result.status).inc()
+        release = result.release or BASE_RELEASE
+        outcome = "degraded" if result.status == "completed" and result.degraded else result.status
+        self.telemetry.release_requests.labels(release, outcome).inc()
+        if result.first_audio_ms is not None and result.status == "completed":
+            self.telemetry.release_first_audio.labels(release).observe(result.first_audio_ms / 1000)
 
     def _finished(self, rendering: RenderKey, status: str, at: datetime) -> None:
         self.finished.add(rendering, status, at)
@@ -431,6 +440,7 @@ class CompletionSink(DeadLettering):
                 lexicon_version=ctx.lexicon_version,
                 notes=ctx.notes,
                 metadata=ctx.metadata,
+                release=ctx.release,
                 error=f"incomplete: no audio for segments {missing[:20]} after {self.stale_after_s:.0f} s",
                 created_at=ctx.created_at,
                 completed_at=datetime.now(UTC),
@@ -439,6 +449,7 @@ class CompletionSink(DeadLettering):
                 await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
             except PartitionRevoked:
                 continue  # revoked meanwhile: its next owner decides
+            self.telemetry.release_requests.labels(ctx.release or BASE_RELEASE, "failed").inc()
             log_event(
                 log,
                 "request_incomplete",
@@ -448,6 +459,14 @@ class CompletionSink(DeadLettering):
                 missing=missing[:20],
             )
             self._finished(_rendering(ctx, headers), "failed", result.completed_at)
+
+
+def _first_audio_ms(req: AssembledRequest) -> float | None:
+    """created_at → the first chunk synthesized: the first-audio latency of the release that
+    rendered it, without a lookup (the encode stage's TTFA metric adds the encode step)."""
+    if req.first_synthesized_at is None:
+        return None
+    return round(max(0.0, (req.first_synthesized_at - req.ctx.created_at).total_seconds() * 1000), 1)
 
 
 def _rendering(ctx: RequestContext, headers: tuple[tuple[str, bytes], ...]) -> RenderKey:

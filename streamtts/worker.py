@@ -21,11 +21,13 @@ from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lexicons import LexiconBook
 from streamtts.runtime.readiness import Readiness
-from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.runtime.release_watch import ReleaseWatch
+from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
 from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas.names import POOLS, STAGES
+from streamtts.schemas.release import BASE_RELEASE
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
     from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -73,6 +75,12 @@ class Worker:
         """The process's view of `tts.control` (synthesize drops cancelled work)."""
         self.lexicons: LexiconBook | None = None
         """The process's view of `tts.lexicons` (segment applies each tenant's lexicon)."""
+        self.releases: ReleaseWatch | None = None
+        """The process's view of the release routing rule (the segment stage routes by it)."""
+        self.release_guard: Any = None
+        """Automatic rollback of a failing candidate (with the segment stage, if enabled)."""
+        self.canary_reports: Any = None
+        """A candidate release's synthesize worker reports its canary to the release guard."""
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -100,6 +108,13 @@ class Worker:
         if "synthesize" in self.stages:
             self.cancels = CancelWatch(kafka, self.topics.control)
             await self.cancels.start()
+            tel.release_info.labels(pipe.release).set(1)
+        if "segment" in self.stages:
+            # Caught up before the first request: a restarted segment worker routes by the
+            # rule in force, never by "no rule" for a moment.
+            self.releases = ReleaseWatch(kafka, self.topics.config)
+            await self.releases.start()
+            await asyncio.wait_for(self.releases.caught_up.wait(), timeout=30)
         # Lexicons: the segment stage applies each tenant's; loaded before it takes a request.
         if "segment" in self.stages:
             self.lexicons = LexiconBook(kafka, self.topics.lexicons)
@@ -125,11 +140,18 @@ class Worker:
             await self._lag.start()
         if self.canary:
             await self.canary.start()
+        # 5. The release guard next to the router: it shares the router's view of the rule.
+        if self.releases is not None and pipe.release_guard:
+            from streamtts.runtime.auto_rollback import AutoRollback
+
+            self.release_guard = AutoRollback(kafka, tel, releases=self.releases)
+            await self.release_guard.start()
         log_event(
             log,
             "worker_started",
             stages=self.stages,
             pools=self.pools if "synthesize" in self.stages else None,
+            release=pipe.release if "synthesize" in self.stages else None,
             ops_port=self.ops_port,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
@@ -148,6 +170,8 @@ class Worker:
             renderer = self._renderer = await asyncio.to_thread(
                 build_renderer, self.pipeline, self.settings.s3, count
             )
+        for rendered in voice_map(self.pipeline.release_voices).values():
+            renderer.synth.registry.spec(rendered)  # a release mapping to an unknown voice fails at start
         voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
         spec = renderer.synth.registry.spec(voice)
         lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
@@ -158,7 +182,17 @@ class Worker:
             chunks = list(renderer.synth.synthesize_span(text, lang, voice, 1.0, None))
             return np.concatenate([c.samples for c in chunks])
 
+        if self.pipeline.release != BASE_RELEASE:
+            from streamtts.runtime.canary_reports import CanaryReports
+
+            self.canary_reports = CanaryReports(
+                self.settings.kafka, self.topics.config, self.pipeline.release
+            )
+            await self.canary_reports.start()
+
         def on_result(result: Any) -> None:
+            if self.canary_reports is not None:
+                self.canary_reports.report(result.ok, result.reason)
             self.readiness.canary_ok = result.ok
             self.readiness.canary_reason = result.reason
             self.telemetry.canary_ok.set(1 if result.ok else 0)
@@ -196,12 +230,21 @@ class Worker:
 
             return [EncodeStage(kafka, pipe, self.topics, telemetry=tel)]
         if stage == "synthesize":
+            from streamtts.processors.synthesize.release_profile import ReleaseProfile
             from streamtts.processors.synthesize.stage import SynthesizeStage
 
             assert self._renderer is not None, "the model is loaded before the synthesize stage starts"
+            profile = ReleaseProfile(pipe.release, voice_map(pipe.release_voices))
             return [
                 SynthesizeStage(
-                    kafka, pipe, self._renderer, self.topics, pool=p, telemetry=tel, cancels=self.cancels
+                    kafka,
+                    pipe,
+                    self._renderer,
+                    self.topics,
+                    pool=p,
+                    telemetry=tel,
+                    cancels=self.cancels,
+                    profile=profile,
                 )
                 for p in self.pools
             ]
@@ -211,7 +254,17 @@ class Worker:
         # Reuse the synthesizer's registry when this process has one (voice packs load once);
         # otherwise one that only resolves names (engines load lazily, never in this stage).
         voices = self._renderer.synth.registry if self._renderer is not None else VoiceRegistry(threads=1)
-        return [SegmentStage(kafka, pipe, self.topics, voices=voices, telemetry=tel, lexicons=self.lexicons)]
+        return [
+            SegmentStage(
+                kafka,
+                pipe,
+                self.topics,
+                voices=voices,
+                telemetry=tel,
+                lexicons=self.lexicons,
+                releases=self.releases,
+            )
+        ]
 
     def failures(self) -> dict[str, str]:
         """Stages whose consuming loop died: group → why (readiness turns red on any)."""
@@ -225,8 +278,14 @@ class Worker:
     async def stop(self) -> None:
         # Upstream first: stop taking new work, let downstream drain what is in flight.
         self.readiness.stages_started = False
+        if self.release_guard is not None:
+            await self.release_guard.stop()
+            self.release_guard = None
         if self.canary:
             await self.canary.stop()
+        if self.canary_reports is not None:
+            await self.canary_reports.stop()
+            self.canary_reports = None
         for service in reversed(self.services):
             try:
                 await service.stop()
@@ -239,6 +298,9 @@ class Worker:
         if self.lexicons is not None:
             await self.lexicons.stop()
             self.lexicons = None
+        if self.releases is not None:
+            await self.releases.stop()
+            self.releases = None
         if self._renderer is not None and self._owns_renderer:
             self._renderer.close()  # the budget guard's threads
         if self._lag:

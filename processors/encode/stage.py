@@ -75,6 +75,7 @@ def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> A
         lexicon_version=ctx.lexicon_version,
         cancelled=chunk.cancelled,
         metadata=ctx.metadata,
+        release=ctx.release,
         created_at=ctx.created_at,
         encoded_at=datetime.now(UTC),
     )
@@ -144,6 +145,7 @@ class EncodeStage(FaustStage):
             tenant=chunk.request.tenant,
             stage=self.name,
             voice=chunk.voice_used,
+            release=chunk.request.release,
             lang=chunk.lang,
             seq=chunk.seq,
             part=chunk.part,

@@ -1,26 +1,29 @@
-"""Segment stage: tts.requests → tts.segments (faust). Logic lives in `planner`."""
+"""Segment stage: tts.requests → tts.segments (faust). Logic lives in `planner`; which
+release lane a request goes to, in `release_routing`."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from faust.types import EventT
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.planner import is_ssml, plan_segments
+from streamtts.processors.segment.release_routing import Route, route
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.lexicons import LexiconBook
+from streamtts.runtime.release_watch import ReleaseWatch
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import Lexicon, TTSRequest
-from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, rendering_headers
+from streamtts.schemas import Lexicon, Segment, TTSRequest
+from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
 
 
 class VoiceCatalog(VoiceChooser, Protocol):
@@ -73,7 +76,10 @@ class SegmentStage(FaustStage):
         source_topics: list[str] | None = None,
         telemetry: Telemetry | None = None,
         lexicons: LexiconBook | None = None,
+        releases: ReleaseWatch | None = None,
     ) -> None:
+        """releases: the live routing rule; None (or no rule ever written) sends everything to
+        the base release's topics, as before releases existed."""
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         self.lexicons = lexicons
         # Compiled lexicons by (tenant, version), compiled off the event loop as soon as an
@@ -81,6 +87,8 @@ class SegmentStage(FaustStage):
         self._matchers: dict[tuple[str, int], asyncio.Future[LexiconMatcher | None]] = {}
         if lexicons is not None:
             lexicons.listeners.append(self._compile)
+        self.releases = releases
+        self._lanes: dict[str, Any] = {}
         # The registry only resolves names here (engines load lazily, never in this stage).
         self.voices = voices
         # Length-aware pools: interactive/short requests and long/batch ones go to separate
@@ -123,6 +131,12 @@ class SegmentStage(FaustStage):
             )
         pool = pool_for(request, self.pipeline.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
+        lane = self._route(request, event.message.headers)
+        if lane is not None:
+            # Routed once per request: every segment carries the release and goes to its lane.
+            out = self._lane(self.topics.release_segments(lane.release, pool))
+            segments = [_on_release(s, lane.release) for s in segments]
+            self.telemetry.release_routed.labels(lane.release, lane.why).inc()
         rendering = rendering_headers(event.message.headers)
         for segment in segments:
             first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
@@ -146,6 +160,9 @@ class SegmentStage(FaustStage):
             text_type="ssml" if is_ssml(request, self.pipeline.markup) else "text",
             lexicon_version=segments[0].request.lexicon_version,
             notes=segments[0].request.notes or None,
+            release=lane.release if lane else None,
+            routed_by=lane.why if lane else None,
+            rule_version=self.releases.current.version if lane and self.releases else None,
             text=snippet(request.text),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
@@ -198,6 +215,27 @@ class SegmentStage(FaustStage):
             return False
         return True
 
+    def _route(self, request: TTSRequest, headers: object) -> Route | None:
+        if self.releases is None or not self.releases.written:
+            return None
+        asked = header(headers, RELEASE)
+        return route(
+            self.releases.current,
+            request.tenant,
+            request.request_id,
+            asked.decode(errors="replace") if asked else None,
+        )
+
+    def _lane(self, name: str) -> Any:
+        topic = self._lanes.get(name)
+        if topic is None:
+            topic = self._lanes[name] = (
+                self.out_short
+                if name == self.topics.segments
+                else (self.out_long if name == self.topics.segments_long else self.topic(name))
+            )
+        return topic
+
     async def _check_topic(self, name: str) -> None:
         allowed = self.kafka.topic_prefix + self.pipeline.reply_topic_prefix
         if not name.startswith(allowed) or len(name) == len(allowed):
@@ -208,3 +246,8 @@ class SegmentStage(FaustStage):
         if not await topic_partitions(self.kafka, name):
             raise UnknownReplyTopicError(f"reply topic {name!r} does not exist")
         self._known_topics[name] = now
+
+
+def _on_release(segment: Segment, release: str) -> Segment:
+    """The segment with its request's release set (validated values, so no re-validation)."""
+    return segment.model_copy(update={"request": segment.request.model_copy(update={"release": release})})

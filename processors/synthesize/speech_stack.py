@@ -41,6 +41,15 @@ def build_cache(
     return RenderCache(MemoryTier(pipeline.render_cache_mb * 1024 * 1024), shared, on_count)
 
 
+def budgets_of(pipeline: PipelineSettings) -> Budgets:
+    """The time budgets the settings give a span (G2P, inference)."""
+    return Budgets(
+        g2p_s=pipeline.g2p_budget_ms / 1000,
+        inference_base_s=pipeline.inference_budget_s,
+        inference_per_char_s=pipeline.inference_budget_per_char_s,
+    )
+
+
 def build_renderer(
     pipeline: PipelineSettings,
     s3: S3Settings | None = None,
@@ -61,7 +70,7 @@ def build_renderer(
     renderer = SegmentRenderer(
         Synthesizer(registry, cache=cache),
         breaker=CircuitBreaker(pipeline.breaker_threshold, pipeline.breaker_open_s),
-        budgets=Budgets(g2p_s=pipeline.g2p_budget_ms / 1000, inference_base_s=pipeline.inference_budget_s),
+        budgets=budgets_of(pipeline),
     )
     renderer.prerender_please_wait()
     log_event(

@@ -18,6 +18,7 @@ from faust.types import EventT, StreamT
 
 from streamtts.processors.synthesize.chunker import cancelled_marker, pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
+from streamtts.processors.synthesize.release_profile import ReleaseProfile
 from streamtts.processors.synthesize.renderer import RenderedSegment, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
@@ -30,6 +31,7 @@ from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, Segment
 from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
+from streamtts.schemas.release import BASE_RELEASE
 
 TIMELINE_RECOVERY_S = 5.0
 """Longest a worker spends recovering a request's timeline from tts.pcm after a takeover."""
@@ -48,14 +50,23 @@ class SynthesizeStage(FaustStage):
         pool: str = "short",
         telemetry: Telemetry | None = None,
         cancels: CancelWatch | None = None,
+        profile: ReleaseProfile | None = None,
     ) -> None:
         """pool: "short" reads tts.segments (group streamtts-synthesize), "long" reads
         tts.segments.long (group streamtts-synthesize-long). cancels: segments of cancelled
-        requests are skipped (a marker instead of audio)."""
+        requests are skipped (a marker instead of audio). profile: the release served; a
+        release other than "stable" reads its own lane, tts.release.NAME.segments[.long], in
+        group streamtts-synthesize-release-NAME[-long], and maps voices as it says."""
         if pool not in ("short", "long"):
             raise ValueError(f"pool must be short or long, not {pool!r}")
+        self.profile = profile or ReleaseProfile()
+        lane = "" if self.profile.name == BASE_RELEASE else f"-release-{self.profile.name}"
         super().__init__(
-            kafka, pipeline, topics, telemetry=telemetry, group_suffix="-long" if pool == "long" else ""
+            kafka,
+            pipeline,
+            topics,
+            telemetry=telemetry,
+            group_suffix=lane + ("-long" if pool == "long" else ""),
         )
         self.pool_name = pool
         self.renderer = renderer
@@ -63,7 +74,7 @@ class SynthesizeStage(FaustStage):
         self.pool = ThreadPoolExecutor(
             max_workers=max(1, pipeline.synth_workers), thread_name_prefix=f"synth-{pool}"
         )
-        source = self.topics.segments_long if pool == "long" else self.topics.segments
+        source = self.topics.release_segments(self.profile.name, pool)
         self.sources = [source]
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         # Cached first spans are looked up here, not in the model's executor: a hit is
@@ -112,7 +123,7 @@ class SynthesizeStage(FaustStage):
         if self.renderer.synth.cache is None:
             return False
         try:
-            segment = Segment.from_bytes(event.message.value)
+            segment = self.profile.apply(Segment.from_bytes(event.message.value))
         except ContractError:
             return False  # the regular path dead-letters it
         loop = asyncio.get_running_loop()
@@ -147,8 +158,9 @@ class SynthesizeStage(FaustStage):
             segment, rendered = prerendered
         else:
             try:
-                segment = Segment.from_bytes(event.message.value)
+                segment = self.profile.apply(Segment.from_bytes(event.message.value))
             except ContractError as err:
+                self.telemetry.release_segments.labels(self.profile.name, "dead_lettered").inc()
                 return await self.dead_letter(source_of(event), err)
         if self._cancelled(segment):  # before any work: no inference for it
             return await self._skip(segment, event, started)
@@ -162,6 +174,7 @@ class SynthesizeStage(FaustStage):
             offset = await self._segment_start(segment) if ctx.timestamps or ctx.marks else None
             chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms, offset)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
+            self.telemetry.release_segments.labels(self.profile.name, "dead_lettered").inc()
             return await self.dead_letter(
                 source_of(event), err, request_id=segment.request_id, tenant=segment.request.tenant
             )
@@ -180,6 +193,7 @@ class SynthesizeStage(FaustStage):
         if rendered.degradation:
             d = rendered.degradation
             t.degradations.labels(d.step, d.reason, d.lang).inc()
+        t.release_segments.labels(self.profile.name, "degraded" if rendered.degradation else "ok").inc()
         for (voice, lang), state in self.renderer.breaker.states().items():
             t.breaker_state.labels(voice, lang).set(BREAKER_STATES[state])
         log_event(
@@ -189,6 +203,7 @@ class SynthesizeStage(FaustStage):
             tenant=segment.request.tenant,
             stage=self.name,
             pool=self.pool_name,
+            release=self.profile.name,
             seq=segment.seq,
             total=segment.total,
             voice=rendered.voice_used,

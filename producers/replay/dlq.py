@@ -85,7 +85,7 @@ async def replay_dlq(
             if not flt.matches(letter):
                 summary.skip("filtered")
                 continue
-            if letter.topic not in topics.sources(stage):
+            if not topics.is_source(stage, letter.topic):
                 # The dead letter names its origin in a header anyone can write: re-drive only
                 # to what this stage reads, never to an arbitrary topic.
                 summary.skip("foreign_topic")

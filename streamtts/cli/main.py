@@ -34,6 +34,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "gateway_cmd",
     "audit_cmd",
     "storage_cmd",
+    "release_cmd",
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="synthesize pool(s) to serve (default: both)",
     )
     p.add_argument(
+        "--release",
+        metavar="NAME",
+        help="synthesize release to serve (default: $STREAMTTS_RELEASE or stable; see `streamtts release`)",
+    )
+    p.add_argument(
         "--log-level",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
         help="default: $STREAMTTS_LOG_LEVEL or INFO",
@@ -30,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
     import os
+    from dataclasses import replace
 
     from streamtts.runtime import jsonlog
     from streamtts.runtime.settings import PipelineSettings, Settings
@@ -40,8 +47,13 @@ def _run(args: argparse.Namespace) -> int:
     worker = Worker(
         args.stage or list(STAGES),
         Settings.from_env(),
-        PipelineSettings.from_env(),
+        _with_release(PipelineSettings.from_env(), args.release, replace),
         pools=args.pool or list(POOLS),
     )
     asyncio.run(run_until_signalled(worker))
     return 0
+
+
+def _with_release(pipeline: Any, release: str | None, replace: Any) -> Any:
+    """--release wins over the environment; validated like STREAMTTS_RELEASE."""
+    return replace(pipeline, release=release) if release else pipeline

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from streamtts.errors import ConfigError
+from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import TENANT_PATTERN
 
 ENV_PREFIX = "STREAMTTS_"
@@ -198,7 +199,8 @@ class PipelineSettings:
     g2p_budget_ms: int = 200
     """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
     inference_budget_s: float = 4.0
-    """Inference budget of a span: this plus 0.15 s per character."""
+    """Inference budget of a span: this plus `inference_budget_per_char_s` per character."""
+    inference_budget_per_char_s: float = 0.15
     breaker_threshold: int = 3
     """Consecutive failures of a (voice, language) class that open its circuit breaker."""
     breaker_open_s: float = 5.0
@@ -207,6 +209,14 @@ class PipelineSettings:
     many days (0: kept until deleted by hand); applied by `streamtts storage apply`."""
     tenant_retention_days: tuple[str, ...] = ()
     """Per-tenant retention, `tenant=days` (0: kept), over `retention_days`."""
+    release: str = "stable"
+    """The release a synthesize worker serves: "stable" reads tts.segments[.long] in today's
+    groups; another NAME reads tts.release.NAME.segments[.long] in its own groups."""
+    release_voices: tuple[str, ...] = ()
+    """That release's voice mapping, "REQUESTED=RENDERED" each (e.g. "jm_kumo=jm_kumo:0.8+jf_alpha:0.2")."""
+    release_guard: bool = True
+    """Workers that run the segment stage also run the release guard (automatic rollback);
+    off where `streamtts release guard` runs on its own."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -238,6 +248,12 @@ class PipelineSettings:
         if self.retention_days < 0:
             raise ConfigError(f"{ENV_PREFIX}RETENTION_DAYS must be ≥ 0, got {self.retention_days}")
         self.tenant_retention()  # validates the entries
+        if not re.match(RELEASE_PATTERN, self.release):
+            raise ConfigError(
+                f"{ENV_PREFIX}RELEASE must be lower-case letters, digits and dashes (≤ 40), "
+                f"got {self.release!r}"
+            )
+        voice_map(self.release_voices)  # a malformed pair fails here, naming it
         if self.chunk_max_ms > 15_000:
             raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 
@@ -303,10 +319,27 @@ class PipelineSettings:
             sink_stale_s=env_float("SINK_STALE_S", cls.sink_stale_s),
             g2p_budget_ms=env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
             inference_budget_s=env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
+            inference_budget_per_char_s=env_float(
+                "INFERENCE_BUDGET_PER_CHAR_S", cls.inference_budget_per_char_s
+            ),
             breaker_threshold=env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
             breaker_open_s=env_float("BREAKER_OPEN_S", cls.breaker_open_s),
             retention_days=env_int("RETENTION_DAYS", cls.retention_days),
             tenant_retention_days=tuple(
                 v.strip() for v in _env("TENANT_RETENTION_DAYS", "").split(",") if v.strip()
             ),
+            release=_env("RELEASE", cls.release) or cls.release,
+            release_guard=env_bool("RELEASE_GUARD", cls.release_guard),
+            release_voices=tuple(v.strip() for v in _env("RELEASE_VOICES", "").split(",") if v.strip()),
         )
+
+
+def voice_map(items: tuple[str, ...]) -> dict[str, str]:
+    """("a=b", "c=d") → {"a": "b", "c": "d"}; a malformed pair is a ConfigError naming it."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        asked, sep, used = (x.strip() for x in item.partition("="))
+        if not sep or not asked or not used:
+            raise ConfigError(f"{ENV_PREFIX}RELEASE_VOICES: {item!r} is not REQUESTED=RENDERED")
+        pairs[asked] = used
+    return pairs

@@ -96,6 +96,41 @@ class Telemetry:
         self.model_ready = Gauge("streamtts_model_ready", "1 once the model is loaded and warmed", registry=r)
         self.canary_ok = Gauge("streamtts_canary_ok", "1 while the last canary run passed", registry=r)
         self.canary_runs = Counter("streamtts_canary_runs", "Canary runs", ["outcome"], registry=r)
+        # Releases (gray releases): every series names the release lane it measures.
+        self.release_info = Gauge(
+            "streamtts_release_info", "1 on a synthesize worker serving this release", ["release"], registry=r
+        )
+        self.release_routed = Counter(
+            "streamtts_release_routed",
+            "Requests the segment stage routed to a release",
+            ["release", "why"],
+            registry=r,
+        )
+        self.release_segments = Counter(
+            "streamtts_release_segments",
+            "Segments synthesized per release",
+            ["release", "outcome"],
+            registry=r,
+        )
+        self.release_requests = Counter(
+            "streamtts_release_requests",
+            "Completion results per release (outcome: completed, degraded, failed, cancelled)",
+            ["release", "outcome"],
+            registry=r,
+        )
+        self.release_first_audio = Histogram(
+            "streamtts_release_first_audio_seconds",
+            "Request created_at → first audio synthesized, per release",
+            ["release"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.release_rollbacks = Counter(
+            "streamtts_release_rollbacks",
+            "Automatic rollbacks by the release guard",
+            ["release", "reason"],
+            registry=r,
+        )
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

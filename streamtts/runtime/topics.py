@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from streamtts.schemas import Delivery
 from streamtts.schemas.names import STAGES
+from streamtts.schemas.release import BASE_RELEASE, RELEASE_PATTERN
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,18 @@ class TopicNames:
         return self._n("tts.lexicons")
 
     @property
+    def config(self) -> str:
+        """Live configuration (compacted): the release routing rule under key "release"."""
+        return self._n("tts.config")
+
+    def release_segments(self, release: str, pool: str = "short") -> str:
+        """The segments topic of a release's lane for a pool. The base release keeps today's
+        names; another release `NAME` reads tts.release.NAME.segments[.long]."""
+        if release == BASE_RELEASE:
+            return self.segments_long if pool == "long" else self.segments
+        return self._n(f"tts.release.{release}.segments{'.long' if pool == 'long' else ''}")
+
+    @property
     def replay_ledger(self) -> str:
         return self._n("tts.replay.ledger")
 
@@ -75,6 +89,17 @@ class TopicNames:
             "encode": [self.pcm],
             "sink": [self.pcm],
         }[stage]
+
+    def is_source(self, stage: str, topic: str) -> bool:
+        """Whether `stage` reads `topic`: its own topics, and for synthesize any release's lane
+        (a candidate's dead letters re-drive to that candidate's lane)."""
+        if topic in self.sources(stage):
+            return True
+        lane = self._n("tts.release.")
+        if stage != "synthesize" or not topic.startswith(lane):
+            return False
+        name, _, rest = topic[len(lane) :].partition(".")
+        return rest in ("segments", "segments.long") and re.fullmatch(RELEASE_PATTERN, name) is not None
 
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:

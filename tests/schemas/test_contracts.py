@@ -14,12 +14,14 @@ from streamtts.schemas import (
     CONTRACTS,
     AudioChunk,
     AuditEvent,
+    CanaryReport,
     CompletionResult,
     ContractError,
     ControlMessage,
     Lexicon,
     LexiconEntry,
     PcmChunk,
+    ReleaseConfig,
     RequestContext,
     Segment,
     TTSRequest,
@@ -253,6 +255,12 @@ def _examples() -> dict[str, bytes]:
             status=200,
             bytes=4096,
             duration_ms=12.5,
+        ).to_bytes(),
+        "canary_report": CanaryReport(
+            release="joe-v2", worker="node-1-4242", ok=False, reason="duration 1.2 s, expected 1.9 s", at=NOW
+        ).to_bytes(),
+        "release": ReleaseConfig(
+            version=3, candidate="joe-v2", state="canary", percent=10, tenants=["acme"], updated_at=NOW
         ).to_bytes(),
     }
 

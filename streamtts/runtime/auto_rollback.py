@@ -1,0 +1,161 @@
+"""Automatic rollback: follow the completion results of both lanes, judge the candidate with
+`ReleaseGuard`, and on a breach write the rollback to `tts.config` with its reason.
+
+It reads `tts.results` whole (no consumer group: every guard sees every result) from
+`lookback_s` back, so a guard restarted mid-canary judges the same window; only results
+completed after the canary's rule was written count. Runs inside the worker that runs the
+segment stage (default) or alone as `streamtts release guard`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from aiokafka import TopicPartition
+
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.release_guard import Breach, Outcome, ReleaseGuard
+from streamtts.runtime.release_store import rolled_back, write_release
+from streamtts.runtime.release_watch import ReleaseWatch
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import CompletionResult, ContractError, ReleaseConfig
+from streamtts.schemas.release import BASE_RELEASE
+
+log = logging.getLogger("streamtts.release_guard")
+
+
+class AutoRollback(AsyncLifecycle):
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        telemetry: Telemetry,
+        *,
+        releases: ReleaseWatch | None = None,
+        lookback_s: float = 3600.0,
+        poll_ms: int = 200,
+    ) -> None:
+        """releases: a running watch of `tts.config` to share (the worker's); None: its own."""
+        self.kafka = kafka
+        self.topics = TopicNames(kafka.topic_prefix)
+        self.telemetry = telemetry
+        self._own_watch = releases is None
+        self.releases = releases or ReleaseWatch(kafka, self.topics.config)
+        self.lookback_s = lookback_s
+        self.poll_ms = poll_ms
+        self.guard: ReleaseGuard | None = None
+        self._judged: tuple[int, str] | None = None
+        """(version, candidate) the guard's windows belong to."""
+        self._rolled_back: set[int] = set()
+        """Rule versions this guard already rolled back (never twice for one)."""
+        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=1000)
+        self._task: asyncio.Task[None] | None = None
+        self.breaches: list[tuple[ReleaseConfig, Breach]] = []
+        """Rollbacks this guard wrote: the rule it rolled back and why."""
+
+    async def start(self) -> None:
+        if self._own_watch:
+            await self.releases.start()
+        await asyncio.wait_for(self.releases.caught_up.wait(), timeout=30)
+        await self._consumer.start()
+        partitions = sorted(await topic_partitions(self.kafka, self.topics.results))
+        tps = [TopicPartition(self.topics.results, p) for p in partitions]
+        if tps:
+            self._consumer.assign(tps)
+            since = int((time.time() - self.lookback_s) * 1000)
+            found = await self._consumer.offsets_for_times({tp: since for tp in tps})
+            ends = await self._consumer.end_offsets(tps)
+            for tp in tps:
+                at = found.get(tp)
+                self._consumer.seek(tp, at.offset if at is not None else ends[tp])
+        self._task = asyncio.create_task(self._run(), name="release-guard")
+        log_event(log, "release_guard_started", results=self.topics.results, lookback_s=self.lookback_s)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                batch = await self._consumer.getmany(timeout_ms=self.poll_ms)
+            except Exception as err:  # Kafka trouble: judge later, never on a partial view
+                log_event(log, "results_read_failed", logging.WARNING, error=str(err)[:200])
+                await asyncio.sleep(1.0)
+                continue
+            guard = self._guard_for(self.releases.current)
+            if guard is None:
+                continue
+            since = self.releases.current.updated_at
+            for report in list(self.releases.canaries.values()):
+                if report.at >= since:  # a canary that failed before this canary rule is old news
+                    guard.canary(report.release, report.ok, f"{report.worker}: {report.reason or 'failed'}")
+            for records in batch.values():
+                for record in records:
+                    try:
+                        result = CompletionResult.from_bytes(record.value)
+                    except ContractError:
+                        continue
+                    if result.completed_at >= since:
+                        guard.observe(_outcome(result))
+            breach = guard.verdict()
+            if breach is not None:
+                await self._roll_back(self.releases.current, guard, breach)
+
+    def _guard_for(self, rule: ReleaseConfig) -> ReleaseGuard | None:
+        """The guard of the canary in force (fresh windows for each new canary rule)."""
+        if not rule.routing or rule.candidate is None or rule.version in self._rolled_back:
+            self.guard = None
+            self._judged = None
+            return None
+        if self._judged != (rule.version, rule.candidate):
+            self.guard = ReleaseGuard(rule.stable, rule.candidate, rule.limits)
+            self._judged = (rule.version, rule.candidate)
+        return self.guard
+
+    async def _roll_back(self, rule: ReleaseConfig, guard: ReleaseGuard, breach: Breach) -> None:
+        assert rule.candidate is not None
+        self._rolled_back.add(rule.version)
+        reason = f"automatic rollback: {breach.reason}: {breach.detail}"
+        try:
+            await write_release(self.kafka, self.topics.config, rolled_back(rule, reason=reason, by="guard"))
+        except Exception as err:  # not written: judge again on the next batch
+            self._rolled_back.discard(rule.version)
+            log_event(
+                log, "release_rollback_failed", logging.ERROR, release=rule.candidate, error=str(err)[:200]
+            )
+            return
+        self.telemetry.release_rollbacks.labels(rule.candidate, breach.reason).inc()
+        self.breaches.append((rule, breach))
+        log_event(
+            log,
+            "release_rolled_back",
+            logging.ERROR,  # an alert: a candidate was pulled from traffic
+            release=rule.candidate,
+            stable=rule.stable,
+            reason=breach.reason,
+            detail=breach.detail,
+            version=rule.version,
+            candidate_stats=guard.stats(rule.candidate).as_dict(),
+            stable_stats=guard.stats(rule.stable).as_dict(),
+        )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._consumer.stop()
+        if self._own_watch:
+            await self.releases.stop()
+
+
+def _outcome(result: CompletionResult) -> Outcome:
+    return Outcome(
+        release=result.release or BASE_RELEASE,
+        failed=result.status == "failed",
+        degraded=bool(result.degraded),
+        first_audio_ms=result.first_audio_ms,
+    )

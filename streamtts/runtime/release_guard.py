@@ -1,0 +1,130 @@
+"""The release guard's judgement (pure): is the candidate doing worse than stable?
+
+Fed one `Outcome` per completed request of either lane (and canary runs), it compares the
+most recent `limits.window` outcomes of each lane once both have `limits.min_samples`:
+
+1. failed-request rate:   candidate > stable + max_error_rate_increase
+2. degraded-request rate: candidate > stable + max_degraded_rate_increase
+3. P99 first audio:       candidate > stable × max_first_audio_p99_ratio + first_audio_slack_ms
+4. canary:                the candidate's canary failed (judged without a sample minimum)
+
+The first breach found is the verdict; it names the limit and the numbers behind it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from streamtts.schemas import GuardLimits
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One completed request as the guard sees it."""
+
+    release: str
+    failed: bool
+    degraded: bool
+    first_audio_ms: float | None
+
+
+@dataclass(frozen=True)
+class Breach:
+    reason: str
+    """Machine-friendly: error_rate, degraded_rate, first_audio_p99, canary (a metric label)."""
+    detail: str
+    """The numbers, for the rollback record and the log line."""
+
+
+@dataclass(frozen=True)
+class LaneStats:
+    samples: int
+    error_rate: float
+    degraded_rate: float
+    first_audio_p99_ms: float | None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {
+            "samples": self.samples,
+            "error_rate": round(self.error_rate, 4),
+            "degraded_rate": round(self.degraded_rate, 4),
+            "first_audio_p99_ms": round(self.first_audio_p99_ms, 1)
+            if self.first_audio_p99_ms is not None
+            else None,
+        }
+
+
+def p99(values: list[float]) -> float | None:
+    """Nearest-rank 99th percentile (no interpolation: with few samples it is the worst one)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+class ReleaseGuard:
+    """Outcome windows of one stable/candidate pair under one set of limits."""
+
+    def __init__(self, stable: str, candidate: str, limits: GuardLimits) -> None:
+        self.stable = stable
+        self.candidate = candidate
+        self.limits = limits
+        self._windows: dict[str, deque[Outcome]] = {
+            stable: deque(maxlen=limits.window),
+            candidate: deque(maxlen=limits.window),
+        }
+        self._canary_failure: str | None = None
+
+    def observe(self, outcome: Outcome) -> None:
+        window = self._windows.get(outcome.release)
+        if window is not None:  # a third lane (still draining) is not part of this comparison
+            window.append(outcome)
+
+    def canary(self, release: str, ok: bool, why: str = "") -> None:
+        if release == self.candidate and not ok:
+            self._canary_failure = why or "canary failed"
+
+    def stats(self, release: str) -> LaneStats:
+        window = list(self._windows.get(release, ()))
+        n = len(window)
+        latencies = [o.first_audio_ms for o in window if o.first_audio_ms is not None and not o.failed]
+        return LaneStats(
+            samples=n,
+            error_rate=sum(o.failed for o in window) / n if n else 0.0,
+            degraded_rate=sum(o.degraded for o in window) / n if n else 0.0,
+            first_audio_p99_ms=p99(latencies),
+        )
+
+    def verdict(self) -> Breach | None:
+        """The first limit the candidate breaches, or None (also None until enough samples)."""
+        lim = self.limits
+        if lim.canary and self._canary_failure is not None:
+            return Breach("canary", f"candidate canary: {self._canary_failure}")
+        cand, base = self.stats(self.candidate), self.stats(self.stable)
+        if cand.samples < lim.min_samples or base.samples < lim.min_samples:
+            return None
+        counts = f"(n={cand.samples} vs {base.samples})"
+        if cand.error_rate > base.error_rate + lim.max_error_rate_increase:
+            return Breach(
+                "error_rate",
+                f"failed {cand.error_rate:.1%} vs stable {base.error_rate:.1%} "
+                f"+ {lim.max_error_rate_increase:.1%} allowed {counts}",
+            )
+        if cand.degraded_rate > base.degraded_rate + lim.max_degraded_rate_increase:
+            return Breach(
+                "degraded_rate",
+                f"degraded {cand.degraded_rate:.1%} vs stable {base.degraded_rate:.1%} "
+                f"+ {lim.max_degraded_rate_increase:.1%} allowed {counts}",
+            )
+        if cand.first_audio_p99_ms is not None and base.first_audio_p99_ms is not None:
+            bound = base.first_audio_p99_ms * lim.max_first_audio_p99_ratio + lim.first_audio_slack_ms
+            if cand.first_audio_p99_ms > bound:
+                return Breach(
+                    "first_audio_p99",
+                    f"P99 first audio {cand.first_audio_p99_ms:.0f} ms vs stable "
+                    f"{base.first_audio_p99_ms:.0f} ms × {lim.max_first_audio_p99_ratio:g} "
+                    f"+ {lim.first_audio_slack_ms:.0f} ms allowed {counts}",
+                )
+        return None

@@ -1,0 +1,150 @@
+"""The release routing rule as a process sees it: one reader of `tts.config`, followed live.
+
+The topic is compacted and small, so it is read whole — no consumer group, from the
+beginning — and then followed; the newest valid record under key "release" is the rule. A
+change reaches `current` within one poll (`poll_ms`), which bounds how fast a rollback takes
+effect for the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from aiokafka import TopicPartition
+
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.schemas import CanaryReport, ContractError, ReleaseConfig
+from streamtts.schemas.release import CANARY_KEY_PREFIX, RELEASE_KEY
+
+log = logging.getLogger("streamtts.releases")
+
+
+class ReleaseWatch(AsyncLifecycle):
+    """The current `ReleaseConfig` (`ReleaseConfig.initial()` until a rule is written)."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        topic: str,
+        *,
+        poll_ms: int = 200,
+        on_change: Callable[[ReleaseConfig], None] | None = None,
+    ) -> None:
+        self.kafka = kafka
+        self.topic = topic
+        self.poll_ms = poll_ms
+        self.on_change = on_change
+        self.current = ReleaseConfig.initial()
+        self.written = False
+        """Whether any rule was read (False: nobody ever configured releases)."""
+        self.canaries: dict[bytes, CanaryReport] = {}
+        """Each synthesize worker's latest canary state (key canary/<release>/<worker>)."""
+        self.caught_up = asyncio.Event()
+        """Set once the topic was read up to its end offsets at start."""
+        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        partitions = sorted(await topic_partitions(self.kafka, self.topic))
+        await self._consumer.start()
+        if not partitions:  # an old deployment without the topic: no rule, base release only
+            log_event(log, "config_topic_missing", logging.WARNING, topic=self.topic)
+            self.caught_up.set()
+            return
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_beginning(*tps)
+        ends = await self._consumer.end_offsets(tps)
+        self._task = asyncio.create_task(self._follow(ends), name="release-watch")
+
+    async def _follow(self, ends: dict[TopicPartition, int]) -> None:
+        pending = set(ends)
+        while True:
+            try:
+                for tp in list(pending):
+                    if await self._consumer.position(tp) >= ends[tp]:
+                        pending.discard(tp)
+                if not pending and not self.caught_up.is_set():
+                    self.caught_up.set()
+                    self._applied(replayed=True)
+                batch = await self._consumer.getmany(timeout_ms=self.poll_ms)
+            except Exception as err:  # Kafka trouble: the last rule holds meanwhile
+                log_event(log, "config_read_failed", logging.WARNING, error=str(err)[:200])
+                await asyncio.sleep(1.0)
+                continue
+            changed = False
+            for records in batch.values():
+                for record in records:
+                    changed |= self._take(record.key, record.value)
+            if changed and self.caught_up.is_set():
+                self._applied(replayed=False)
+
+    def _take(self, key: bytes | None, value: bytes | None) -> bool:
+        if key is not None and key.startswith(CANARY_KEY_PREFIX):
+            self._take_canary(key, value)
+            return False
+        if key != RELEASE_KEY or value is None:
+            return False
+        try:
+            rule = ReleaseConfig.from_bytes(value)
+        except ContractError as err:  # a bad write must not take routing down: keep the last rule
+            log_event(log, "release_rule_invalid", logging.WARNING, error=str(err)[:200])
+            return False
+        self.current = rule
+        self.written = True
+        return True
+
+    def _take_canary(self, key: bytes, value: bytes | None) -> None:
+        if value is None:  # a tombstone: that worker is gone
+            self.canaries.pop(key, None)
+            return
+        try:
+            self.canaries[key] = CanaryReport.from_bytes(value)
+        except ContractError as err:
+            log_event(log, "canary_report_invalid", logging.WARNING, error=str(err)[:200])
+
+    def _applied(self, *, replayed: bool) -> None:
+        rule = self.current
+        if self.written:
+            log_event(
+                log,
+                "release_rule_applied",
+                version=rule.version,
+                state=rule.state,
+                stable=rule.stable,
+                candidate=rule.candidate,
+                percent=rule.percent,
+                replayed=replayed,
+                reason=rule.reason,
+                # Written → in force here: what "rollback takes effect within 2 s" measures.
+                lag_ms=round((datetime.now(UTC) - rule.updated_at).total_seconds() * 1000, 1),
+            )
+        if self.on_change is not None:
+            self.on_change(rule)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._consumer.stop()
+
+
+async def read_release(
+    kafka: KafkaSettings, topic: str, timeout_s: float = 15.0
+) -> tuple[ReleaseConfig, bool]:
+    """The rule in force now and whether one was ever written (a one-shot read for tools)."""
+    watch = ReleaseWatch(kafka, topic)
+    try:
+        await watch.start()
+        await asyncio.wait_for(watch.caught_up.wait(), timeout_s)
+        return watch.current, watch.written
+    finally:
+        await watch.stop()

@@ -1,0 +1,97 @@
+"""The release guard's judgement, without Kafka: rates, latency, sample minimums, canary."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamtts.runtime.release_guard import Outcome, ReleaseGuard, p99
+from streamtts.schemas import GuardLimits
+
+LIMITS = GuardLimits(min_samples=10, window=50)
+
+
+def _feed(
+    guard: ReleaseGuard, release: str, n: int, *, failed: int = 0, degraded: int = 0, ms: float = 300
+) -> None:
+    for i in range(n):
+        guard.observe(Outcome(release, failed=i < failed, degraded=i < degraded, first_audio_ms=ms))
+
+
+def test_a_healthy_candidate_is_left_alone() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)
+    _feed(guard, "stable", 40, failed=1, degraded=2)
+    _feed(guard, "v2", 20, degraded=1, ms=350)
+    assert guard.verdict() is None
+
+
+def test_nothing_is_judged_before_both_lanes_have_enough_samples() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)
+    _feed(guard, "v2", 9, failed=9)
+    _feed(guard, "stable", 100)
+    assert guard.verdict() is None
+    _feed(guard, "v2", 1, failed=1)
+    assert guard.verdict() is not None
+    lonely = ReleaseGuard("stable", "v2", LIMITS)
+    _feed(lonely, "v2", 50, failed=50)
+    _feed(lonely, "stable", 9)
+    assert lonely.verdict() is None, "no stable baseline yet"
+
+
+def test_a_higher_error_rate_is_a_breach_that_names_the_numbers() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)
+    _feed(guard, "stable", 40, failed=0)
+    _feed(guard, "v2", 20, failed=2)  # 10 % > 0 % + 2 %
+    breach = guard.verdict()
+    assert breach is not None and breach.reason == "error_rate"
+    assert "10.0%" in breach.detail and "n=20 vs 40" in breach.detail
+
+
+def test_the_error_margin_is_relative_to_stable() -> None:
+    guard = ReleaseGuard(
+        "stable", "v2", GuardLimits(min_samples=10, window=100, max_error_rate_increase=0.05)
+    )
+    _feed(guard, "stable", 100, failed=10)  # 10 %
+    _feed(guard, "v2", 100, failed=14)  # 14 % ≤ 15 %
+    assert guard.verdict() is None
+    _feed(guard, "v2", 100, failed=16)  # the window keeps the newest 100: 16 % > 15 %
+    assert (v := guard.verdict()) is not None and v.reason == "error_rate"
+
+
+def test_degradations_are_a_breach() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)
+    _feed(guard, "stable", 20)
+    _feed(guard, "v2", 20, degraded=20)
+    assert (v := guard.verdict()) is not None and v.reason == "degraded_rate"
+
+
+def test_a_slower_first_audio_is_a_breach_beyond_ratio_and_slack() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)  # × 1.5 + 200 ms: 300 ms → 650 ms allowed
+    _feed(guard, "stable", 20, ms=300)
+    _feed(guard, "v2", 20, ms=640)
+    assert guard.verdict() is None
+    _feed(guard, "v2", 1, ms=2000)  # one slow request is the P99 of 21
+    assert (v := guard.verdict()) is not None and v.reason == "first_audio_p99"
+
+
+def test_a_failing_canary_is_a_breach_without_samples_unless_disabled() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)
+    guard.canary("stable", ok=False, why="stable is not judged here")
+    assert guard.verdict() is None
+    guard.canary("v2", ok=False, why="duration off by 40 %")
+    assert (v := guard.verdict()) is not None and v.reason == "canary" and "40 %" in v.detail
+    off = ReleaseGuard("stable", "v2", GuardLimits(canary=False))
+    off.canary("v2", ok=False)
+    assert off.verdict() is None
+
+
+def test_other_lanes_are_not_counted() -> None:
+    guard = ReleaseGuard("stable", "v2", LIMITS)
+    _feed(guard, "v1-draining", 50, failed=50)
+    assert guard.stats("stable").samples == 0 and guard.stats("v2").samples == 0
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"), [([], None), ([5.0], 5.0), (list(range(1, 101)), 99), ([1, 2, 3], 3)]
+)
+def test_p99_is_nearest_rank(values: list[float], expected: float | None) -> None:
+    assert p99([float(v) for v in values]) == expected
