@@ -73,6 +73,14 @@ class LexiconEntry(BaseModel):
             raise ValueError("give exactly one of alias or phonemes")
         if not fold(self.grapheme).strip():
             raise ValueError("grapheme is blank")
+        if self.alias is not None and not fold(self.alias).strip():
+            raise ValueError("alias is blank (it would delete the word)")
+        for name, value in (("grapheme", self.grapheme), ("alias", self.alias or "")):
+            bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Co", "Cs", "Cn")), None)
+            if bad is not None:
+                raise ValueError(f"{name} holds the control or private-use character U+{ord(bad):04X}")
+            if "<" in value and ">" in value:
+                raise ValueError(f"{name} holds markup; an alias is plain text")
         if self.phonemes is not None:
             if self.alphabet == "pinyin":
                 if self.language not in ("zh", "yue"):

@@ -40,6 +40,7 @@ class Captions(BaseModel):
 
 # Results stay small records: longer word lists are read through `captions.words`.
 MAX_INLINE_WORDS = 500
+MAX_INLINE_MARKS = 500
 
 
 class CompletionResult(Contract):
@@ -65,7 +66,7 @@ class CompletionResult(Contract):
     playback position the client reported, whichever is less."""
     words_spoken: list[WordTiming] | None = Field(default=None, max_length=MAX_INLINE_WORDS)
     """Cancelled, with timestamps: the words that started within `spoken_ms`."""
-    marks: list[MarkTiming] | None = Field(default=None, max_length=500)
+    marks: list[MarkTiming] | None = Field(default=None, max_length=MAX_INLINE_MARKS)
     """SSML marks, in order, timed on the assembled audio."""
     lexicon_version: int | None = Field(default=None, ge=1)
     """The tenant lexicon version the request was said with; a replay passing it as the

@@ -49,7 +49,7 @@ from streamtts.schemas import (
 from streamtts.schemas import captions as caption_files
 from streamtts.schemas.headers import REPLAY_AT, REPLAY_OF, header, header_pairs
 from streamtts.schemas.release import BASE_RELEASE
-from streamtts.schemas.result import MAX_INLINE_WORDS
+from streamtts.schemas.result import MAX_INLINE_MARKS, MAX_INLINE_WORDS
 from streamtts.sinks.assembler import AssembledRequest, RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import PartitionRevoked, SinkCheckpoint
 from streamtts.sinks.finished import FinishedRequests, RenderKey
@@ -395,7 +395,8 @@ class CompletionSink(DeadLettering):
             words=words if not error else None,
             spoken_ms=round(spoken_ms, 1) if spoken_ms is not None else None,
             words_spoken=words_spoken,
-            marks=req.marks if not error else None,
+            # Bounded like words: a result that cannot be built would stop the sink for all.
+            marks=req.marks[:MAX_INLINE_MARKS] if req.marks and not error else None,
             lexicon_version=ctx.lexicon_version,
             notes=ctx.notes,
             error=error,

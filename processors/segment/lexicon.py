@@ -17,6 +17,8 @@ from streamtts.processors.segment.pronunciations import Given, GivenTable
 from streamtts.processors.segment.text_map import MappedText
 from streamtts.schemas.lexicon import Lexicon, LexiconEntry, fold
 
+_SPOKEN = frozenset({"zh", "en", "ja", "ko", "yue"})
+
 
 class LexiconError(ValueError):
     """An entry cannot be used; the message names it ("entry 3 ('招行'): …")."""
@@ -171,6 +173,8 @@ class LexiconMatcher:
             new = entry.alias
         else:
             spoken_lang = lang if entry.language == "any" else entry.language
+            if spoken_lang not in _SPOKEN:  # IPA for a script no G2P reads ("Москва"): say it as en
+                spoken_lang = "en"
             new = given.add(Given(text.text[i:end], compiled.ipa, spoken_lang))
         if not text.tracked:
             return MappedText.of(new, tracked=False)

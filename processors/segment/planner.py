@@ -204,7 +204,7 @@ def _ssml_plan(
         if not _MIN_SPEED <= speed <= _MAX_SPEED:
             clamped = min(_MAX_SPEED, max(_MIN_SPEED, speed))
             note = f"prosody rate gives speed {speed:.2f}; spoken at {clamped:.2f} (the range is 0.5–2.0)"
-            if note not in notes:
+            if note not in notes and len(notes) < 32:  # the contract's bound
                 notes.append(note)
             speed = clamped
         block_voice = block.style.voice

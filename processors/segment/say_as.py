@@ -51,13 +51,22 @@ _CURRENCY_EN = {"$": ("dollar", "cent"), "USD": ("dollar", "cent"), "€": ("eur
 _CURRENCY_ZH = {"$": "美元", "USD": "美元", "€": "欧元", "EUR": "欧元", "£": "英镑", "GBP": "英镑",
                 "¥": "元", "￥": "元", "CNY": "元", "RMB": "元", "JPY": "日元"}  # fmt: skip
 _CURRENCY_RE = re.compile(
-    r"^\s*(?P<pre>[$€£¥￥]|[A-Z]{3})?\s*(?P<num>-?\d[\d,]*(?:\.\d+)?)\s*(?P<post>[$€£¥￥元]|[A-Z]{3})?\s*$"
+    r"^\s*(?P<pre>[$€£¥￥]|[A-Z]{3})?\s*(?P<num>-?[0-9][0-9,]*(?:\.[0-9]+)?)\s*(?P<post>[$€£¥￥元]|[A-Z]{3})?\s*$"
 )
 _TIME_RE = re.compile(
-    r"^\s*(?P<h>\d{1,2})[:：.](?P<m>\d{2})(?:[:：.](?P<s>\d{2}))?\s*(?P<ampm>[AaPp]\.?[Mm]\.?)?\s*$"
+    r"^\s*(?P<h>[0-9]{1,2})[:：.](?P<m>[0-9]{2})(?:[:：.](?P<s>[0-9]{2}))?\s*(?P<ampm>[AaPp]\.?[Mm]\.?)?\s*$"
 )
-_NUMBER_RE = re.compile(r"^\s*(?P<sign>[-+])?(?P<int>\d[\d,]*)(?:\.(?P<frac>\d+))?\s*$")
+_NUMBER_RE = re.compile(r"^\s*(?P<sign>[-+])?(?P<int>[0-9][0-9,]*)(?:\.(?P<frac>[0-9]+))?\s*$")
 _DATE_FORMATS = frozenset({"ymd", "mdy", "dmy", "ym", "my", "md", "dm", "y", "m", "d"})
+
+
+MAX_SAY_AS_CHARS = 64
+"""Longest say-as content (a phone number, an amount, a code — not a paragraph)."""
+
+
+def _ascii_digits(text: str) -> bool:
+    # str.isdigit() takes "²" and other digits int() cannot read.
+    return bool(text) and text.isascii() and text.isdigit()
 
 
 class SayAsError(SegmentationError):
@@ -73,11 +82,15 @@ def say_as(kind: str, text: str, lang: str, fmt: str | None = None) -> str:
         SayAsError: `text` is not a `kind` (e.g. letters for "digits"), or `kind` unknown.
     """
     lang = "zh" if lang == "yue" else lang
+    if len(text) > MAX_SAY_AS_CHARS:
+        raise SayAsError(
+            f"say-as {kind}: {len(text)} characters; at most {MAX_SAY_AS_CHARS} are read this way"
+        )
     if kind in ("characters", "spell-out"):
         return _characters(text, lang)
     if kind == "digits":
         digits = re.sub(r"[\s-]", "", text)
-        if not digits.isdigit():
+        if not _ascii_digits(digits):
             raise SayAsError(f"say-as digits: {text!r} holds more than digits")
         return _digits(digits, lang)
     if kind == "telephone":
@@ -108,7 +121,7 @@ def _characters(text: str, lang: str) -> str:
 
 
 def _char_word(c: str, lang: str) -> str:
-    if c.isdigit() and c.isascii():
+    if _ascii_digits(c):
         return _EN_DIGITS[int(c)] if lang == "en" else _ZH_DIGITS[int(c)] if lang == "zh" else c
     if c.isascii() and c.isalpha():
         return _LETTER_NAMES_EN[c.lower()] if lang == "en" else c.upper()
@@ -126,7 +139,7 @@ def _digits(digits: str, lang: str) -> str:
 def _telephone(text: str, lang: str) -> str:
     plus = text.strip().startswith("+")
     groups = [g for g in re.split(r"[\s\-().]+", text.strip().lstrip("+")) if g]
-    if not groups or not all(g.isdigit() for g in groups):
+    if not groups or not all(_ascii_digits(g) for g in groups):
         raise SayAsError(f"say-as telephone: {text!r} is not a phone number")
     if len(groups) == 1:
         groups = _groups(groups[0])
@@ -153,7 +166,7 @@ def _cardinal(text: str, lang: str) -> str:
 
 def _ordinal(text: str, lang: str) -> str:
     digits = re.sub(r"(st|nd|rd|th|\.)$", "", text.strip(), flags=re.I)
-    if not digits.isdigit():
+    if not _ascii_digits(digits):
         raise SayAsError(f"say-as ordinal: {text!r} is not a whole number")
     if lang == "en":
         return ordinal_en(int(digits))
@@ -168,7 +181,7 @@ def _date(text: str, lang: str, fmt: str) -> str:
     if fmt not in _DATE_FORMATS:
         raise SayAsError(f"say-as date: format {fmt!r} is not one of {', '.join(sorted(_DATE_FORMATS))}")
     parts = [p for p in re.split(r"[\s/.\-年月日,]+", text.strip()) if p]
-    if len(parts) != len(fmt) or not all(p.isdigit() for p in parts):
+    if len(parts) != len(fmt) or not all(_ascii_digits(p) for p in parts):
         raise SayAsError(f"say-as date: {text!r} does not read as {fmt}")
     fields = dict(zip(fmt, (int(p) for p in parts), strict=True))
     year, month, day = fields.get("y"), fields.get("m"), fields.get("d")

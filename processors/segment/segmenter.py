@@ -124,10 +124,12 @@ def segment_text(
         raise EmptyText("text is empty")
     if not has_speakable(clean.text):
         raise SegmentationError("text has nothing speakable (only punctuation, symbols or emoji)")
+    table = given
     splitter = ClauseSplitter(
         max_chars=max_chars,
         first_max_chars=first_max_chars,
         first_min_chars=max(0, min(first_min_chars, first_max_chars)),
+        given_cost=lambda ch: len(table.display(ch)),
     )
 
     spans: list[Span] = []
@@ -141,7 +143,9 @@ def segment_text(
             cursor = clean.text.find(sentence_text, cursor) + len(sentence_text)
         if lexicon:
             sentence = _with_lexicon(sentence, hint, lexicon, given)
-        pieces = _sentence_pieces(sentence, hint, splitter, first=first and not spans, verbalize=verbalize)
+        pieces = _sentence_pieces(
+            sentence, hint, splitter, first=first and not spans, verbalize=verbalize, given=given
+        )
         if not pieces:
             continue
         for k, (raw_runs, piece_map) in enumerate(pieces):
@@ -176,6 +180,29 @@ def _with_lexicon(
     for run in tag_runs(sentence.text, hint):
         langs.extend([run.lang] * len(run.text))
     return lexicon.apply(sentence, lambda i: langs[i] if i < len(langs) else "other", given)
+
+
+# A stand-in of each language's script for a placeholder while runs are tagged: a given
+# pronunciation belongs to the run of its own language (a neutral character would join the
+# run beside it, e.g. a Cyrillic one no voice speaks).
+_PROXY = {"zh": "中", "yue": "中", "ja": "ア", "ko": "한", "en": "a"}
+
+
+def _tag(text: str, hint: str | None, given: GivenTable | None) -> list[Run]:
+    if not given or not any(is_placeholder(c) for c in text):
+        return tag_runs(text, hint)
+    proxy = "".join(_proxy(c, given) for c in text)
+    out: list[Run] = []
+    at = 0
+    for run in tag_runs(proxy, hint):
+        out.append(Run(text[at : at + len(run.text)], run.lang))
+        at += len(run.text)
+    return out
+
+
+def _proxy(ch: str, given: GivenTable) -> str:
+    found = given.get(ch) if is_placeholder(ch) else None
+    return _PROXY.get(found.lang or "", ch) if found is not None else ch
 
 
 def _expand_given(runs: tuple[Run, ...], given: GivenTable) -> tuple[Run, ...]:
@@ -225,7 +252,13 @@ def _drop_symbols(text: str) -> str:
 
 
 def _sentence_pieces(
-    sentence: MappedText, hint: str | None, splitter: ClauseSplitter, *, first: bool, verbalize: bool
+    sentence: MappedText,
+    hint: str | None,
+    splitter: ClauseSplitter,
+    *,
+    first: bool,
+    verbalize: bool,
+    given: GivenTable | None = None,
 ) -> list[tuple[tuple[Run, ...], MappedText]]:
     """Pieces of one sentence, each as its runs and its mapped text; `first` makes the first
     piece a short clause."""
@@ -233,7 +266,7 @@ def _sentence_pieces(
     mapped_runs: list[MappedText] = []
     before = ""
     pos = 0
-    for run in tag_runs(sentence.text, hint):
+    for run in _tag(sentence.text, hint, given):
         found = sentence.find(run.text, pos)
         if found is None:  # unreachable: runs partition the sentence; map to all of it
             a, b = sentence.source_range(0, len(sentence))

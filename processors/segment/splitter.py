@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 SENTENCE_END = frozenset("。！？!?\n")
@@ -64,6 +65,9 @@ class ClauseSplitter:
     """The first piece takes whole clauses until it costs at least this much."""
     cjk_weight: int = 2
     """Cost of one CJK character."""
+    given_cost: Callable[[str], int] | None = None
+    """Cost of a given-pronunciation placeholder (see `pronunciations`): the length of the
+    text it stands for, so a span of them keeps to the budget once they are expanded."""
 
     def __post_init__(self) -> None:
         if self.first_max_chars < 4 or self.max_chars < self.first_max_chars:
@@ -79,7 +83,14 @@ class ClauseSplitter:
 
     def cost(self, text: str) -> int:
         """Budget units used by `text`."""
-        return sum(self.cjk_weight if _is_cjk(c) else 1 for c in text)
+        return sum(self._unit(c) for c in text)
+
+    def _unit(self, ch: str) -> int:
+        if _is_cjk(ch):
+            return self.cjk_weight
+        if self.given_cost is not None and ord(ch) >= 0x100000:
+            return max(1, self.given_cost(ch))
+        return 1
 
     # -- sentences ------------------------------------------------------------------------
 
@@ -168,7 +179,7 @@ class ClauseSplitter:
             return text, ""
         used, limit = 0, 0
         for k, ch in enumerate(text):
-            used += self.cjk_weight if _is_cjk(ch) else 1
+            used += self._unit(ch)
             if used > budget:
                 limit = k
                 break

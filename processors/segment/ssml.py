@@ -28,11 +28,16 @@ from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import Given, GivenTable, blank_placeholders
 from streamtts.processors.segment.say_as import INTERPRETATIONS, SayAsError, say_as
 from streamtts.processors.segment.text_map import MappedText
-from streamtts.schemas.lexicon import IPA_CHARS, PINYIN_RE
+from streamtts.schemas.lexicon import IPA_CHARS, MAX_GRAPHEME_CHARS, PINYIN_RE
+from streamtts.schemas.request import VOICE_PATTERN
 
 MAX_DEPTH = 32
 MAX_ELEMENTS = 5000
 MAX_ATTRIBUTE_CHARS = 1000
+MAX_MARKS = 500
+"""Marks per document (a result carries them all)."""
+MAX_GIVEN_CHARS = MAX_GRAPHEME_CHARS
+"""The text one `<phoneme>` pronounces: a word or a name, not a paragraph."""
 MAX_BREAK_MS = 5000
 """The longest pause a segment carries; longer breaks are cut to it (with a note)."""
 
@@ -135,6 +140,13 @@ class _Parser:
         """Character data whose end is known only at the next event."""
         self.saw_root = False
         self.p = xml.parsers.expat.ParserCreate()
+        # Kept as text arrives, so no handler rescans the document or the block (a document
+        # of 1000 say-as elements must parse in linear time).
+        self._tail = ""
+        """The current block's last non-space character."""
+        self._letter_lang: str | None = None
+        """The language of the current block's last letter."""
+        self._source_lang: str | None = None
 
     # -- positions -----------------------------------------------------------------------
 
@@ -181,10 +193,22 @@ class _Parser:
         if style != self.current_style:
             self._close_block()
             self.current_style = style
+        self._track(piece.text)
         self.current.append(piece)
+
+    def _track(self, text: str) -> None:
+        stripped = text.rstrip()
+        if stripped:
+            self._tail = stripped[-1]
+        for ch in reversed(text):
+            lang = _SCRIPT_LANG.get(script_of(ch))
+            if lang is not None:
+                self._letter_lang = lang
+                break
 
     def _close_block(self, pause_ms: int | None = None) -> None:
         text = MappedText.join(self.current).sub(_SPACE_BEFORE_PUNCT_RE, lambda m: m.group(1))
+        self._tail, self._letter_lang = "", None
         if text.text.strip():
             self.blocks.append(Block(text, self.current_style, pause_ms))
         elif pause_ms is not None and self.blocks:
@@ -194,18 +218,19 @@ class _Parser:
 
     def _boundary(self, paragraph: bool) -> None:
         """End the text so far with a sentence end ("\n" for a paragraph)."""
-        text = "".join(p.text for p in self.current).rstrip()
-        if not text:
+        last = self._tail
+        if not last:
             return
         at = self._pos()
         if paragraph:
             mark = "\n"
-        elif text[-1] == ".":
+        elif last == ".":
             mark = " "  # a period ends a sentence only before a space ("3.14" does not)
-        elif text[-1] in _SENTENCE_END or text[-1] in "…":
+        elif last in _SENTENCE_END or last in "…":
             return
         else:
-            mark = "。" if script_of(text[-1]) in ("han", "kana", "hangul") else "."
+            mark = "。" if script_of(last) in ("han", "kana", "hangul") else "."
+        self._track(mark)
         self.current.append(MappedText(mark, (at,) * len(mark), (at,) * len(mark)))
 
     # -- handlers ------------------------------------------------------------------------
@@ -241,6 +266,8 @@ class _Parser:
             mark = attrs.get("name", "").strip()
             if not mark:
                 raise self._error("<mark> needs a name")
+            if len(self.marks) >= MAX_MARKS:
+                raise self._error(f"more than {MAX_MARKS} marks")
             self.marks.append((mark[:200], self._pos()))
         elif tag not in _KNOWN:
             self._unknown(tag)
@@ -283,7 +310,9 @@ class _Parser:
             name = attrs.get("name", "").strip()
             if not name:
                 self._note("<voice> without a name; ignored")
-            elif self.known_voice is not None and not self.known_voice(name):
+            elif not re.match(VOICE_PATTERN, name) or (
+                self.known_voice is not None and not self.known_voice(name)
+            ):
                 self._note(f"voice {name[:60]!r} is not known; the request's voice speaks instead")
             else:
                 style = Style(style.lang, name, style.rate)
@@ -335,7 +364,7 @@ class _Parser:
         start = frame.content_start if frame.content_start is not None else frame.start
         end = frame.content_end if frame.content_end is not None else start
         style = frame.style
-        lang = style.lang or self._lang_before() or self.doc_lang or _script_lang(self.source)
+        lang = style.lang or self._letter_lang or self.doc_lang or self._document_lang()
         spoken: str
         if frame.tag == "sub":
             alias = frame.attrs.get("alias")
@@ -346,7 +375,7 @@ class _Parser:
             kind = frame.attrs.get("interpret-as", "").strip().lower()
             if kind not in INTERPRETATIONS:
                 self._unknown(f"say-as interpret-as={kind!r}")
-                spoken = content
+                spoken = blank_placeholders(content)
             else:
                 try:
                     spoken = say_as(kind, content, lang, frame.attrs.get("format"))
@@ -371,15 +400,11 @@ class _Parser:
             piece = MappedText.join([p for p in (before, piece, after) if p is not None])
         self._append(piece)
 
-    def _lang_before(self) -> str | None:
-        """The language of the last letter before here in this block: say-as inside
-        "请拨打…" reads Chinese even in a document with no xml:lang."""
-        for piece in reversed(self.current):
-            for ch in reversed(piece.text):
-                script = script_of(ch)
-                if script in _SCRIPT_LANG:
-                    return _SCRIPT_LANG[script]
-        return None
+    def _document_lang(self) -> str:
+        """The language the document's script says (computed once)."""
+        if self._source_lang is None:
+            self._source_lang = _script_lang(self.source)
+        return self._source_lang
 
     def _phoneme(self, frame: _Frame, content: str, lang: str) -> str:
         alphabet = frame.attrs.get("alphabet", "ipa").strip().lower()
@@ -402,9 +427,11 @@ class _Parser:
             lang = "zh"
         else:
             self._unknown(f"phoneme alphabet={alphabet!r}")
-            return content
+            return blank_placeholders(content)
         if not content:
             raise self._error("<phoneme> needs the text it pronounces")
+        if len(content) > MAX_GIVEN_CHARS:
+            raise self._error(f"<phoneme> pronounces at most {MAX_GIVEN_CHARS} characters (a word or a name)")
         return self.given.add(Given(content, ipa, lang))
 
     def _unknown(self, what: str, inside: str | None = None) -> None:
@@ -454,7 +481,7 @@ class _Parser:
         except RecursionError:
             raise InvalidSsml("invalid SSML: nested too deeply") from None
         self._close_block()
-        lang = self.doc_lang or _script_lang(self.source)
+        lang = self.doc_lang or self._document_lang()
         return SsmlDocument(self.blocks, self.marks, self.given, self.notes, lang)
 
 

@@ -34,7 +34,8 @@ Tokenizer = Callable[[str, str], list[tuple[int, int]]]
 """(text, lang) → [start, end) of each word in `text`."""
 
 
-_TAG_RE = re.compile(r"<[^<>]*>?")
+# An SSML tag (plain text like "a < b" is not one: no letter right after the "<").
+_TAG_RE = re.compile(r"</?[A-Za-z!?][^<>]*>?")
 
 
 @dataclass(frozen=True)

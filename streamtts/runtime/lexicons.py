@@ -82,8 +82,8 @@ class LexiconBook(AsyncLifecycle):
             )
         versions = self._versions.setdefault(tenant, OrderedDict())
         versions[lexicon.version] = lexicon
-        while len(versions) > self.history:
-            versions.popitem(last=False)
+        while len(versions) > self.history:  # the oldest versions go, whatever order they came in
+            versions.pop(min(versions))
         if not kept:
             self._current[tenant] = lexicon
             for listener in self.listeners:

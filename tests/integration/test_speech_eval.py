@@ -122,8 +122,9 @@ def load_sentences_with_plain():  # type: ignore[no-untyped-def]
 
 def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> None:  # type: ignore[no-untyped-def]
     """SSML and lexicons through Whisper: what the document or the lexicon asks for is what a
-    listener hears, where the plain reading would say something else ("0042" read as digits,
-    not "forty-two"; "WHO" as the organization; "Zorvex" as the tenant's alias)."""
+    listener hears, where the plain reading says something else: "1984 boxes" read digit by
+    digit, not as a quantity (checked on the spoken text, since Whisper writes both as
+    "1984"), "WHO" as the organization, "Zorvex" as the tenant's alias."""
     from datetime import UTC, datetime
 
     import numpy as np
@@ -146,8 +147,13 @@ def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> Non
         )
     )
     cases = [
-        ('<speak>Your code is <say-as interpret-as="digits">0042</say-as>.</speak>', "ssml", "en", "0042"),
-        ('<speak>验证码是<say-as interpret-as="digits">0086</say-as>。</speak>', "ssml", "zh", "0086"),
+        (
+            '<speak>We shipped <say-as interpret-as="digits">1984</say-as> boxes.</speak>',
+            "ssml",
+            "en",
+            "1984",
+        ),
+        ('<speak>仓库里共有<say-as interpret-as="digits">1984</say-as>件。</speak>', "ssml", "zh", "1984"),
         (
             '<speak>The <sub alias="World Health Organization">WHO</sub> has a new report.</speak>',
             "ssml",
@@ -158,6 +164,17 @@ def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> Non
         ("Thank you for calling Zorvex support.", "text", "en", "acmecorporation"),
         ("请到CMB的网点办理。", "text", "zh", "招商银行"),
     ]
+    # The plain front-end reads these quantities as numbers; say-as digits must not.
+    said = lambda t, tt: " ".join(  # noqa: E731
+        s.text
+        for s in plan_segments(
+            TTSRequest.new(t, text_type=tt), first_max_chars=40, max_chars=150, max_text_chars=20_000
+        )
+    )
+    assert "thousand" in said("We shipped 1984 boxes.", None)
+    assert "one nine eight four" in said(cases[0][0], "ssml")
+    assert "一千九百八十四" in said("仓库里共有1984件。", None)
+    assert "一 九 八 四" in said(cases[1][0], "ssml")
     asr = WhisperASR()
     heard: list[tuple[str, str]] = []
     for text, text_type, lang, expect in cases:

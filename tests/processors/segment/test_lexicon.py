@@ -151,3 +151,28 @@ def test_a_bad_file_names_the_entry_and_nothing_is_read(tmp_path) -> None:  # ty
     with pytest.raises(LexiconFileError, match="not JSON"):
         (tmp_path / "x.json").write_text("{", "utf-8")
         read_entries(tmp_path / "x.json")
+
+
+def test_a_given_pronunciation_beside_a_script_no_voice_speaks() -> None:
+    """The given run keeps its own language: the Cyrillic text stays a span of its own (as
+    without the lexicon), and IPA for a Cyrillic word is spoken as English."""
+    zorvex = _lexicon({"grapheme": "Zorvex", "phonemes": "zɔrvɛks"})
+    segs = _plan("Zorvex Привет мир.", zorvex)
+    assert [(s.text, s.lang) for s in segs] == [("Zorvex", "en"), ("Привет мир.", "other")]
+    moscow = _lexicon({"grapheme": "Москва", "phonemes": "mɐskva"})
+    segs = _plan("Я еду в Москва сегодня.", moscow)
+    given = [(r.text, r.lang) for s in segs for r in s.runs or [] if r.phonemes]
+    assert given == [("Москва", "en")]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"grapheme": "ACME", "alias": "\n\n"}, "alias is blank"),
+        ({"grapheme": "ACME", "alias": "<speak>x</speak>"}, "markup"),
+        ({"grapheme": "AC\U00100000ME", "alias": "x"}, "private-use"),
+    ],
+)
+def test_aliases_and_graphemes_are_plain_text(entry: dict, message: str) -> None:
+    with pytest.raises(ContractError, match=message):
+        _lexicon(entry)

@@ -242,3 +242,32 @@ def test_every_structural_tag_in_a_chinese_document() -> None:
     assert given == [("招行", "ꭧau˥xaŋ˧˥")]
     marks = [(m.name, s.seq) for s in segs for m in s.marks or []]
     assert [name for name, _ in marks] == ["greet", "end"] and marks[0][1] == 0
+
+
+def test_document_limits_are_invalid_ssml_not_contract_dumps() -> None:
+    many = "<speak>" + "".join(f'Word {i}. <mark name="m"/>' for i in range(501)) + "</speak>"
+    with pytest.raises(InvalidSsml, match="more than 500 marks"):
+        _plan(many)
+    long_word = '<speak><phoneme ph="a">' + "word " * 40 + "</phoneme></speak>"
+    with pytest.raises(InvalidSsml, match="at most 100 characters"):
+        _plan(long_word)
+    # Given pronunciations cost their written length: long ones never make an oversize span.
+    names = " and ".join('<phoneme ph="a">' + "x" * 90 + "</phoneme>" for _ in range(30))
+    segs = _plan(f"<speak>{names}.</speak>")
+    assert max(len(s.text) for s in segs) <= 150
+
+
+def test_odd_say_as_content_is_read_as_written_with_a_note() -> None:
+    segs = _plan('<speak>Power <say-as interpret-as="digits">²³</say-as> and <say-as interpret-as="cardinal">'
+                 + "9" * 80 + "</say-as>.</speak>")  # fmt: skip
+    notes = segs[0].request.notes
+    assert any("holds more than digits" in n for n in notes) and any("at most 64" in n for n in notes)
+
+
+def test_an_unknown_phoneme_alphabet_cannot_forge_a_placeholder() -> None:
+    segs = _plan(
+        '<speak><phoneme alphabet="x-sampa" ph="a">\U00100000</phoneme> '
+        '<phoneme ph="zɔrvɛks">Zorvex</phoneme>.</speak>'
+    )
+    assert [r.text for s in segs for r in s.runs or [] if r.phonemes] == ["Zorvex"]
+    assert " ".join(s.text for s in segs).count("Zorvex") == 1

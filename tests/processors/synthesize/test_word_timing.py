@@ -81,3 +81,14 @@ def test_phoneme_times_follow_chunks_split_at_spaces() -> None:
 def test_word_units_per_language() -> None:
     assert word_units("Hello, world's end-game!", "en") == [(0, 5), (7, 14), (15, 23)]
     assert word_units("请在App里", "zh", zh_words=lambda han: list(han)) == [(0, 1), (1, 2), (2, 5), (5, 6)]
+
+
+def test_trailing_leaves_out_ssml_tags_but_keeps_plain_angle_brackets() -> None:
+    from streamtts.processors.synthesize.word_timing import SpanWord, contract_words
+
+    plain = "if a < b then"
+    words = [SpanWord(0, 100, 3, 4), SpanWord(100, 200, 7, 8)]
+    assert contract_words(words, plain, 0, len(plain), 0.0)[0].trailing == " < "
+    ssml = 'Hi <break time="1s"/>there'
+    words = [SpanWord(0, 100, 0, 2), SpanWord(100, 200, 21, 26)]
+    assert contract_words(words, ssml, 0, len(ssml), 0.0)[0].trailing == " "
