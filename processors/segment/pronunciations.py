@@ -20,12 +20,20 @@ def is_placeholder(ch: str) -> bool:
     return PLACEHOLDER_FIRST <= ord(ch) <= PLACEHOLDER_LAST
 
 
+# The segmenter's own private-use marks (a code kept whole, see `number_context`).
+_MARKS = frozenset("\ue000\ue001")
+
+
+def _internal(ch: str) -> bool:
+    return ch in _MARKS or is_placeholder(ch)
+
+
 def blank_placeholders(text: str) -> str:
-    """`text` with plane-16 characters turned into spaces (same length: positions hold), so
-    request text can never forge a placeholder."""
-    if not any(is_placeholder(c) for c in text):
+    """`text` with plane-16 characters and the segmenter's code marks turned into spaces
+    (same length: positions hold), so request text can never forge either."""
+    if not any(_internal(c) for c in text):
         return text
-    return "".join(" " if is_placeholder(c) else c for c in text)
+    return "".join(" " if _internal(c) else c for c in text)
 
 
 @dataclass(frozen=True)

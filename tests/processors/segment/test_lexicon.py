@@ -176,3 +176,10 @@ def test_a_given_pronunciation_beside_a_script_no_voice_speaks() -> None:
 def test_aliases_and_graphemes_are_plain_text(entry: dict, message: str) -> None:
     with pytest.raises(ContractError, match=message):
         _lexicon(entry)
+
+
+def test_request_text_cannot_forge_the_segmenters_code_marks() -> None:
+    # U+E000/U+E001 keep a code whole (no clause cut): user text holding them is blanked.
+    segs = _plan("价格\ue000一百元，好的，谢谢您的耐心等待\ue001。", None)
+    assert all("\ue000" not in s.text and "\ue001" not in s.text for s in segs)
+    assert _plan("0000\ue000\ue001", None)[-1].ends_sentence
