@@ -51,6 +51,9 @@ class GuardLimits(BaseModel):
     """... plus this much (small absolute differences on fast paths are noise, not a breach)."""
     canary: bool = True
     """A failing canary on a candidate worker is a breach."""
+    max_pending_s: float = Field(default=120.0, gt=0)
+    """A request routed to the candidate with no result after this long is a breach (a
+    candidate with no workers, or stuck, renders nothing and so never fails a rate)."""
 
 
 class ReleaseConfig(Contract):

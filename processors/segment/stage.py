@@ -137,6 +137,8 @@ class SegmentStage(FaustStage):
             out = self._lane(self.topics.release_segments(lane.release, pool))
             segments = [_on_release(s, lane.release) for s in segments]
             self.telemetry.release_routed.labels(lane.release, lane.why).inc()
+            if self.releases is not None:
+                self.releases.routed(request.request_id, lane.release)
         rendering = rendering_headers(event.message.headers)
         for segment in segments:
             first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []

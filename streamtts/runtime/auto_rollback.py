@@ -98,11 +98,28 @@ class AutoRollback(AsyncLifecycle):
                         result = CompletionResult.from_bytes(record.value)
                     except ContractError:
                         continue
+                    self.releases.in_flight.pop(result.request_id, None)
                     if result.completed_at >= since:
                         guard.observe(_outcome(result))
-            breach = guard.verdict()
+            breach = self._stalled(guard) or guard.verdict()
             if breach is not None:
                 await self._roll_back(self.releases.current, guard, breach)
+
+    def _stalled(self, guard: ReleaseGuard) -> Breach | None:
+        """A request routed to the candidate by this process with no result for longer than
+        `max_pending_s`: the candidate renders nothing (no workers, stuck, or dead-lettering),
+        which no rate would ever show."""
+        limit = guard.limits.max_pending_s
+        now = time.monotonic()
+        waiting = [at for release, at in self.releases.in_flight.values() if release == guard.candidate]
+        late = [at for at in waiting if now - at > limit]
+        if not late:
+            return None
+        return Breach(
+            "stalled",
+            f"{len(late)} request(s) routed to {guard.candidate} have no result after "
+            f"{limit:.0f} s (the oldest {now - min(late):.0f} s)",
+        )
 
     def _guard_for(self, rule: ReleaseConfig) -> ReleaseGuard | None:
         """The guard of the canary in force (fresh windows for each new canary rule)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -22,6 +24,8 @@ from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.schemas import CanaryReport, ContractError, ReleaseConfig
 from streamtts.schemas.release import CANARY_KEY_PREFIX, RELEASE_KEY
+
+MAX_IN_FLIGHT = 10_000
 
 log = logging.getLogger("streamtts.releases")
 
@@ -46,6 +50,10 @@ class ReleaseWatch(AsyncLifecycle):
         """Whether any rule was read (False: nobody ever configured releases)."""
         self.canaries: dict[bytes, CanaryReport] = {}
         """Each synthesize worker's latest canary state (key canary/<release>/<worker>)."""
+        self.in_flight: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        """Requests this process routed off the base lane and not yet seen completed:
+        request id → (release, monotonic time routed); oldest first, bounded. The guard
+        drops each at its result and treats an old one as a stalled candidate."""
         self.caught_up = asyncio.Event()
         """Set once the topic was read up to its end offsets at start."""
         self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
@@ -86,6 +94,14 @@ class ReleaseWatch(AsyncLifecycle):
             if changed and self.caught_up.is_set():
                 self._applied(replayed=False)
 
+    def routed(self, request_id: str, release: str) -> None:
+        """The segment stage routed a request to `release` (only candidates are tracked)."""
+        if release == self.current.stable:
+            return
+        self.in_flight[request_id] = (release, time.monotonic())
+        while len(self.in_flight) > MAX_IN_FLIGHT:
+            self.in_flight.popitem(last=False)
+
     def _take(self, key: bytes | None, value: bytes | None) -> bool:
         if key is not None and key.startswith(CANARY_KEY_PREFIX):
             self._take_canary(key, value)
@@ -96,6 +112,13 @@ class ReleaseWatch(AsyncLifecycle):
             rule = ReleaseConfig.from_bytes(value)
         except ContractError as err:  # a bad write must not take routing down: keep the last rule
             log_event(log, "release_rule_invalid", logging.WARNING, error=str(err)[:200])
+            return False
+        if self.written and rule.version <= self.current.version:
+            # A late writer of an older version (two guards rolling back the same rule, one
+            # behind an operator's newer `release set`) must not undo what came after it.
+            log_event(
+                log, "release_rule_stale", logging.WARNING, version=rule.version, current=self.current.version
+            )
             return False
         self.current = rule
         self.written = True
