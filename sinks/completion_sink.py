@@ -229,9 +229,13 @@ class CompletionSink(DeadLettering):
         duration_ms = len(samples) / req.sample_rate * 1000.0
         storage: StorageRef | None = None
         stored_captions: Captions | None = None
+        stored_at: datetime | None = None
         keep = not req.cancelled or (ctx.delivery.keep_on_cancel and len(samples) > 0)
         if ctx.delivery.storage and keep:
             try:
+                # Object storage counts expiry from the object's creation: take the time
+                # before the upload, so `expires_at` never promises more than it keeps.
+                stored_at = datetime.now(UTC)
                 storage = await self._store(req, samples, duration_ms)
                 if req.words is not None:
                     stored_captions = await self._captions_or_none(req, storage)
@@ -247,7 +251,7 @@ class CompletionSink(DeadLettering):
                     )
                 await self._publish(req, duration_ms, None, error=str(err))
                 return
-        await self._publish(req, duration_ms, storage, captions=stored_captions)
+        await self._publish(req, duration_ms, storage, captions=stored_captions, stored_at=stored_at)
         self.completed += 1
         self.telemetry.e2e_latency.labels(ctx.format).observe(
             max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
@@ -371,6 +375,7 @@ class CompletionSink(DeadLettering):
         storage: StorageRef | None,
         error: str | None = None,
         captions: Captions | None = None,
+        stored_at: datetime | None = None,
     ) -> None:
         ctx = req.ctx
         words = req.words if req.words is not None and len(req.words) <= MAX_INLINE_WORDS else None
@@ -405,7 +410,7 @@ class CompletionSink(DeadLettering):
             first_audio_ms=_first_audio_ms(req),
             created_at=ctx.created_at,
             completed_at=completed_at,
-            expires_at=self.retention.expires_at(ctx.tenant, completed_at) if storage else None,
+            expires_at=self.retention.expires_at(ctx.tenant, stored_at or completed_at) if storage else None,
         )
         await self._send(self.topics.results, ctx.request_id.encode(), result.to_bytes())
         first_headers = req.records[0][3] if req.records else ()

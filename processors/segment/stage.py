@@ -4,6 +4,7 @@ release lane a request goes to, in `release_routing`."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any, Protocol
 
@@ -132,6 +133,17 @@ class SegmentStage(FaustStage):
         pool = pool_for(request, self.pipeline.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
         lane = self._route(request, event.message.headers)
+        if lane is not None and not await self._lane_exists(self.topics.release_segments(lane.release, pool)):
+            # A rule written by hand for a release whose lane was never created: producing
+            # there would block this stage for every tenant; stable serves instead.
+            log_event(
+                self.log,
+                "release_lane_missing",
+                logging.ERROR,
+                release=lane.release,
+                request_id=request.request_id,
+            )
+            lane = None
         if lane is not None:
             # Routed once per request: every segment carries the release and goes to its lane.
             out = self._lane(self.topics.release_segments(lane.release, pool))
@@ -227,6 +239,15 @@ class SegmentStage(FaustStage):
             request.request_id,
             asked.decode(errors="replace") if asked else None,
         )
+
+    async def _lane_exists(self, name: str) -> bool:
+        now = time.monotonic()
+        if now - self._known_topics.get(name, -1e9) < 60:
+            return True
+        if not await topic_partitions(self.kafka, name):
+            return False
+        self._known_topics[name] = now
+        return True
 
     def _lane(self, name: str) -> Any:
         topic = self._lanes.get(name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -92,6 +93,9 @@ def from_pairs(pairs: Mapping[str, str]) -> KeySet:
     return KeySet(tuple(ApiKey(k, t, hashed_key_id(k)) for k, t in pairs.items()))
 
 
+_KEY_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
 def parse_structured(data: Any, where: str) -> KeySet:
     if not isinstance(data, dict) or not set(data) <= {"keys", "tenants"}:
         raise ConfigError(f"{where}: expected a mapping with `keys` and/or `tenants`")
@@ -99,6 +103,11 @@ def parse_structured(data: Any, where: str) -> KeySet:
     for tenant, spec in (data.get("tenants") or {}).items():
         if not isinstance(spec, dict) or not set(spec) <= {"allow"}:
             raise ConfigError(f"{where}: tenants.{tenant}: expected {{allow: [cidr, ...]}}")
+        if "allow" in spec and not spec["allow"]:
+            # An empty list would read as "any address": say what is meant instead.
+            raise ConfigError(
+                f"{where}: tenants.{tenant}.allow is empty: list networks, or leave `allow` out"
+            )
         tenants[str(tenant)] = parse_networks(spec.get("allow") or (), f"{where}: tenants.{tenant}.allow")
     keys: list[ApiKey] = []
     seen: set[str] = set()
@@ -112,12 +121,17 @@ def parse_structured(data: Any, where: str) -> KeySet:
         key = str(item["key"])
         if not key.strip() or key in seen:
             raise ConfigError(f"{at}: empty or repeated key")
+        kid = item.get("id")
+        if kid is not None and not _KEY_ID_RE.match(str(kid)):
+            raise ConfigError(
+                f"{at}.id: letters, digits and . _ : - only, at most 64 (it goes into every audit event)"
+            )
         seen.add(key)
         keys.append(
             ApiKey(
                 key=key,
                 tenant=str(item["tenant"]),
-                key_id=str(item.get("id") or hashed_key_id(key)),
+                key_id=str(kid or hashed_key_id(key)),
                 allow=parse_networks(item.get("allow") or (), f"{at}.allow"),
                 not_after=_when(item.get("not_after"), f"{at}.not_after"),
             )

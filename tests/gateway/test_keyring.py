@@ -53,6 +53,8 @@ def test_structured_file_with_ids_lists_and_expiry(tmp_path: Path) -> None:
         ("keys: [{key: k, tenant: a}, {key: k, tenant: b}]", "empty or repeated key"),
         ("users: []", "expected a mapping with `keys` and/or `tenants`"),
         ("keys: [", "not valid YAML/JSON"),
+        ("keys: [{key: k, tenant: acme, id: '" + "x" * 200 + "'}]", "at most 64"),
+        ("tenants: {acme: {allow: []}}", "allow is empty"),
     ],
 )
 def test_mistakes_name_the_problem(tmp_path: Path, text: str, message: str) -> None:

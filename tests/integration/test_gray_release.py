@@ -425,3 +425,29 @@ async def test_release_guard_runs_on_its_own_and_serves_metrics(kafka_settings: 
         proc.send_signal(signal.SIGTERM)
         rc = await asyncio.wait_for(proc.wait(), 30)
     assert rc == 0
+
+
+async def test_a_rule_for_a_release_without_lanes_falls_back_to_stable(
+    kafka_settings: KafkaSettings, services: Services, topics: TopicNames, pipeline_settings: PipelineSettings
+) -> None:
+    """A rule written by hand for a release whose lane topics were never created must not
+    block the segment stage (producing to a missing topic): stable serves, with an error log."""
+    rule = with_canary(ReleaseConfig.initial(), "ghost", percent=0, tenants=["acme"], header=False)
+    await write_release(kafka_settings, topics.config, rule)
+    segmenter = Worker(
+        ["segment"],
+        Settings(kafka=kafka_settings, s3=services.s3),
+        replace(pipeline_settings, release_guard=False),
+        ops=False,
+    )
+    await segmenter.start()
+    try:
+        first = TTSRequest.new("For acme.", language="en", voice="en_joe", tenant="acme")
+        second = TTSRequest.new("And again.", language="en", voice="en_joe", tenant="acme")
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit_many([first, second])
+        on_stable = await _segments_on(kafka_settings, topics.segments, 2, 30)
+    finally:
+        await segmenter.stop()
+    assert set(on_stable) == {first.request_id, second.request_id}  # the base lane, both
+    assert set(on_stable.values()) <= {None, "stable"}
