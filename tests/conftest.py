@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -104,14 +106,33 @@ async def running_pipeline(kafka_settings, services, speech_renderer, pipeline_s
 
 
 def _free_port_pair() -> int:
+    """Two free adjacent ports (Kafka's listener and controller, MinIO's API and console),
+    below the kernel's ephemeral range: a port taken from that range was, now and then, the
+    local port of one of the session's own client connections by the time Kafka bound it
+    ("Address already in use"). Both are checked by binding, not by connecting."""
+    low, _ = _ephemeral_range()
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 65000:
-            with socket.socket() as s2:
-                if s2.connect_ex(("127.0.0.1", port + 1)) != 0:
-                    return port
+        port = random.randrange(20_000, min(low, 32_000) - 2, 2)
+        if port in (TEST_PORTS_AVOIDED):
+            continue
+        try:
+            for p in (port, port + 1):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+
+
+TEST_PORTS_AVOIDED = frozenset({29092, 29000, 39092, 39000})
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 @pytest.fixture
