@@ -17,7 +17,15 @@ from minio.error import S3Error
 from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.retention import DEFAULT_CLASS, RETENTION_TAG, RULE_PREFIX, TENANT_TAG, RetentionPolicy
+from streamtts.runtime.retention import (
+    DEFAULT_CLASS,
+    EXPIRY_INDEX_GRACE_DAYS,
+    EXPIRY_INDEX_PREFIX,
+    RETENTION_TAG,
+    RULE_PREFIX,
+    TENANT_TAG,
+    RetentionPolicy,
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -61,6 +69,10 @@ def desired_rules(policy: RetentionPolicy, reserved_prefixes: tuple[str, ...] = 
         rules.append(
             RuleSpec(f"{RULE_PREFIX}default", policy.default_days, tag=(RETENTION_TAG, DEFAULT_CLASS))
         )
+    if policy.longest_days() > 0:
+        # The markers that let the gateway say 410 outlive the files they stand for.
+        days = policy.longest_days() + EXPIRY_INDEX_GRACE_DAYS
+        rules.append(RuleSpec(f"{RULE_PREFIX}expiry-index", days, prefix=EXPIRY_INDEX_PREFIX))
     return rules
 
 

@@ -31,7 +31,7 @@ from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer
-from streamtts.runtime.retention import RetentionPolicy
+from streamtts.runtime.retention import RetentionPolicy, expiry_marker_key
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
@@ -237,6 +237,7 @@ class CompletionSink(DeadLettering):
                 # before the upload, so `expires_at` never promises more than it keeps.
                 stored_at = datetime.now(UTC)
                 storage = await self._store(req, samples, duration_ms)
+                await self._mark_expiry(req, storage, stored_at)
                 if req.words is not None:
                     stored_captions = await self._captions_or_none(req, storage)
             except (StorageUnavailable, StorageRejected) as err:
@@ -294,6 +295,29 @@ class CompletionSink(DeadLettering):
                 tags=self.retention.tags_for(req.ctx.tenant),
             ),
         )
+
+    async def _mark_expiry(self, req: AssembledRequest, audio: StorageRef, stored_at: datetime) -> None:
+        """Best-effort marker of when the file expires (see `runtime.retention`): without it an
+        expired request is 404 instead of 410 once its result is out of the gateway's reach;
+        its failure must not fail a request whose audio is stored."""
+        ctx = req.ctx
+        expires = self.retention.expires_at(ctx.tenant, stored_at)
+        if expires is None:
+            return
+        meta = {"expires-at": expires.isoformat(), "key": audio.key, "request-id": ctx.request_id}
+        try:
+            await asyncio.to_thread(
+                self.store.put_marker, expiry_marker_key(ctx.tenant, ctx.request_id), meta
+            )
+        except Exception as err:  # storage trouble: the result still carries expires_at
+            log_event(
+                log,
+                "expiry_marker_failed",
+                logging.WARNING,
+                request_id=ctx.request_id,
+                tenant=ctx.tenant,
+                error=f"{type(err).__name__}: {str(err)[:200]}",
+            )
 
     async def _captions_or_none(self, req: AssembledRequest, audio: StorageRef) -> Captions | None:
         """Captions are best-effort next to stored audio: their failure must not fail (or

@@ -144,6 +144,27 @@ class ObjectStore:
             bucket=self.bucket, key=key, size=len(data), etag=result.etag or "", content_type=content_type
         )
 
+    def put_marker(self, key: str, metadata: dict[str, str]) -> None:
+        """A zero-byte object whose metadata is the point (see `runtime.retention`)."""
+        self.ensure_bucket()
+        meta: dict[str, str | list[str] | tuple[str]] = dict(metadata)
+        self.client.put_object(self.bucket, key, io.BytesIO(b""), 0, metadata=meta)
+
+    def marker(self, key: str) -> dict[str, str] | None:
+        """A marker's metadata (lower-case names without `x-amz-meta-`), None if absent."""
+        try:
+            stat = self.client.stat_object(self.bucket, key)
+        except S3Error as err:
+            if err.code in ("NoSuchKey", "NoSuchBucket"):
+                return None
+            raise
+        prefix = "x-amz-meta-"
+        return {
+            k.lower().removeprefix(prefix): v
+            for k, v in (stat.metadata or {}).items()
+            if k.lower().startswith(prefix)
+        }
+
     def get(self, bucket: str, key: str) -> bytes:
         resp = self.client.get_object(bucket, key)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -24,10 +25,12 @@ from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.audit import AuditLog
+from streamtts.runtime.retention import expiry_marker_key
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.captions import render as render_captions
 from streamtts.schemas.captions import retimed
+from streamtts.schemas.request import ID_PATTERN
 from streamtts.sinks.object_store import ObjectStore
 
 
@@ -52,6 +55,8 @@ class SpeechOptions:
     text_type: str | None = None
     """"ssml": the text is an SSML document (checked here first: a malformed one is a 400)."""
 
+
+ID_RE = re.compile(ID_PATTERN)
 
 MISS_MEMORY_S = 10.0
 """A search that found nothing is answered from memory for this long (polling an id that is not
@@ -238,9 +243,33 @@ class Gateway:
         state = self.fanout.get(request_id)
         if state is None:
             state = await self._search(tenant, request_id)
+            if state is None:
+                await self._check_expiry_marker(tenant, request_id)
         if state is None or state.tenant != tenant:
             raise ApiError(404, "not_found", f"no request {request_id[:128]!r} for this tenant")
         return state
+
+    async def _check_expiry_marker(self, tenant: str, request_id: str) -> None:
+        """410 for a request whose result is past what can be searched but whose files the
+        sink marked as expired (`runtime.retention`); only this tenant's markers are read."""
+        if not ID_RE.match(request_id):
+            return
+        try:
+            meta = await asyncio.to_thread(self.store.marker, expiry_marker_key(tenant, request_id))
+        except Exception:  # storage trouble: the plain 404 stands
+            return
+        if meta is None:
+            return
+        try:
+            expires = datetime.fromisoformat(meta["expires-at"])
+        except (KeyError, ValueError):
+            return
+        if datetime.now(UTC) >= expires:
+            raise ApiError(
+                410,
+                "expired",
+                f"the audio of request {request_id} expired at {expires.isoformat()} (retention)",
+            )
 
     async def _search(self, tenant: str, request_id: str) -> RequestState | None:
         now = time.monotonic()

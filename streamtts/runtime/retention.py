@@ -20,6 +20,17 @@ RETENTION_TAG = "streamtts-retention"
 DEFAULT_CLASS = "default"
 RULE_PREFIX = "streamtts-"
 """Lifecycle rules with ids starting so are ours (`storage apply` leaves other rules alone)."""
+EXPIRY_INDEX_PREFIX = "_expiry/"
+"""Zero-byte markers `_expiry/TENANT/REQUEST_ID` (metadata: expires-at, key) the sink writes
+for every file with an expiry: the gateway answers 410 for an expired request long after its
+result has left what it can search. No tenant prefix reaches them (tenants start with a
+letter or digit); their own rule keeps them `EXPIRY_INDEX_GRACE_DAYS` past the longest
+retention."""
+EXPIRY_INDEX_GRACE_DAYS = 30
+
+
+def expiry_marker_key(tenant: str, request_id: str) -> str:
+    return f"{EXPIRY_INDEX_PREFIX}{tenant}/{request_id}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,10 @@ class RetentionPolicy:
 
     def days_for(self, tenant: str) -> int:
         return self.tenants.get(tenant, self.default_days)
+
+    def longest_days(self) -> int:
+        """The longest retention any tenant has (0: nothing expires)."""
+        return max([self.default_days, *self.tenants.values()])
 
     def expires_at(self, tenant: str, stored_at: datetime) -> datetime | None:
         """When the store may delete a file stored at `stored_at` (None: kept)."""

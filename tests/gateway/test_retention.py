@@ -48,3 +48,28 @@ async def test_stored_audio_that_vanished_is_gone_not_a_storage_error(served: Se
         s3.remove_object(status["storage"]["bucket"], status["storage"]["key"])
         gone = await client.get(f"/v1/speech/{rid}/audio", headers=ACME)
         assert gone.status_code == 410 and gone.json()["error"]["code"] == "gone"
+
+
+async def test_an_expired_request_out_of_the_gateways_reach_is_gone_by_its_marker(served: Served) -> None:
+    """No result anywhere the gateway searches (older than its lookback): the sink's expiry
+    marker still says the request existed and expired → 410, for this tenant only."""
+    from streamtts.runtime.retention import expiry_marker_key
+    from streamtts.sinks.object_store import ObjectStore
+
+    store = ObjectStore(served.s3)
+    old, future = "req-from-last-year", "req-kept-longer"
+    past = datetime.now(UTC) - timedelta(days=200)
+    store.put_marker(
+        expiry_marker_key("acme", old), {"expires-at": past.isoformat(), "key": f"acme/{old}.mp3"}
+    )
+    later = datetime.now(UTC) + timedelta(days=5)
+    store.put_marker(expiry_marker_key("acme", future), {"expires-at": later.isoformat(), "key": "x"})
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
+        for path in (f"/v1/speech/{old}", f"/v1/speech/{old}/audio", f"/v1/speech/{old}/captions"):
+            gone = await client.get(path, headers=ACME)
+            assert gone.status_code == 410 and gone.json()["error"]["code"] == "expired", path
+        # Another tenant asking for acme's id learns nothing: its own markers only.
+        other = await client.get(f"/v1/speech/{old}/audio", headers={"X-API-Key": "key-globex"})
+        assert other.status_code == 404
+        # Not expired yet (and no result): still unknown here.
+        assert (await client.get(f"/v1/speech/{future}/audio", headers=ACME)).status_code == 404

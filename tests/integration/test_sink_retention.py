@@ -62,10 +62,25 @@ async def test_stored_files_carry_retention_tags_and_results_their_expiry(
             assert res.expires_at is None
             continue
         assert res.expires_at is not None
-        due = res.completed_at + timedelta(days=days)
+        # Against MinIO's own view: it counts from the object's creation (Last-Modified),
+        # rounded up to midnight UTC; the promise may be early, never late.
+        created = s3.stat_object(res.storage.bucket, res.storage.key).last_modified
+        assert created is not None
+        due = created.astimezone(UTC) + timedelta(days=days)
+        deleted_from = datetime.combine(due.date(), datetime.min.time(), tzinfo=UTC) + timedelta(days=1)
         assert (
             res.expires_at.tzinfo is not None
             and res.expires_at.astimezone(UTC).time().isoformat() == "00:00:00"
         )
-        assert due <= res.expires_at < due + timedelta(days=1), (tenant, due, res.expires_at)
+        assert deleted_from - timedelta(days=1) <= res.expires_at <= deleted_from, (
+            tenant,
+            created,
+            res.expires_at,
+        )
+        # The marker the gateway answers 410 from, for when the result is out of its reach.
+        marker = s3.stat_object(res.storage.bucket, f"_expiry/{tenant}/{res.request_id}")
+        assert marker.size == 0 and marker.metadata is not None
+        meta = {k.lower(): v for k, v in marker.metadata.items()}
+        assert datetime.fromisoformat(meta["x-amz-meta-expires-at"]) == res.expires_at
+        assert meta["x-amz-meta-key"] == res.storage.key
     assert datetime.now(UTC) < seen["acme"].expires_at  # type: ignore[operator]

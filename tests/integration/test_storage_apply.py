@@ -58,7 +58,7 @@ def test_storage_apply_writes_lifecycle_rules_idempotently(services: Services) -
     first = _storage(services, bucket, "apply", **retention)
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines()[-1] == (
-        f"bucket {bucket}: 5 rules created, 0 altered, 0 deleted, 0 unchanged, 0 of other owners kept"
+        f"bucket {bucket}: 6 rules created, 0 altered, 0 deleted, 0 unchanged, 0 of other owners kept"
     )
     assert _rules(services, bucket) == {
         "streamtts-tenant-acme": ("acme/", None, 30),
@@ -66,11 +66,12 @@ def test_storage_apply_writes_lifecycle_rules_idempotently(services: Services) -
         "streamtts-tenant-globex": ("globex/", None, 7),
         "streamtts-tenant-globex-tagged": (None, ("streamtts-tenant", "globex"), 7),
         "streamtts-default": (None, ("streamtts-retention", "default"), 90),
+        "streamtts-expiry-index": ("_expiry/", None, 120),
     }
 
     again = _storage(services, bucket, "apply", **retention)
     assert again.stdout.splitlines() == [
-        f"bucket {bucket}: 0 rules created, 0 altered, 0 deleted, 5 unchanged, 0 of other owners kept"
+        f"bucket {bucket}: 0 rules created, 0 altered, 0 deleted, 6 unchanged, 0 of other owners kept"
     ]
 
     # An operator's own rule is kept; a changed retention alters ours; a dropped tenant's go.
@@ -86,7 +87,7 @@ def test_storage_apply_writes_lifecycle_rules_idempotently(services: Services) -
         in diff.stdout
     )
     assert "would delete   streamtts-tenant-globex" in diff.stdout
-    assert len(_rules(services, bucket)) == 6, "plan changes nothing"
+    assert len(_rules(services, bucket)) == 7, "plan changes nothing"
     applied = _storage(services, bucket, "apply", **changed)
     assert applied.returncode == 0, applied.stderr
     rules = _rules(services, bucket)
@@ -97,6 +98,7 @@ def test_storage_apply_writes_lifecycle_rules_idempotently(services: Services) -
         "streamtts-tenant-acme",
         "streamtts-tenant-acme-tagged",
         "streamtts-default",
+        "streamtts-expiry-index",
     }
 
 

@@ -29,7 +29,10 @@ def test_tags_say_which_rule_selects_a_file() -> None:
         RuleSpec("streamtts-tenant-acme", 30, prefix="acme/"),
         RuleSpec("streamtts-tenant-acme-tagged", 30, tag=("streamtts-tenant", "acme")),
         RuleSpec("streamtts-default", 90, tag=("streamtts-retention", "default")),
+        # The 410 markers outlive the longest retention by 30 days.
+        RuleSpec("streamtts-expiry-index", 120, prefix="_expiry/"),
     ]
+    assert desired_rules(RetentionPolicy(default_days=0, tenants={})) == []
 
 
 def test_settings_validate_retention() -> None:
