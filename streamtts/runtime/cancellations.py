@@ -9,25 +9,24 @@ tenant than the request's matches nothing, so one tenant can never stop another'
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topic_follower import TopicFollower
 from streamtts.schemas import ContractError, ControlMessage
 
 log = logging.getLogger("streamtts.cancellations")
 
 
-class CancelWatch(AsyncLifecycle):
+class CancelWatch(TopicFollower):
     """The cancels of the last `ttl_s` seconds (bounded), kept current from `tts.control`."""
+
+    what = "control"
 
     def __init__(
         self,
@@ -38,16 +37,11 @@ class CancelWatch(AsyncLifecycle):
         ttl_s: float = 3600.0,
         max_entries: int = 100_000,
     ) -> None:
-        self.kafka = kafka
-        self.topic = topic
+        super().__init__(kafka, topic, poll_ms=500, log=log, name="cancel-watch")
         self.lookback_s = lookback_s
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._cancels: OrderedDict[tuple[str, str], tuple[float, ControlMessage]] = OrderedDict()
-        self._task: asyncio.Task[None] | None = None
-        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
-        self.caught_up = asyncio.Event()
-        """Set once everything up to the end offsets at start has been read."""
 
     def cancelled(self, tenant: str, request_id: str) -> ControlMessage | None:
         """The cancel of this tenant's request, if one was sent."""
@@ -66,50 +60,19 @@ class CancelWatch(AsyncLifecycle):
         while len(self._cancels) > self.max_entries:
             self._cancels.popitem(last=False)
 
-    async def start(self) -> None:
-        partitions = sorted(await topic_partitions(self.kafka, self.topic))
-        await self._consumer.start()
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        if not tps:
-            log_event(log, "control_topic_missing", logging.WARNING, topic=self.topic)
-            self.caught_up.set()
-            return
-        self._consumer.assign(tps)
+    async def _seek(self, tps: list[TopicPartition], ends: dict[TopicPartition, int]) -> None:
         since = int((time.time() - self.lookback_s) * 1000)
         found = await self._consumer.offsets_for_times({tp: since for tp in tps})
-        ends = await self._consumer.end_offsets(tps)
         for tp in tps:
             at = found.get(tp)
             self._consumer.seek(tp, at.offset if at is not None else ends[tp])
-        self._task = asyncio.create_task(self._follow(ends), name="cancel-watch")
 
-    async def _follow(self, ends: dict[TopicPartition, int]) -> None:
-        pending = set(ends)
-        while True:
+    async def _take_batch(self, records: list[ConsumerRecord]) -> None:
+        for record in records:
             try:
-                for tp in list(pending):
-                    if await self._consumer.position(tp) >= ends[tp]:
-                        pending.discard(tp)
-                if not pending:
-                    self.caught_up.set()
-                batch = await self._consumer.getmany(timeout_ms=500)
-            except Exception as err:  # Kafka trouble: keep following; cancels are best-effort late
-                log_event(log, "control_read_failed", logging.WARNING, error=str(err)[:200])
-                await asyncio.sleep(1.0)
+                message = ControlMessage.from_bytes(record.value)
+            except ContractError as err:
+                log_event(log, "control_message_invalid", logging.WARNING, error=str(err)[:200])
                 continue
-            for records in batch.values():
-                for record in records:
-                    try:
-                        message = ControlMessage.from_bytes(record.value)
-                    except ContractError as err:
-                        log_event(log, "control_message_invalid", logging.WARNING, error=str(err)[:200])
-                        continue
-                    self.add(message)
-                    log_event(log, "cancel_seen", request_id=message.request_id, tenant=message.tenant)
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._consumer.stop()
+            self.add(message)
+            log_event(log, "cancel_seen", request_id=message.request_id, tenant=message.tenant)

@@ -10,37 +10,32 @@ poll (~0.5 s) and the next request uses it; no restart. The stage asks `current(
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord
 
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topic_follower import TopicFollower
 from streamtts.schemas import ContractError, Lexicon
 
 log = logging.getLogger("streamtts.lexicons")
 
 
-class LexiconBook(AsyncLifecycle):
+class LexiconBook(TopicFollower):
     """Current lexicon per tenant, plus the last `history` versions of each (for replays
     that name a version)."""
 
+    what = "lexicon"
+
     def __init__(self, kafka: KafkaSettings, topic: str, *, history: int = 16) -> None:
-        self.kafka = kafka
-        self.topic = topic
+        super().__init__(kafka, topic, poll_ms=200, log=log, name="lexicon-book")
         self.history = history
         self._current: dict[str, Lexicon] = {}
         self._versions: dict[str, OrderedDict[int, Lexicon]] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
-        self.caught_up = asyncio.Event()
-        """Set once everything up to the end offsets at start has been read."""
         self.updates = 0
         """Records applied so far."""
         self._changed = asyncio.Condition()
@@ -100,48 +95,13 @@ class LexiconBook(AsyncLifecycle):
                 delay_ms=delay,
             )
 
-    async def start(self) -> None:
-        partitions = sorted(await topic_partitions(self.kafka, self.topic))
-        await self._consumer.start()
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        if not tps:
-            log_event(log, "lexicon_topic_missing", logging.WARNING, topic=self.topic)
-            self.caught_up.set()
-            return
-        self._consumer.assign(tps)
-        await self._consumer.seek_to_beginning(*tps)
-        ends = await self._consumer.end_offsets(tps)
-        self._task = asyncio.create_task(self._follow(ends), name="lexicon-book")
-
-    async def _follow(self, ends: dict[TopicPartition, int]) -> None:
-        pending = set(ends)
-        while True:
+    async def _take_batch(self, records: list[ConsumerRecord]) -> None:
+        for record in records:
+            key = record.key.decode("utf-8", "replace") if record.key else ""
             try:
-                for tp in list(pending):
-                    if await self._consumer.position(tp) >= ends[tp]:
-                        pending.discard(tp)
-                if not pending:
-                    self.caught_up.set()
-                batch = await self._consumer.getmany(timeout_ms=200)
-            except Exception as err:  # Kafka trouble: keep following; the last lexicons stay in use
-                log_event(log, "lexicon_read_failed", logging.WARNING, error=str(err)[:200])
-                await asyncio.sleep(1.0)
-                continue
-            for records in batch.values():
-                for record in records:
-                    key = record.key.decode("utf-8", "replace") if record.key else ""
-                    try:
-                        self.apply(key, record.value, record.timestamp)
-                    except ContractError as err:  # never half-apply: the previous one stays
-                        log_event(log, "lexicon_invalid", logging.WARNING, key=key[:80], error=str(err)[:200])
-                    self.updates += 1
-            if batch:
-                async with self._changed:
-                    self._changed.notify_all()
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._consumer.stop()
+                self.apply(key, record.value, record.timestamp)
+            except ContractError as err:  # never half-apply: the previous one stays
+                log_event(log, "lexicon_invalid", logging.WARNING, key=key[:80], error=str(err)[:200])
+            self.updates += 1
+        async with self._changed:
+            self._changed.notify_all()

@@ -9,19 +9,17 @@ effect for the next request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord
 
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topic_follower import TopicFollower
 from streamtts.schemas import CanaryReport, ContractError, ReleaseConfig
 from streamtts.schemas.release import CANARY_KEY_PREFIX, RELEASE_KEY
 
@@ -30,8 +28,10 @@ MAX_IN_FLIGHT = 10_000
 log = logging.getLogger("streamtts.releases")
 
 
-class ReleaseWatch(AsyncLifecycle):
+class ReleaseWatch(TopicFollower):
     """The current `ReleaseConfig` (`ReleaseConfig.initial()` until a rule is written)."""
+
+    what = "config"
 
     def __init__(
         self,
@@ -41,9 +41,7 @@ class ReleaseWatch(AsyncLifecycle):
         poll_ms: int = 200,
         on_change: Callable[[ReleaseConfig], None] | None = None,
     ) -> None:
-        self.kafka = kafka
-        self.topic = topic
-        self.poll_ms = poll_ms
+        super().__init__(kafka, topic, poll_ms=poll_ms, log=log, name="release-watch")
         self.on_change = on_change
         self.current = ReleaseConfig.initial()
         self.written = False
@@ -54,45 +52,17 @@ class ReleaseWatch(AsyncLifecycle):
         """Requests this process routed off the base lane and not yet seen completed:
         request id → (release, monotonic time routed); oldest first, bounded. The guard
         drops each at its result and treats an old one as a stalled candidate."""
-        self.caught_up = asyncio.Event()
-        """Set once the topic was read up to its end offsets at start."""
-        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
-        self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        partitions = sorted(await topic_partitions(self.kafka, self.topic))
-        await self._consumer.start()
-        if not partitions:  # an old deployment without the topic: no rule, base release only
-            log_event(log, "config_topic_missing", logging.WARNING, topic=self.topic)
-            self.caught_up.set()
-            return
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        self._consumer.assign(tps)
-        await self._consumer.seek_to_beginning(*tps)
-        ends = await self._consumer.end_offsets(tps)
-        self._task = asyncio.create_task(self._follow(ends), name="release-watch")
+    def _caught_up(self) -> None:
+        super()._caught_up()
+        self._applied(replayed=True)
 
-    async def _follow(self, ends: dict[TopicPartition, int]) -> None:
-        pending = set(ends)
-        while True:
-            try:
-                for tp in list(pending):
-                    if await self._consumer.position(tp) >= ends[tp]:
-                        pending.discard(tp)
-                if not pending and not self.caught_up.is_set():
-                    self.caught_up.set()
-                    self._applied(replayed=True)
-                batch = await self._consumer.getmany(timeout_ms=self.poll_ms)
-            except Exception as err:  # Kafka trouble: the last rule holds meanwhile
-                log_event(log, "config_read_failed", logging.WARNING, error=str(err)[:200])
-                await asyncio.sleep(1.0)
-                continue
-            changed = False
-            for records in batch.values():
-                for record in records:
-                    changed |= self._take(record.key, record.value)
-            if changed and self.caught_up.is_set():
-                self._applied(replayed=False)
+    async def _take_batch(self, records: list[ConsumerRecord]) -> None:
+        changed = False
+        for record in records:
+            changed |= self._take(record.key, record.value)
+        if changed and self.caught_up.is_set():
+            self._applied(replayed=False)
 
     def routed(self, request_id: str, release: str) -> None:
         """The segment stage routed a request to `release` (only candidates are tracked)."""
@@ -151,13 +121,6 @@ class ReleaseWatch(AsyncLifecycle):
             )
         if self.on_change is not None:
             self.on_change(rule)
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._consumer.stop()
 
 
 async def read_release(

@@ -1,0 +1,88 @@
+"""One topic read whole by every process and followed live: the shape shared by the cancel
+watch (`tts.control`), the lexicon book (`tts.lexicons`) and the release watch (`tts.config`).
+
+No consumer group, so every process sees every record. `caught_up` is set once everything
+up to the end offsets at start has been read; then the topic is followed, one poll at a
+time. Kafka trouble is logged and retried: whatever was read last stays in use meanwhile.
+Subclasses say where to start (`_seek`, default: the beginning) and what a batch means
+(`_take_batch`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiokafka import ConsumerRecord, TopicPartition
+
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.settings import KafkaSettings
+
+
+class TopicFollower(AsyncLifecycle):
+    what: str = "topic"
+    """Names the log events: `{what}_topic_missing`, `{what}_read_failed`."""
+
+    def __init__(
+        self, kafka: KafkaSettings, topic: str, *, poll_ms: int, log: logging.Logger, name: str
+    ) -> None:
+        self.kafka = kafka
+        self.topic = topic
+        self.poll_ms = poll_ms
+        self._log = log
+        self._name = name
+        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
+        self._task: asyncio.Task[None] | None = None
+        self.caught_up = asyncio.Event()
+        """Set once the topic was read up to its end offsets at start."""
+
+    async def start(self) -> None:
+        partitions = sorted(await topic_partitions(self.kafka, self.topic))
+        await self._consumer.start()
+        if not partitions:  # an older deployment without the topic: nothing to follow
+            log_event(self._log, f"{self.what}_topic_missing", logging.WARNING, topic=self.topic)
+            self.caught_up.set()
+            return
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        self._consumer.assign(tps)
+        ends = await self._consumer.end_offsets(tps)
+        await self._seek(tps, ends)
+        self._task = asyncio.create_task(self._follow(ends), name=self._name)
+
+    async def _seek(self, tps: list[TopicPartition], ends: dict[TopicPartition, int]) -> None:
+        await self._consumer.seek_to_beginning(*tps)
+
+    def _caught_up(self) -> None:
+        """Called once, when the topic has been read up to its end offsets at start."""
+        self.caught_up.set()
+
+    async def _take_batch(self, records: list[ConsumerRecord]) -> None:
+        raise NotImplementedError
+
+    async def _follow(self, ends: dict[TopicPartition, int]) -> None:
+        pending = set(ends)
+        while True:
+            try:
+                for tp in list(pending):
+                    if await self._consumer.position(tp) >= ends[tp]:
+                        pending.discard(tp)
+                if not pending and not self.caught_up.is_set():
+                    self._caught_up()
+                batch = await self._consumer.getmany(timeout_ms=self.poll_ms)
+            except Exception as err:  # Kafka trouble: keep following; what was read stays in use
+                log_event(self._log, f"{self.what}_read_failed", logging.WARNING, error=str(err)[:200])
+                await asyncio.sleep(1.0)
+                continue
+            records = [r for rs in batch.values() for r in rs]
+            if records:
+                await self._take_batch(records)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._consumer.stop()
