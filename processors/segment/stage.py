@@ -133,7 +133,9 @@ class SegmentStage(FaustStage):
         pool = pool_for(request, self.pipeline.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
         lane = self._route(request, event.message.headers)
-        if lane is not None and not await self._lane_exists(self.topics.release_segments(lane.release, pool)):
+        if lane is not None and not await self._topic_exists(
+            self.topics.release_segments(lane.release, pool)
+        ):
             # A rule written by hand for a release whose lane was never created: producing
             # there would block this stage for every tenant; stable serves instead.
             log_event(
@@ -240,7 +242,9 @@ class SegmentStage(FaustStage):
             asked.decode(errors="replace") if asked else None,
         )
 
-    async def _lane_exists(self, name: str) -> bool:
+    async def _topic_exists(self, name: str) -> bool:
+        """Whether a topic exists (a found one is trusted for 60 s: one metadata call a
+        minute per reply topic or lane, not one per request)."""
         now = time.monotonic()
         if now - self._known_topics.get(name, -1e9) < 60:
             return True
@@ -263,12 +267,8 @@ class SegmentStage(FaustStage):
         allowed = self.kafka.topic_prefix + self.pipeline.reply_topic_prefix
         if not name.startswith(allowed) or len(name) == len(allowed):
             raise ReplyTopicNotAllowed(f"reply topic {name!r} must start with {allowed!r}")
-        now = time.monotonic()
-        if now - self._known_topics.get(name, -1e9) < 60:
-            return
-        if not await topic_partitions(self.kafka, name):
+        if not await self._topic_exists(name):
             raise UnknownReplyTopicError(f"reply topic {name!r} does not exist")
-        self._known_topics[name] = now
 
 
 def _on_release(segment: Segment, release: str) -> Segment:

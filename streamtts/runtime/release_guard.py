@@ -85,10 +85,7 @@ def quantile(values: list[float], q: float) -> float | None:
 
 def p99(values: list[float]) -> float | None:
     """Nearest-rank 99th percentile (no interpolation: with few samples it is the worst one)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+    return quantile(values, 0.99)
 
 
 class ReleaseGuard:

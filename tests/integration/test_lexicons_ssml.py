@@ -6,7 +6,6 @@ on; the `lexicon` CLI round-trips through the topic and refuses bad files in one
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import DeadLetter, LexiconEntry, TTSRequest
 from streamtts.sinks.subscriber import AudioSubscriber
+from tests.helpers import cli_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -161,17 +161,12 @@ async def test_ssml_marks_and_words_point_into_the_document_and_hostile_ssml_is_
 
 
 def _cli(kafka: KafkaSettings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(
-        os.environ,
-        STREAMTTS_KAFKA_BOOTSTRAP=kafka.bootstrap_servers,
-        STREAMTTS_TOPIC_PREFIX=kafka.topic_prefix,
-    )
     return subprocess.run(
         [sys.executable, "-m", "streamtts.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
+        env=cli_env(kafka),
     )
 
 
