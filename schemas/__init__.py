@@ -8,7 +8,6 @@ from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.lexicon import Lexicon, LexiconEntry
-from streamtts.schemas.names import AUDIO_FORMATS
 from streamtts.schemas.release import CanaryReport, GuardLimits, ReleaseConfig
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
@@ -31,7 +30,6 @@ CONTRACTS: dict[str, type[Contract]] = {
 }
 
 __all__ = [
-    "AUDIO_FORMATS",
     "CONTRACTS",
     "LANGUAGES",
     "SCHEMA_VERSION",

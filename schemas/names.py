@@ -1,12 +1,20 @@
 """Enumerations of the wire contracts, each defined once: stages, synthesize pools, formats.
 
-Every other module (topics, workers, codecs, gateway, CLI) reads its choices from here, so a
-new format or stage is one edit and the JSON Schemas follow.
+Every other module (topics, workers, gateway, CLI) reads its choices from here, so a new stage
+is one edit and the JSON Schemas follow. Audio formats are the codec registry's
+(`streamtts.audio.formats`): a field typed `AudioFormat` accepts exactly the registered names,
+and its JSON Schema enum lists them, so a new format is one `formats.register(...)`.
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+
+from streamtts.audio import formats
 
 Stage = Literal["segment", "synthesize", "encode", "sink"]
 """The pipeline's stages, in data-path order; each has a dead-letter topic tts.<stage>.dlq."""
@@ -16,13 +24,36 @@ Pool = Literal["short", "long"]
 """Synthesize pools: interactive requests (tts.segments) and long/batch ones (tts.segments.long)."""
 POOLS: tuple[str, ...] = get_args(Pool)
 
-AudioFormat = Literal["wav", "pcm", "mp3", "opus", "flac", "mulaw", "alaw"]
-"""mulaw / alaw: raw 8-bit G.711 (telephony), 8 kHz unless a rate is asked for."""
-AUDIO_FORMATS: tuple[str, ...] = get_args(AudioFormat)
+
+class RegisteredFormat:
+    """Pydantic type of a format field: one of the codec registry's names at validation time
+    (as strict as a Literal: exact, case-sensitive, the same `literal_error`), and a JSON
+    Schema enum of the names registered when the schema is generated."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(_registered, core_schema.str_schema(strict=True))
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"enum": list(formats.names()), "type": "string"}
+
+
+def _registered(value: str) -> str:
+    if formats.find(value) is None:
+        expected = " or ".join(", ".join(repr(n) for n in formats.names()).rsplit(", ", 1))
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return value
+
+
+AudioFormat = Annotated[str, RegisteredFormat]
+"""A registered audio format (`streamtts.audio.formats.names()`); mulaw / alaw: raw 8-bit
+G.711 (telephony), 8 kHz unless a rate is asked for."""
 
 WavCodec = Literal["pcm_s16le", "mulaw", "alaw"]
 """What a wav file holds: 16-bit linear PCM, or G.711 μ-law / A-law (telephony file delivery)."""
 WAV_CODECS: tuple[str, ...] = get_args(WavCodec)
-
-TELEPHONY_RATE = 8000
-"""Default sample rate of G.711 output (raw mulaw/alaw, or wav with a G.711 codec)."""

@@ -8,8 +8,9 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from streamtts.audio import formats
 from streamtts.schemas.base import Contract
-from streamtts.schemas.names import TELEPHONY_RATE, AudioFormat, WavCodec
+from streamtts.schemas.names import AudioFormat, WavCodec
 
 Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
 Priority = Literal["interactive", "normal", "batch"]
@@ -102,12 +103,13 @@ class TTSRequest(Contract):
     @model_validator(mode="before")
     @classmethod
     def _telephony_rate(cls, data: Any) -> Any:
-        """G.711 is 8 kHz speech: that is its default rate when none (or null) is asked for."""
+        """A format's default rate (G.711: 8 kHz speech, raw or in a wav) when none (or null)
+        is asked for; otherwise the field's default."""
         if isinstance(data, dict) and data.get("sample_rate") is None:
             data = {k: v for k, v in data.items() if k != "sample_rate"}
-            fmt, codec = data.get("format"), data.get("codec")
-            if fmt in ("mulaw", "alaw") or (fmt == "wav" and codec in ("mulaw", "alaw")):
-                data["sample_rate"] = TELEPHONY_RATE
+            rate = formats.default_rate(data.get("format"), data.get("codec"))
+            if rate is not None:
+                data["sample_rate"] = rate
         return data
 
     @model_validator(mode="after")

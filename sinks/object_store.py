@@ -15,7 +15,7 @@ import urllib3
 from minio.commonconfig import Tags
 from minio.error import S3Error, ServerError
 
-from streamtts.audio.codecs import CONTENT_TYPES, EXTENSIONS
+from streamtts.audio import formats
 from streamtts.runtime.s3 import ensure_bucket, make_minio
 from streamtts.runtime.settings import S3Settings
 from streamtts.schemas import RequestContext, StorageRef
@@ -26,7 +26,7 @@ def object_key(ctx: RequestContext, namespace: str = "") -> str:
     day = ctx.created_at.strftime("%Y/%m/%d")
     namespace = ctx.delivery.namespace or namespace
     prefix = f"{namespace.strip('/')}/" if namespace else ""
-    return f"{prefix}{ctx.tenant}/{day}/{ctx.request_id}{EXTENSIONS[ctx.format]}"
+    return f"{prefix}{ctx.tenant}/{day}/{ctx.request_id}{formats.get(ctx.format).extension}"
 
 
 def sibling_key(audio_key: str, extension: str) -> str:
@@ -53,9 +53,7 @@ def metadata_value(value: str) -> str:
 
 
 def content_type(ctx: RequestContext, sample_rate: int) -> str:
-    if ctx.format == "pcm":
-        return f"audio/L16;rate={sample_rate};channels=1;endianness=little-endian"
-    return CONTENT_TYPES[ctx.format]
+    return formats.get(ctx.format).media_type(sample_rate)
 
 
 def _tags(tags: dict[str, str] | None) -> Tags | None:

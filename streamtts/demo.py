@@ -93,7 +93,7 @@ async def _apply_topics(settings: Settings) -> None:
 
 
 async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
-    from streamtts.audio.codecs import EXTENSIONS
+    from streamtts.audio import formats
     from streamtts.producers.request_producer import RequestProducer
     from streamtts.producers.result_waiter import ResultWaiter
     from streamtts.runtime.topics import TopicNames
@@ -124,7 +124,7 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
             async for audio in sub.completed(timeout_s=timeout_s):
                 row = by_id[audio.request_id]
                 row.first_chunk_at = audio.first_chunk_at
-                row.local_file = out / f"{audio.request_id}{EXTENSIONS[audio.format]}"
+                row.local_file = out / f"{audio.request_id}{formats.get(audio.format).extension}"
                 await asyncio.to_thread(row.local_file.write_bytes, audio.data)
                 say(f"    {row.local_file} ({audio.duration_ms / 1000:.1f} s of audio)")
             results = await waiter.wait(list(by_id), timeout_s=60)

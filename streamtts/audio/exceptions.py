@@ -10,7 +10,7 @@ class EncodingError(RecordError, ValueError):
 
 
 class UnknownFormatError(EncodingError):
-    """The requested audio format is not one of `codecs.FORMATS`."""
+    """The requested audio format is not one of `formats.names()`."""
 
     reason = "unknown_format"
 

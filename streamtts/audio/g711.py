@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+TELEPHONY_RATE = 8000
+"""Telephony speech is 8 kHz: the default rate of G.711 output (raw, or inside a WAV)."""
 _MULAW_BIAS = 0x84
 
 

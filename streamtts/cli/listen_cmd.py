@@ -36,7 +36,7 @@ async def _listen(args: argparse.Namespace) -> int:
 
     from aiokafka.errors import KafkaError
 
-    from streamtts.audio.codecs import EXTENSIONS
+    from streamtts.audio import formats
     from streamtts.errors import ConfigError, InfraError
     from streamtts.runtime.settings import Settings
     from streamtts.runtime.topics import TopicNames
@@ -62,7 +62,7 @@ async def _listen(args: argparse.Namespace) -> int:
     began = time.monotonic()
     try:
         async for audio in sub.completed(timeout_s=args.timeout):
-            path = out / f"{audio.request_id}{EXTENSIONS[audio.format]}"
+            path = out / f"{audio.request_id}{formats.get(audio.format).extension}"
             await asyncio.to_thread(path.write_bytes, audio.data)
             count += 1
             degraded = f" degraded={len(audio.degraded)}" if audio.degraded else ""

@@ -8,6 +8,7 @@ from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from streamtts.audio import formats
 from streamtts.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = kinds.add_parser("request", help="re-synthesize requests by id")
     r.add_argument("request_ids", nargs="+", metavar="ID")
     r.add_argument("--voice")
-    r.add_argument("--format", choices=("wav", "pcm", "mp3", "opus", "flac"))
+    r.add_argument("--format", choices=formats.names())
     r.add_argument("--same-id", action="store_true", help="keep the id (outputs are overwritten)")
     r.add_argument("--namespace", help="store outputs under NAMESPACE/… instead")
     r.add_argument(

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from streamtts.schemas.names import AUDIO_FORMATS
+from streamtts.audio import formats
+from streamtts.schemas.names import WAV_CODECS
 from streamtts.schemas.request import LANGUAGES
 
 if TYPE_CHECKING:
@@ -25,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--file", "-f", metavar="JSONL", help="JSON Lines file: one request object per line")
     p.add_argument("--voice", help="voice id or blend (default: auto per language)")
     p.add_argument("--lang", choices=LANGUAGES, help="language hint")
-    p.add_argument("--format", choices=AUDIO_FORMATS, help="audio format (default mp3)")
-    p.add_argument("--codec", choices=("pcm_s16le", "mulaw", "alaw"), help="for wav: G.711 inside the WAV")
+    p.add_argument("--format", choices=formats.names(), help="audio format (default mp3)")
+    p.add_argument("--codec", choices=WAV_CODECS, help="for wav: G.711 inside the WAV")
     p.add_argument("--sample-rate", type=int, help="Hz (default 24000; 8000 for G.711)")
     p.add_argument("--speed", type=float)
     p.add_argument("--tenant")

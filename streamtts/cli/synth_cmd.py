@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streamtts.audio import formats
 from streamtts.errors import ConfigError
+from streamtts.schemas.names import WAV_CODECS
 
 if TYPE_CHECKING:
     from streamtts.schemas import WordTiming
-
-FORMATS = ("wav", "pcm", "mp3", "opus", "flac", "mulaw", "alaw")
 
 
 def register(subparsers: Any) -> None:
@@ -40,13 +40,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--format",
         default=None,
-        choices=FORMATS,
+        choices=formats.names(),
         help="output format (default: from --out's extension, else wav)",
     )
     parser.add_argument(
         "--codec",
         default="pcm_s16le",
-        choices=("pcm_s16le", "mulaw", "alaw"),
+        choices=WAV_CODECS,
         help="for wav: 16-bit PCM (default) or G.711 mu-law / A-law inside the WAV (8 kHz)",
     )
     parser.add_argument(
@@ -85,9 +85,8 @@ def _read_text(arg: str | None) -> str:
 def _pick_format(args: argparse.Namespace) -> str:
     if args.format:
         return str(args.format)
-    suffix = args.out.suffix.lower().lstrip(".")
-    aliases = {"ogg": "opus", "raw": "pcm", "ulaw": "mulaw", "ul": "mulaw", "al": "alaw"}
-    return aliases.get(suffix, suffix if suffix in FORMATS else "wav")
+    codec = formats.for_suffix(args.out.suffix) if args.out.suffix else None
+    return codec.name if codec is not None else "wav"
 
 
 def _caption_format(path: Path) -> str:
@@ -106,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if args.codec != "pcm_s16le" and fmt != "wav":
         raise ConfigError(f"--codec {args.codec} is for wav files; {fmt} has its own")
     sample_rate = args.sample_rate
-    if sample_rate is None and (fmt in ("mulaw", "alaw") or args.codec != "pcm_s16le"):
-        sample_rate = 8000  # G.711 is 8 kHz telephony speech
+    if sample_rate is None:
+        sample_rate = formats.default_rate(fmt, args.codec)  # G.711: 8 kHz telephony speech
     text = _read_text(args.text)
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")

@@ -2,54 +2,24 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from starlette.responses import Response, StreamingResponse
 
-from streamtts.audio.codecs import CONCATENABLE, CONTENT_TYPES, EXTENSIONS, assemble, wav_data
-from streamtts.audio.exceptions import DecodeError
+from streamtts.audio import formats
+from streamtts.audio.codecs import assemble
+from streamtts.audio.formats import LiveStream
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
-from streamtts.gateway.framing import FRAMEABLE, Framer, Pacer
+from streamtts.gateway.framing import Framer, Pacer, frameable, frameable_choices
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.service import Gateway
 from streamtts.schemas import AudioChunk
 
 
 def content_type(fmt: str, sample_rate: int) -> str:
-    if fmt == "pcm":
-        return f"audio/L16;rate={sample_rate};channels=1;endianness=little-endian"
-    return CONTENT_TYPES[fmt]
-
-
-def streaming_wav_header(sample_rate: int, tag: int = 1) -> bytes:
-    """A WAV header for a stream of unknown length (sizes 0xFFFFFFFF, as ffmpeg and browsers
-    expect for live WAV): each chunk is a complete WAV file, so only its samples follow.
-    tag 1: 16-bit PCM; 7 / 6: G.711 μ-law / A-law (8 bits a sample)."""
-    unknown = 0xFFFFFFFF
-    if tag == 1:
-        fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
-    else:
-        fmt = struct.pack("<HHIIHHH", tag, 1, sample_rate, sample_rate, 1, 8, 0)
-    return (
-        b"RIFF"
-        + struct.pack("<I", unknown)
-        + b"WAVEfmt "
-        + struct.pack("<I", len(fmt))
-        + fmt
-        + b"data"
-        + struct.pack("<I", unknown)
-    )
-
-
-def wav_samples(payload: bytes) -> bytes:
-    """The data bytes of one WAV chunk (empty for a malformed one)."""
-    try:
-        return wav_data(payload)[2]
-    except DecodeError:
-        return b""
+    return formats.get(fmt).media_type(sample_rate)
 
 
 def failed(state: RequestState) -> ApiError:
@@ -57,7 +27,7 @@ def failed(state: RequestState) -> ApiError:
 
 
 def _headers(state: RequestState, extra: dict[str, str] | None = None) -> dict[str, str]:
-    name = f"{state.request_id}{EXTENSIONS[state.format]}"
+    name = f"{state.request_id}{formats.get(state.format).extension}"
     return {
         "X-Request-Id": state.request_id,
         "Content-Disposition": f'inline; filename="{name}"',
@@ -77,13 +47,13 @@ async def audio_response(
     gw: Gateway, state: RequestState, *, endpoint: str, framing: Framing | None = None
 ) -> Response:
     """Chunked streaming while the request is in flight; the whole file once it is done.
-    With `framing` (pcm, mulaw, alaw): always a stream of fixed frames."""
+    With `framing` (headerless formats: pcm, mulaw, alaw): always a stream of fixed frames."""
     if state.status == "failed":
         raise failed(state)
     gw.check_retained(state)
     if framing is not None:
-        if state.format not in FRAMEABLE:
-            raise ApiError(400, "invalid_request", "frame_ms needs format pcm, mulaw or alaw")
+        if state.format not in frameable():
+            raise ApiError(400, "invalid_request", f"frame_ms needs format {frameable_choices()}")
         return await _framed(gw, state, framing, endpoint)
     if state.streamed:
         return _whole(
@@ -107,11 +77,14 @@ async def audio_response(
         raise ApiError(504, "timeout", f"no audio within {timeout:g} s") from None
     if state.first_chunk_at is not None:
         gw.metrics.ttfa.labels(endpoint).observe(state.first_chunk_at - state.submitted_at)
-    if state.format not in CONCATENABLE and state.format != "wav":
-        # FLAC chunks are whole files that cannot be joined on the fly: answer when complete.
+    live = formats.get(state.format).live_stream
+    if live is None:
+        # Chunks that are whole files and cannot be joined on the fly (FLAC): answer when complete.
         rest = [c async for c in _guarded(chunks)]
-        return _whole(state, assemble([first.audio, *(c.audio for c in rest)], "flac"), first.sample_rate)
-    body = _body(first, chunks, state.format, gw.metrics, endpoint)
+        return _whole(
+            state, assemble([first.audio, *(c.audio for c in rest)], state.format), first.sample_rate
+        )
+    body = _body(first, chunks, live, gw.metrics, endpoint)
     return StreamingResponse(
         body, media_type=content_type(state.format, first.sample_rate), headers=_headers(state)
     )
@@ -128,16 +101,17 @@ async def _guarded(chunks: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChun
 
 
 async def _body(
-    first: AudioChunk, chunks: AsyncIterator[AudioChunk], fmt: str, metrics: GatewayMetrics, endpoint: str
+    first: AudioChunk,
+    chunks: AsyncIterator[AudioChunk],
+    live: LiveStream,
+    metrics: GatewayMetrics,
+    endpoint: str,
 ) -> AsyncIterator[bytes]:
-    if fmt == "wav":
-        try:
-            tag = wav_data(first.audio)[0]
-        except DecodeError:
-            tag = 1
-        yield streaming_wav_header(first.sample_rate, tag)
+    header = live.header(first.audio, first.sample_rate)  # a live WAV's header of unknown length
+    if header:
+        yield header
     async for c in _prepend(first, _guarded(chunks)):
-        data = wav_samples(c.audio) if fmt == "wav" else c.audio
+        data = live.payload(c.audio)
         metrics.audio_bytes.labels(endpoint).inc(len(data))
         yield data
 

@@ -14,10 +14,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-FRAMEABLE = ("pcm", "mulaw", "alaw")
-_BYTES_PER_SAMPLE = {"pcm": 2, "mulaw": 1, "alaw": 1}
-_SILENCE = {"pcm": b"\x00\x00", "mulaw": b"\xff", "alaw": b"\xd5"}  # G.711's zero codes
+from streamtts.audio import formats
+
 FRAME_MS_CHOICES = (10, 20, 30, 40, 60, 80, 100)
+
+
+def frameable() -> tuple[str, ...]:
+    """The formats that can be cut into frames: headerless samples of a fixed width."""
+    return tuple(c.name for c in formats.codecs() if c.sample_width is not None)
+
+
+def frameable_choices() -> str:
+    *rest, last = frameable()
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 @dataclass
@@ -26,16 +35,20 @@ class Framer:
     sample_rate: int
     frame_ms: int
     _buffer: bytearray = field(default_factory=bytearray)
+    _width: int = field(init=False, default=0)
+    _silence: bytes = field(init=False, default=b"")
 
     def __post_init__(self) -> None:
-        if self.fmt not in FRAMEABLE:
-            raise ValueError(f"framing needs pcm, mulaw or alaw, not {self.fmt}")
+        codec = formats.find(self.fmt)
+        if codec is None or codec.sample_width is None:
+            raise ValueError(f"framing needs {frameable_choices()}, not {self.fmt}")
+        self._width, self._silence = codec.sample_width, codec.silence
         if self.frame_ms not in FRAME_MS_CHOICES:
             raise ValueError(f"frame_ms must be one of {FRAME_MS_CHOICES}")
 
     @property
     def frame_bytes(self) -> int:
-        return self.sample_rate * self.frame_ms // 1000 * _BYTES_PER_SAMPLE[self.fmt]
+        return self.sample_rate * self.frame_ms // 1000 * self._width
 
     def push(self, data: bytes) -> list[bytes]:
         """Whole frames available after `data`."""
@@ -50,7 +63,7 @@ class Framer:
         """The rest as one last frame, padded with silence (nothing if no rest)."""
         if not self._buffer:
             return []
-        silence = _SILENCE[self.fmt]
+        silence = self._silence
         missing = self.frame_bytes - len(self._buffer)
         frame = bytes(self._buffer) + silence * (missing // len(silence))
         self._buffer.clear()

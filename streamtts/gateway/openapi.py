@@ -1,14 +1,21 @@
-"""The OpenAPI 3.0 document, hand-written (Starlette has no model-driven generator), with the
-deployment's limits and voices filled in so clients and fuzzers see the real constraints."""
+"""The OpenAPI 3.0 document. The request bodies are the schemas of the models the routes
+validate with, ids and stored files those of the wire contracts, and formats the codec
+registry's (Starlette has no model-driven generator, so `openapi_schemas` translates); the
+deployment's limits and voices are filled in so clients and fuzzers see the real constraints.
+The paths and the gateway's own answers (errors, status) are written here."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from streamtts.audio import formats
+from streamtts.gateway.framing import frameable
+from streamtts.gateway.openapi_schemas import field_schema, model_schema
+from streamtts.gateway.routes_openai import SPEED_MAX, SPEED_MIN, OpenAISpeechBody
+from streamtts.gateway.routes_speech import SpeechBody
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import OPENAI_VOICES
-from streamtts.schemas.names import AUDIO_FORMATS, WAV_CODECS
-from streamtts.schemas.request import LANGUAGES
+from streamtts.schemas import CompletionResult, StorageRef, TTSRequest
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -18,15 +25,12 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
-AUDIO_CONTENT = {
-    "audio/mpeg": {"schema": {"type": "string", "format": "binary"}},
-    "audio/ogg": {"schema": {"type": "string", "format": "binary"}},
-    "audio/wav": {"schema": {"type": "string", "format": "binary"}},
-    "audio/flac": {"schema": {"type": "string", "format": "binary"}},
-    "audio/L16": {"schema": {"type": "string", "format": "binary"}},
-    "audio/basic": {"schema": {"type": "string", "format": "binary"}},
-    "audio/x-alaw-basic": {"schema": {"type": "string", "format": "binary"}},
-}
+def audio_content() -> dict[str, Any]:
+    """One binary media type per registered format (parameters such as codecs= dropped)."""
+    types = dict.fromkeys(c.content_type.split(";")[0].strip() for c in formats.codecs())
+    return {t: {"schema": {"type": "string", "format": "binary"}} for t in types}
+
+
 LOOKUP_ERRORS = {
     "429": _error("Too many lookups of requests this gateway does not hold (see Retry-After)"),
     "503": _error("The results history is being searched; retry shortly"),
@@ -61,11 +65,17 @@ REQUEST_ID = {
     "name": "request_id",
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
+    "schema": field_schema(TTSRequest, "request_id"),
 }
+# What GET /v1/speech/{id} shows of the result's StorageRef (`routes_speech.status_body`).
+STATUS_STORAGE_FIELDS = ("bucket", "key", "size", "content_type", "url")
 
 
-def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, Any]:
+def _request_bodies(
+    settings: GatewaySettings, voices: list[str], components: dict[str, Any]
+) -> dict[str, Any]:
+    """SpeechRequest and OpenAISpeechRequest: the routes' body models with the deployment's
+    text limit and voices filled in."""
     # Enumerated so generated requests are valid; Kokoro blends ("jm_kumo:0.7+jf_alpha:0.3")
     # are accepted too, beyond what the enum can say.
     voice_schema = {
@@ -75,6 +85,37 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
         "description": "A voice id (GET /v1/voices), 'auto', or a Kokoro blend 'a:0.7+b:0.3'",
     }
     text = {"type": "string", "minLength": 1, "maxLength": settings.max_text_chars}
+    speech = model_schema(SpeechBody, components)
+    speech["properties"]["text"] = text
+    speech["properties"]["voice"] = {**speech["properties"]["voice"], **voice_schema}
+    openai = model_schema(OpenAISpeechBody, components)
+    props = openai["properties"]
+    props["input"] = text
+    props["voice"] = {
+        **props["voice"],
+        **voice_schema,
+        "enum": [*OPENAI_VOICES, "auto", *voices],
+        "description": "OpenAI names map to ours: " + ", ".join(f"{k}→{v}" for k, v in OPENAI_VOICES.items()),
+    }
+    props["response_format"] = {**props["response_format"], "enum": list(formats.openai_formats())}
+    props["speed"] = {**props["speed"], "description": f"clamped to {SPEED_MIN:.1f}–{SPEED_MAX:.1f}"}
+    return {"SpeechRequest": speech, "OpenAISpeechRequest": openai}
+
+
+def _stored_file() -> dict[str, Any]:
+    """The `storage` of a status: the result contract's StorageRef, the fields shown."""
+    props = model_schema(StorageRef, {})["properties"]
+    return {
+        "type": "object",
+        "nullable": True,
+        "properties": {name: props[name] for name in STATUS_STORAGE_FIELDS},
+    }
+
+
+def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, Any]:
+    components: dict[str, Any] = {}
+    bodies = _request_bodies(settings, voices, components)
+    audio = audio_content()
     return {
         "openapi": "3.0.3",
         "info": {
@@ -101,44 +142,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         }
                     },
                 },
-                "SpeechRequest": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["text"],
-                    "properties": {
-                        "text": text,
-                        "voice": voice_schema,
-                        "language": {"type": "string", "enum": list(LANGUAGES)},
-                        "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
-                        "wav_codec": {
-                            "type": "string",
-                            "enum": list(WAV_CODECS),
-                            "description": "what a wav file holds: 16-bit PCM or G.711 (wav only)",
-                        },
-                        "sample_rate": {"type": "integer", "minimum": 8000, "maximum": 48000},
-                        "speed": {"type": "number", "minimum": 0.5, "maximum": 2.0},
-                        "cache": {"type": "boolean", "description": "use the render cache (default true)"},
-                        "timestamps": {
-                            "type": "boolean",
-                            "description": "word timestamps on every chunk; captions at .../captions",
-                        },
-                        "text_type": {
-                            "type": "string",
-                            "enum": ["text", "ssml"],
-                            "description": "ssml: text is an SSML document (malformed: status failed)",
-                        },
-                        "delivery": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {"storage": {"type": "boolean"}, "presign": {"type": "boolean"}},
-                        },
-                        "metadata": {
-                            "type": "object",
-                            "maxProperties": 16,
-                            "additionalProperties": {"type": "string"},
-                        },
-                    },
-                },
+                "SpeechRequest": bodies["SpeechRequest"],
                 "Accepted": {
                     "type": "object",
                     "required": ["id", "status", "status_url", "audio_url"],
@@ -159,7 +163,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             "type": "string",
                             "enum": ["queued", "streaming", "completed", "failed", "cancelled", "cancelling"],
                         },
-                        "format": {"type": "string", "enum": list(AUDIO_FORMATS)},
+                        "format": field_schema(CompletionResult, "format"),
                         "chunks": {"type": "integer"},
                         "duration_ms": {"type": "number"},
                         "time_to_first_audio_ms": {"type": "number", "nullable": True},
@@ -176,41 +180,11 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                             "nullable": True,
                             "description": "when retention lets storage delete the files (410 after)",
                         },
-                        "storage": {
-                            "type": "object",
-                            "nullable": True,
-                            "properties": {
-                                "bucket": {"type": "string"},
-                                "key": {"type": "string"},
-                                "size": {"type": "integer"},
-                                "content_type": {"type": "string"},
-                                "url": {"type": "string", "nullable": True},
-                            },
-                        },
+                        "storage": _stored_file(),
                     },
                 },
-                "OpenAISpeechRequest": {
-                    "type": "object",
-                    "required": ["input", "voice"],
-                    "properties": {
-                        "model": {"type": "string", "example": "tts-1"},
-                        "input": text,
-                        "voice": {
-                            **voice_schema,
-                            "enum": [*OPENAI_VOICES, "auto", *voices],
-                            "description": "OpenAI names map to ours: "
-                            + ", ".join(f"{k}→{v}" for k, v in OPENAI_VOICES.items()),
-                        },
-                        "response_format": {"type": "string", "enum": ["mp3", "opus", "wav", "flac", "pcm"]},
-                        "speed": {
-                            "type": "number",
-                            "minimum": 0.25,
-                            "maximum": 4.0,
-                            "description": "clamped to 0.5–2.0",
-                        },
-                        "instructions": {"type": "string"},
-                    },
-                },
+                "OpenAISpeechRequest": bodies["OpenAISpeechRequest"],
+                **components,
             },
         },
         "paths": {
@@ -303,7 +277,9 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         {
                             "name": "frame_ms",
                             "in": "query",
-                            "description": "telephony frames of exactly this length (pcm, mulaw, alaw)",
+                            "description": "telephony frames of exactly this length ("
+                            + ", ".join(frameable())
+                            + ")",
                             "schema": {"type": "integer", "enum": [10, 20, 30, 40, 60, 80, 100]},
                         },
                         {
@@ -314,7 +290,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         },
                     ],
                     "responses": {
-                        "200": {"description": "Audio", "content": AUDIO_CONTENT},
+                        "200": {"description": "Audio", "content": audio},
                         "400": _error("Invalid frame_ms or pace, or a format that cannot be framed"),
                         **AUTH_ERRORS,
                         "404": _error("Unknown request (or another tenant's)"),
@@ -374,7 +350,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         },
                     },
                     "responses": {
-                        "200": {"description": "Audio", "content": AUDIO_CONTENT},
+                        "200": {"description": "Audio", "content": audio},
                         "409": _error("The request failed in the pipeline"),
                         "504": _error("No audio in time"),
                         **COMMON_ERRORS,

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from streamtts.audio import formats
 from streamtts.gateway.audio import audio_response
 from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
@@ -20,29 +21,28 @@ SPEED_MIN, SPEED_MAX = 0.5, 2.0  # OpenAI allows 0.25–4.0; ours is narrower: c
 
 class OpenAISpeechBody(BaseModel):
     # Unknown fields are ignored, as OpenAI's SDKs add new ones over time.
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
     model: str = "tts-1"
     input: str
     voice: str = Field(min_length=1, max_length=200)
     response_format: str = "mp3"
+    """An OpenAI name of a registered format (`AudioCodec.openai_name`)."""
     speed: float = Field(default=1.0, ge=0.25, le=4.0)
     instructions: str | None = None
     stream_format: Literal["audio"] = "audio"
 
 
-FORMATS = ("mp3", "opus", "wav", "flac", "pcm")
-
-
 async def speech(request: Request) -> Response:
     tenant = authenticate(request)
     body = await read_body(request, OpenAISpeechBody)
-    if body.response_format not in FORMATS:
-        raise ApiError(400, "unsupported_format", f"response_format must be one of {', '.join(FORMATS)}")
+    offered = formats.openai_formats()
+    if body.response_format not in offered:
+        raise ApiError(400, "unsupported_format", f"response_format must be one of {', '.join(offered)}")
     gw = gateway(request)
     opts = SpeechOptions(
         text=body.input,
         voice=gw.voices.openai(body.voice),
-        format=body.response_format,
+        format=offered[body.response_format],
         speed=min(SPEED_MAX, max(SPEED_MIN, body.speed)),
         presign=False,
         metadata={"openai_model": body.model[:64]},

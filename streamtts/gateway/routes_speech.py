@@ -25,14 +25,15 @@ MAX_WAIT_S = 30.0
 
 
 class DeliveryBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Field docstrings become the OpenAPI document's descriptions.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     storage: bool = True
     presign: bool = True
     reply_topic: str | None = None
 
 
 class SpeechBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     text: str
     text_type: Literal["text", "ssml"] | None = None
     """"ssml": `text` is an SSML document (`<speak>…</speak>`); "text": plain, always;

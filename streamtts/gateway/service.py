@@ -14,7 +14,7 @@ from typing import Any
 
 from minio.error import S3Error
 
-from streamtts.audio.codecs import EXTENSIONS
+from streamtts.audio import formats
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
@@ -339,7 +339,7 @@ class Gateway:
         # Defence in depth: the object must sit under this tenant's prefix.
         if not (key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in key):
             raise ApiError(404, "not_found", "no such audio for this tenant")
-        if not key.endswith(EXTENSIONS[result.format]):
+        if not key.endswith(formats.get(result.format).extension):
             raise ApiError(500, "bad_result", "stored object does not match the request's format")
         return await self._fetch(state, result.storage.bucket, key)
 

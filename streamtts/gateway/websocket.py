@@ -46,7 +46,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
-from streamtts.gateway.framing import FRAME_MS_CHOICES, FRAMEABLE, Framer, Pacer, media_event
+from streamtts.gateway.framing import (
+    FRAME_MS_CHOICES,
+    Framer,
+    Pacer,
+    frameable,
+    frameable_choices,
+    media_event,
+)
 from streamtts.gateway.http import authenticate, gateway
 from streamtts.gateway.service import Gateway, SpeechOptions
 from streamtts.schemas.request import AudioFormat, Language
@@ -82,8 +89,8 @@ class StartMessage(BaseModel):
     @model_validator(mode="after")
     def _framing(self) -> Self:
         if self.frame_ms is not None:
-            if self.format not in FRAMEABLE:
-                raise ValueError(f"frame_ms needs format pcm, mulaw or alaw, not {self.format}")
+            if self.format not in frameable():
+                raise ValueError(f"frame_ms needs format {frameable_choices()}, not {self.format}")
             if self.frame_ms not in FRAME_MS_CHOICES:
                 raise ValueError(f"frame_ms must be one of {', '.join(map(str, FRAME_MS_CHOICES))}")
         return self

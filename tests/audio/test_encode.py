@@ -7,16 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from streamtts.audio.codecs import (
-    CONCATENABLE,
-    CONTENT_TYPES,
-    EXTENSIONS,
-    FORMATS,
-    assemble,
-    decode_audio,
-    encode_chunk,
-    encode_file,
-)
+from streamtts.audio import formats
+from streamtts.audio.codecs import assemble, decode_audio, encode_chunk, encode_file
 from streamtts.audio.exceptions import DecodeError, UnknownFormatError
 
 SR = 24_000
@@ -37,8 +29,22 @@ def voice_like(seconds: float, sr: int = SR, seed: int = 0) -> np.ndarray:
     return (x * np.hanning(len(t))).astype(np.float32)
 
 
-def test_tables_cover_all_formats() -> None:
-    assert set(CONTENT_TYPES) == set(EXTENSIONS) == set(FORMATS)
+FORMATS = formats.names()
+
+
+def test_the_built_in_formats_keep_their_names_types_and_extensions() -> None:
+    table = {c.name: (c.content_type, c.extension, c.concatenable) for c in formats.codecs()}
+    assert table == {
+        "wav": ("audio/wav", ".wav", False),
+        "pcm": ("audio/L16", ".pcm", True),
+        "mp3": ("audio/mpeg", ".mp3", True),
+        "opus": ("audio/ogg; codecs=opus", ".opus", True),
+        "flac": ("audio/flac", ".flac", False),
+        "mulaw": ("audio/basic", ".ulaw", True),
+        "alaw": ("audio/x-alaw-basic", ".alaw", True),
+    }
+    assert formats.get("pcm").media_type(16000) == "audio/L16;rate=16000;channels=1;endianness=little-endian"
+    assert formats.get("mp3").media_type(16000) == "audio/mpeg"
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -59,7 +65,7 @@ def test_chunks_decode_alone_and_together(fmt: str) -> None:
         y, rate = decode_audio(payload, fmt, sample_rate=SR)
         assert 0 <= len(y) / rate - len(p) / SR <= slack
     whole = assemble(payloads, fmt)
-    if fmt in CONCATENABLE:
+    if formats.get(fmt).concatenable:
         assert whole == b"".join(payloads)
     y, rate = decode_audio(whole, fmt, sample_rate=SR)
     expected = sum(len(p) for p in parts) / SR

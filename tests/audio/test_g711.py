@@ -8,8 +8,10 @@ import av
 import numpy as np
 import pytest
 
-from streamtts.audio.codecs import CONTENT_TYPES, assemble, decode_audio, encode_chunk, encode_file, wav_data
+from streamtts.audio import formats
+from streamtts.audio.codecs import assemble, decode_audio, encode_chunk, encode_file
 from streamtts.audio.g711 import alaw_to_linear, linear_to_alaw, linear_to_mulaw, mulaw_to_linear
+from streamtts.audio.wav import wav_data
 from streamtts.schemas import ContractError, TTSRequest
 
 CODECS = [("mulaw", linear_to_mulaw, mulaw_to_linear), ("alaw", linear_to_alaw, alaw_to_linear)]
@@ -61,7 +63,8 @@ def test_raw_and_wav_g711_payloads_are_what_ffmpeg_calls_pcm_mulaw_and_pcm_alaw(
         assert assemble(halves, "wav") == encode_file(tone, 8000, "wav", codec=fmt)
         assert wav_data(assemble(halves, "wav"))[2] == raw
         assert assemble([raw[:4000], raw[4000:]], fmt) == raw
-    assert CONTENT_TYPES["mulaw"] == "audio/basic" and CONTENT_TYPES["alaw"] == "audio/x-alaw-basic"
+    assert formats.get("mulaw").content_type == "audio/basic"
+    assert formats.get("alaw").content_type == "audio/x-alaw-basic"
 
 
 def test_g711_requests_default_to_8_khz() -> None:
