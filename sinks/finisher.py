@@ -85,12 +85,12 @@ class RequestFinisher:
         error = incomplete_error(missing, self.stale_after_s)
         result = build_result(ctx, None, completed_at=datetime.now(UTC), error=error)
         await self._send(self.results_topic, ctx.request_id.encode(), result.to_bytes())
+        # Counted as `request_incomplete` (per release), not among `requests_completed`, as before.
         self.telemetry.request_incomplete(ctx, missing)
         return result
 
     async def _publish(self, result: CompletionResult) -> None:
         await self._send(self.results_topic, result.request_id.encode(), result.to_bytes())
-        # The stale path counts itself (`request_incomplete`), not as a published result.
         self.telemetry.result_published(result)
 
     async def _dead_letter(self, req: AssembledRequest, err: BaseException) -> None:

@@ -63,9 +63,11 @@ def _finisher(writer: _Writer, outputs: _Outputs) -> tuple[RequestFinisher, Tele
     return finisher, telemetry
 
 
-def _assembled(*, samples: int = 2400, records: int = 2, **kw: object) -> AssembledRequest:
+def _assembled(
+    *, samples: int = 2400, records: int = 2, delivery: dict[str, bool] | None = None
+) -> AssembledRequest:
     return AssembledRequest(
-        ctx=RequestContext.of(request(tenant="acme", **kw)),
+        ctx=RequestContext.of(request(tenant="acme", delivery=delivery or {})),
         sample_rate=24000,
         pcm=np.zeros(samples, dtype="<i2").tobytes(),
         chunks=records,
