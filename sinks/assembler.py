@@ -11,6 +11,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
+
+import numpy as np
 
 from streamtts.schemas import Degradation, PcmChunk, RequestContext, WordTiming
 from streamtts.schemas.captions import retimed
@@ -69,6 +72,28 @@ class AssembledRequest:
     """SSML marks, timed from the assembled audio's start."""
     first_synthesized_at: datetime | None = None
     """When the request's first chunk (seq 0, part 0) was synthesized."""
+
+    @cached_property
+    def samples(self) -> np.ndarray:
+        """`pcm` as int16 samples (a view, no copy)."""
+        return np.frombuffer(self.pcm, dtype="<i2")
+
+    @property
+    def duration_ms(self) -> float:
+        return len(self.samples) / self.sample_rate * 1000.0
+
+    @property
+    def first_headers(self) -> tuple[tuple[str, bytes], ...]:
+        """The headers of the request's first record (they name its rendering)."""
+        return self.records[0][3] if self.records else ()
+
+    @property
+    def first_audio_ms(self) -> float | None:
+        """created_at → the first chunk synthesized: the first-audio latency of the release that
+        rendered it, without a lookup (the encode stage's TTFA metric adds the encode step)."""
+        if self.first_synthesized_at is None:
+            return None
+        return round(max(0.0, (self.first_synthesized_at - self.ctx.created_at).total_seconds() * 1000), 1)
 
 
 def retimed_marks(ordered: list[PcmChunk]) -> list[MarkTiming] | None:

@@ -24,14 +24,10 @@ from aiokafka.errors import KafkaError
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.sinks.exceptions import PartitionRevoked
 
 TopicPart = tuple[str, int]
 log = logging.getLogger("streamtts.sink")
-
-
-class PartitionRevoked(Exception):
-    """An output for a partition this sink no longer owns (revoked while its record was being
-    handled): dropped — the partition's next owner reads the record again and redoes it."""
 
 
 def transactional_id(group: str, tp: TopicPart) -> str:

@@ -19,10 +19,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from streamtts.schemas import RequestContext
+from streamtts.schemas.headers import REPLAY_AT, header
+
 RequestKey = tuple[str, str]
 """(tenant, request_id): request ids are unique per tenant, not globally."""
 RenderKey = tuple[str, str, str]
 """(tenant, request_id, rendering): "" for the original rendering, a replay's own mark else."""
+
+
+def rendering_of(ctx: RequestContext, headers: tuple[tuple[str, bytes], ...]) -> RenderKey:
+    """Which rendering of which request a chunk belongs to: the original one, or a replay
+    (`streamtts replay request|window`, marked by the header carried from the request)."""
+    at = header(headers, REPLAY_AT)
+    return (ctx.tenant, ctx.request_id, at.decode(errors="replace") if at else "")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,104 @@
+"""Finishes one request: its files go to object storage, its result to tts.results.
+
+The finisher knows *how* a request is finished; the sink's loop decides *when* (a request
+became complete, or went stale) and, once the result is acknowledged, marks it finished so
+its offsets become committable (`SinkCheckpoint`). Every output goes through `send`, i.e.
+inside the transaction of the partition whose record is being handled.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
+from streamtts.schemas import CompletionResult, RequestContext
+from streamtts.sinks.assembler import AssembledRequest
+from streamtts.sinks.exceptions import StorageRejected, StorageUnavailable
+from streamtts.sinks.result_builder import build_result, incomplete_error
+from streamtts.sinks.storage_writer import StorageWriter, StoredFiles
+from streamtts.sinks.telemetry import SinkTelemetry
+
+
+class SendOutput(Protocol):
+    """Sends one output of the record being handled and returns once the broker acked it."""
+
+    async def __call__(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> None: ...
+
+
+class RequestFinisher:
+    def __init__(
+        self,
+        writer: StorageWriter,
+        send: SendOutput,
+        dead_letters: DeadLetterPublisher,
+        telemetry: SinkTelemetry,
+        *,
+        results_topic: str,
+        stale_after_s: float,
+    ) -> None:
+        self.writer = writer
+        self._send = send
+        self.dead_letters = dead_letters
+        self.telemetry = telemetry
+        self.results_topic = results_topic
+        self.stale_after_s = stale_after_s
+
+    async def finish(self, req: AssembledRequest) -> CompletionResult:
+        """Store and publish an assembled request; returns its acknowledged result.
+
+        Raises:
+            PartitionRevoked: its partition was revoked meanwhile (the next owner redoes it).
+        """
+        ctx = req.ctx
+        started = time.perf_counter()
+        stored: StoredFiles | None = None
+        # A cancelled request keeps its audio only when asked to and when some was spoken.
+        keep = not req.cancelled or (ctx.delivery.keep_on_cancel and len(req.samples) > 0)
+        if ctx.delivery.storage and keep:
+            try:
+                # 1. Write the files (audio, expiry marker, captions) before the result names them.
+                stored = await self.writer.write(req)
+            except (StorageUnavailable, StorageRejected) as err:
+                # 2. Dead-letter the request's records for replay (`streamtts replay dlq`), then
+                #    tell waiting clients it failed; the stage goes on with the next request.
+                await self._dead_letter(req, err)
+                failed = build_result(ctx, req, completed_at=datetime.now(UTC), error=str(err))
+                await self._publish(failed)
+                return failed
+        # 3. Publish the claim check: the stored audio is now reachable by its key.
+        result = build_result(ctx, req, completed_at=datetime.now(UTC), stored=stored)
+        await self._publish(result)
+        self.telemetry.request_delivered(req, stored.audio.key if stored else None, started)
+        return result
+
+    async def fail_incomplete(self, ctx: RequestContext, missing: list[int]) -> CompletionResult:
+        """A request whose chunks stopped coming (a segment lost upstream) fails visibly;
+        returns its acknowledged `failed` result.
+
+        Raises:
+            PartitionRevoked: its partition was revoked meanwhile (its next owner decides).
+        """
+        error = incomplete_error(missing, self.stale_after_s)
+        result = build_result(ctx, None, completed_at=datetime.now(UTC), error=error)
+        await self._send(self.results_topic, ctx.request_id.encode(), result.to_bytes())
+        # Counted as `request_incomplete` (per release), not among `requests_completed`, as before.
+        self.telemetry.request_incomplete(ctx, missing)
+        return result
+
+    async def _publish(self, result: CompletionResult) -> None:
+        await self._send(self.results_topic, result.request_id.encode(), result.to_bytes())
+        self.telemetry.result_published(result)
+
+    async def _dead_letter(self, req: AssembledRequest, err: BaseException) -> None:
+        ctx = req.ctx
+        for tp, offset, raw, headers in req.records:
+            await self.dead_letters.publish(
+                SourceRecord(tp[0], tp[1], offset, ctx.request_id.encode(), raw, headers),
+                err,
+                request_id=ctx.request_id,
+                tenant=ctx.tenant,
+            )

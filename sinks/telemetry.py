@@ -1,0 +1,107 @@
+"""Every metric and log event of the sink, in one place: the loop, the finisher and the
+storage writer say what happened; this module says how it is counted and logged."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+
+from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.schemas import CompletionResult, RequestContext
+from streamtts.schemas.release import BASE_RELEASE
+from streamtts.sinks.assembler import AssembledRequest
+
+log = logging.getLogger("streamtts.sink")
+
+
+def _error_text(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err)[:200]}"
+
+
+class SinkTelemetry:
+    """The sink's view of the process-wide `Telemetry` (metric names stay those of the stage)."""
+
+    def __init__(self, telemetry: Telemetry, stage: str) -> None:
+        self.telemetry = telemetry
+        self.stage = stage
+
+    # -- the loop --------------------------------------------------------------------------
+    def pending(self, requests: int) -> None:
+        self.telemetry.pending_requests.set(requests)
+
+    def already_finished(self) -> None:
+        """A chunk of a rendering whose result is already out, skipped."""
+        self.telemetry.records.labels(self.stage, "already_finished").inc()
+
+    def finished_loaded(self, requests: int) -> None:
+        log_event(log, "finished_requests_loaded", stage=self.stage, requests=requests)
+
+    def partitions_assigned(self, partitions: list[int]) -> None:
+        log_event(log, "partitions_assigned", stage=self.stage, partitions=partitions)
+
+    # -- storage ---------------------------------------------------------------------------
+    def storage_retry(self, request_id: str, attempt: int, error: str) -> None:
+        log_event(log, "storage_retry", logging.WARNING, request_id=request_id, attempt=attempt, error=error)
+        self.telemetry.retries.labels(self.stage, "storage").inc()
+
+    def expiry_marker_failed(self, ctx: RequestContext, err: BaseException) -> None:
+        log_event(
+            log,
+            "expiry_marker_failed",
+            logging.WARNING,
+            request_id=ctx.request_id,
+            tenant=ctx.tenant,
+            error=_error_text(err),
+        )
+
+    def captions_not_stored(self, ctx: RequestContext, err: BaseException) -> None:
+        log_event(
+            log, "captions_not_stored", logging.WARNING, request_id=ctx.request_id, error=str(err)[:200]
+        )
+
+    # -- results ---------------------------------------------------------------------------
+    def result_published(self, result: CompletionResult) -> None:
+        """The result of an assembled request is acknowledged (completed, cancelled or failed)."""
+        self.telemetry.requests_completed.labels(result.status).inc()
+        release = result.release or BASE_RELEASE
+        outcome = "degraded" if result.status == "completed" and result.degraded else result.status
+        self.telemetry.release_requests.labels(release, outcome).inc()
+        if result.first_audio_ms is not None and result.status == "completed":
+            self.telemetry.release_first_audio.labels(release).observe(result.first_audio_ms / 1000)
+
+    def request_delivered(self, req: AssembledRequest, key: str | None, started: float) -> None:
+        """A request's audio is delivered (stored, if asked) and its result is out."""
+        ctx = req.ctx
+        self.telemetry.e2e_latency.labels(ctx.format).observe(
+            max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
+        )
+        log_event(
+            log,
+            "completed",
+            request_id=ctx.request_id,
+            tenant=ctx.tenant,
+            stage=self.stage,
+            voice=ctx.voice,
+            release=ctx.release,
+            format=ctx.format,
+            audio_s=round(req.duration_ms / 1000, 3),
+            chunks=req.chunks,
+            degraded=len(req.degraded),
+            key=key,
+            e2e_ms=round((datetime.now(UTC) - ctx.created_at).total_seconds() * 1000, 1),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    def request_incomplete(self, ctx: RequestContext, missing: list[int]) -> None:
+        """A stale request's `failed` result is acknowledged."""
+        self.telemetry.release_requests.labels(ctx.release or BASE_RELEASE, "failed").inc()
+        log_event(
+            log,
+            "request_incomplete",
+            logging.ERROR,
+            request_id=ctx.request_id,
+            tenant=ctx.tenant,
+            missing=missing[:20],
+        )
