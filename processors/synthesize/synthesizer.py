@@ -207,6 +207,7 @@ class Synthesizer:
         pause_after_ms: float = 0.0,
         use_cache: bool = True,
         only_cached: bool = False,
+        key: str | None = None,
     ) -> tuple[list[AudioChunk], CacheStatus]:
         """Step 3 through the render cache: the raw engine output comes from the cache when
         it has it, post-processing runs either way (so the result is the same bytes).
@@ -215,18 +216,21 @@ class Synthesizer:
             use_cache: False bypasses the cache (the request's `"cache": false`).
             only_cached: return ([], status) instead of synthesizing when the cache has
                 nothing ("miss") or is not used ("off").
+            key: the render key of these phonemes, voice and speed when the caller made it
+                already (`span_plan`); None computes it here.
         """
         speed = _checked(voice, speed, sample_rate)
         spec, engine = voice.spec, voice.engine
         cache = self.cache if use_cache else None
-        key = render_key(engine, spec, speed, phonemes) if cache is not None else ""
-        raw = cache.lookup(key, spec.voice_id) if cache is not None else None
+        if cache is not None and key is None:
+            key = render_key(engine, spec, speed, phonemes)
+        raw = cache.lookup(key, spec.voice_id) if cache is not None and key is not None else None
         status: CacheStatus = "off" if cache is None else "hit" if raw is not None else "miss"
         if raw is None:
             if only_cached:
                 return [], status
             raw = list(engine.synthesize_phonemes(phonemes, spec, speed))
-            if cache is not None and raw:
+            if cache is not None and key is not None and raw:
                 cache.store(key, raw)
         return list(self._post(raw, voice, sample_rate, pause_after_ms)), status
 
@@ -293,10 +297,15 @@ def _checked(voice: ResolvedVoice, speed: float | None, sample_rate: int | None)
         InvalidParameterError: speed or sample rate out of range.
     """
     check_rate(sample_rate)
-    return _check_speed(voice.spec.default_speed if speed is None else speed)
+    return check_speed(voice.spec.default_speed if speed is None else speed)
 
 
-def _check_speed(speed: float) -> float:
+def check_speed(speed: float) -> float:
+    """`speed` as a float.
+
+    Raises:
+        InvalidParameterError: outside 0.5–2.0.
+    """
     if not MIN_SPEED <= speed <= MAX_SPEED:
         raise InvalidParameterError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
     return float(speed)
