@@ -31,7 +31,7 @@ from streamtts.processors.synthesize.word_timing import SpanWord
 from streamtts.schemas import Segment
 
 G2P = Callable[[ResolvedVoice, Sequence[SpeechRun]], str]
-"""Step 1's phonemizer: `Synthesizer.phonemize`, or the renderer's budgeted call of it."""
+"""The phonemizer a plan uses: `Synthesizer.phonemize`, or the renderer's budgeted call of it."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def speech_runs(segment: Segment, langs: frozenset[str]) -> tuple[SpeechRun, ...
     )
 
 
-def plan_span(synth: Synthesizer, segment: Segment, *, g2p: G2P = Synthesizer.phonemize) -> SpanPlan:
+def plan_span(synth: Synthesizer, segment: Segment, *, g2p: G2P | None = None) -> SpanPlan:
     """The plain path's plan: the segment's planned voice for all of its languages."""
     return plan_span_with(synth, segment, planned_voice(segment), segment.langs, g2p=g2p)
 
@@ -99,11 +99,12 @@ def plan_span_with(
     voice_id: str | None,
     langs: frozenset[str],
     *,
-    g2p: G2P = Synthesizer.phonemize,
+    g2p: G2P | None = None,
 ) -> SpanPlan:
     """Plan `segment` for `voice_id` speaking `langs`, each step once:
-    1. resolve the voice, 2. the speech runs, 3. phonemize them with `g2p` (the renderer
-    passes its budgeted call), 4. check speed and rate and compute the cache key.
+    1. resolve the voice, 2. the speech runs, 3. phonemize them with `g2p` (None:
+    `synth.phonemize`; the renderer passes its budgeted call of it), 4. check speed and rate
+    and compute the cache key.
 
     Raises:
         UnknownVoiceError, UnsupportedLanguageError, InvalidParameterError; whatever `g2p`
@@ -112,7 +113,7 @@ def plan_span_with(
     ctx = segment.request
     voice = synth.resolve(voice_id, langs)
     runs = speech_runs(segment, langs)
-    phonemes = g2p(voice, runs)
+    phonemes = (g2p or synth.phonemize)(voice, runs)
     check_rate(ctx.sample_rate)
     speed = check_speed(segment.speed or ctx.speed)
     key = None

@@ -4,6 +4,7 @@ before later parts are synthesized)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,12 +25,15 @@ from streamtts.processors.synthesize.word_timing import (
     span_words,
     word_units,
 )
+from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.schemas.segment import TextBlock
 
 log = logging.getLogger(__name__)
 
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 MIN_RATE, MAX_RATE = 8_000, 48_000
+PHONEME_MEMO_BYTES = 4 << 20
+"""Phonemes of recent spans kept per synthesizer (a few thousand spans)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Synthesizer:
         self.settings = settings or SynthesisSettings()
         self.cache = cache
         """Render cache of raw engine output (None: every span is synthesized)."""
+        self._phonemes: ByteLRU[str] = ByteLRU(PHONEME_MEMO_BYTES)
 
     def synthesize_span(
         self,
@@ -129,12 +134,22 @@ class Synthesizer:
             log.info("voice %s cannot speak %s; using %s", voice_id, langs, spec.voice_id)
         return ResolvedVoice(spec, self.registry.engine(spec), substituted)
 
-    @staticmethod
-    def phonemize(voice: ResolvedVoice, runs: Runs) -> str:
+    def phonemize(self, voice: ResolvedVoice, runs: Runs) -> str:
         """Step 2: the phonemes of a span's runs, each in its own language's G2P (or its
-        given IPA), joined by a word break so the model speaks them as one utterance."""
-        parts = (_run_phonemes(voice.engine, run) for run in _speech_runs(runs))
-        return " ".join(p for p in parts if p)
+        given IPA), joined by a word break so the model speaks them as one utterance.
+
+        G2P is deterministic per engine, so a span phonemized recently is not phonemized
+        again (`PHONEME_MEMO_BYTES`): a repeated prompt served from the render cache costs
+        no G2P at all."""
+        pieces = _speech_runs(runs)
+        key = _phoneme_key(voice.engine, pieces)
+        known = self._phonemes.get(key)
+        if known is not None:
+            return known.decode("utf-8")
+        parts = (_run_phonemes(voice.engine, run) for run in pieces)
+        phonemes = " ".join(p for p in parts if p)
+        self._phonemes.put(key, phonemes.encode("utf-8"))
+        return phonemes
 
     @staticmethod
     def time_words(
@@ -275,6 +290,14 @@ class Synthesizer:
             shifted = np.clip(raw.bounds - start, 0, end - start).astype(np.float64)
             bounds = np.clip(np.rint(shifted * rate_out / rate_in), 0, spoken).astype(np.int64)
         return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id, bounds)
+
+
+def _phoneme_key(engine: SpeechEngine, runs: Sequence[SpeechRun]) -> str:
+    """What a span's phonemes depend on: the engine (its G2P and alphabet) and the runs."""
+    h = hashlib.sha256(f"{engine.name}\0{engine.model_id}".encode())
+    for run in runs:
+        h.update(f"\0{run.text}\0{run.lang}\0{run.ipa}".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def _run_phonemes(engine: SpeechEngine, run: SpeechRun) -> str:
