@@ -1,7 +1,13 @@
-"""The direct path: text → audio in-process, segment and synthesize composed without Kafka.
+"""The direct path: text → audio in-process — the pipeline's plan and render without Kafka.
 
-Used by `streamtts synth`, the benchmarks' baseline and the speech tests. The pipeline does
-the same two steps in two stages (segment, then synthesize), with Kafka between them.
+Used by `streamtts synth`, `streamtts cache warm`, the benchmarks' baseline and the speech
+tests. The steps are the pipeline's own, so the two cannot drift apart:
+1. `plan_text`: the segment stage's planning (input policy, SSML, lexicon, voice plan:
+   `segment.planner.plan_segments`) of a request made from the arguments;
+2. per segment, the synthesize stage's renderer (`SegmentRenderer.render`: the voice
+   resolved and the span phonemized once, `span_plan`, with its fallbacks) — without time
+   budgets, since nobody else waits on this process;
+3. `cache warm` stops after the render step: the render lands in the cache.
 """
 
 from __future__ import annotations
@@ -9,67 +15,120 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import numpy as np
-
+from streamtts.errors import RecordError
+from streamtts.processors.segment.exceptions import EmptyText
+from streamtts.processors.segment.langid import normalize_lang_hint
 from streamtts.processors.segment.lexicon import LexiconMatcher
+from streamtts.processors.segment.normalize import fix_surrogates
+from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.segment.segmenter import (
     DEFAULT_FIRST_MAX_CHARS,
     DEFAULT_FIRST_MIN_CHARS,
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_TEXT_CHARS,
-    Span,
-    segment_text,
 )
-from streamtts.processors.segment.voice_plan import plan_voices
 from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
-from streamtts.processors.synthesize.synthesizer import SpeechRun, Synthesizer, check_rate
-from streamtts.processors.synthesize.word_timing import SpanWord, contract_words
-from streamtts.schemas import WordTiming
+from streamtts.processors.synthesize.renderer import Budgets, RenderedSegment, SegmentRenderer
+from streamtts.processors.synthesize.span_plan import plan_span, planned_voice, render_plan
+from streamtts.processors.synthesize.synthesizer import Synthesizer, check_rate, check_speed
+from streamtts.processors.synthesize.word_timing import contract_words
+from streamtts.schemas import Segment, TTSRequest, WordTiming
 
 log = logging.getLogger(__name__)
 
+_PLACEHOLDER_RATE = 24_000
+"""The request's rate while the first speaking voice is not known yet (see `plan_text`)."""
 
-def _planned_spans(
+
+def plan_text(
     synth: Synthesizer,
     text: str,
-    voice_id: str | None,
-    lang_hint: str | None,
+    lang_hint: str | None = None,
+    voice_id: str | None = None,
+    speed: float | None = None,
+    sample_rate: int | None = None,
     *,
-    first_max_chars: int,
-    first_min_chars: int,
-    max_chars: int,
-    max_text_chars: int,
-    mapped: bool = False,
+    timestamps: bool = False,
+    text_type: str | None = None,
+    markup: str = "reject",
+    ssml_unknown: str = "ignore",
+    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     lexicon: LexiconMatcher | None = None,
-) -> tuple[list[Span], list[tuple[Span, str | None]]]:
-    """Segment `text` as the pipeline does and plan its voices (see `voice_plan`).
+) -> list[Segment]:
+    """The segments the pipeline would render for `text`, in order: the speakable ones.
 
+    Args:
+        synth: whose registry plans the voices and checks the requested one.
+        text, lang_hint, voice_id, speed: as in a request (None: "auto", 1.0).
+        sample_rate: output rate; None takes the rate of the first voice that speaks, so
+            all chunks of one request share one rate.
+        timestamps: map each segment to the text (for word timestamps).
+        text_type, markup, ssml_unknown: the request's text type and the pipeline's input
+            and SSML policies (see `planner.plan_segments`; the defaults are the pipeline's).
+        lexicon: a tenant lexicon to apply (as the segment stage does).
     Returns:
-        (every span, the speakable ones with the voice each is spoken with; None: "auto").
+        Every segment a base voice speaks (others are skipped with a warning).
     Raises:
-        SegmentationError, UnknownVoiceError: before any audio.
+        SegmentationError: empty/unspeakable/too long text, refused markup, invalid SSML.
+        UnsupportedLanguageError: no segment can be spoken (e.g. only Cyrillic text).
+        UnknownVoiceError, InvalidParameterError: before any audio.
     """
+    # 1. What the gateway checks before a request is accepted, with the direct path's errors.
     voice_id = None if voice_id in (None, "auto") else voice_id
     if voice_id:
         synth.registry.spec(voice_id)  # unknown voice fails before any work
-    spans = segment_text(
+    check_rate(sample_rate)
+    check_speed(1.0 if speed is None else speed)
+    # A Python caller's text may hold surrogates no request can (they are not UTF-8); the
+    # normalizer would drop them first anyway.
+    text = fix_surrogates(text)
+    if not text:
+        raise EmptyText("text is empty")  # the contract refuses it before the planner could
+    hint = normalize_lang_hint(lang_hint)
+    request = TTSRequest.new(
         text,
-        lang_hint=lang_hint,
+        text_type=text_type,
+        language=hint or "auto",
+        voice=voice_id or "auto",
+        speed=1.0 if speed is None else speed,
+        sample_rate=sample_rate or _PLACEHOLDER_RATE,
+        timestamps=timestamps,
+        format="pcm",
+    )
+    # 2. The segment stage's planning.
+    segments = plan_segments(
+        request,
         first_max_chars=first_max_chars,
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
-        mapped=mapped,
+        markup=markup,
+        voices=synth.registry,
         lexicon=lexicon,
+        ssml_unknown=ssml_unknown,
+        known_voice=lambda name: _known(synth, name),
     )
-    speakable: list[tuple[Span, str | None]] = []
-    for span, plan in plan_voices(spans, voice_id, synth.registry):
-        if not span.langs <= set(synth.registry.base_voices):
-            log.warning("skipping span %d: no voice for language %r", span.index, span.lang)
+    # 3. Only what a voice speaks: the pipeline reads the rest in a fallback voice; here a
+    #    caller gets the error.
+    speakable = []
+    for segment in segments:
+        if not segment.langs <= set(synth.registry.base_voices):
+            log.warning("skipping span %d: no voice for language %r", segment.seq, segment.lang)
             continue
-        speakable.append((span, plan.voice or voice_id))
-    return spans, speakable
+        speakable.append(segment)
+    if not speakable:
+        langs = sorted({segment.lang for segment in segments})
+        raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")
+    if sample_rate is not None:
+        return speakable
+    first = speakable[0]
+    rate = synth.registry.voice_for(planned_voice(first), first.langs)[0].sample_rate
+    ctx = first.request.model_copy(update={"sample_rate": rate})
+    return [segment.model_copy(update={"request": ctx}) for segment in speakable]
 
 
 def synthesize_text(
@@ -85,42 +144,33 @@ def synthesize_text(
     max_chars: int = DEFAULT_MAX_CHARS,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     lexicon: LexiconMatcher | None = None,
-) -> Iterator[tuple[Span, AudioChunk]]:
-    """Segment `text` and stream its audio span by span.
+) -> Iterator[tuple[Segment, AudioChunk]]:
+    """Plan `text` and stream its audio segment by segment (see `plan_text` for the
+    arguments and errors; all are raised before any audio).
 
-    Args:
-        synth: the speech core that renders each span.
-        text: request text.
-        lang_hint: request language (decides Han characters; see `segment_text`).
-        voice_id: requested voice ("auto" or None: one voice for the whole request where one
-            speaks all its languages, see `voice_plan`); a sentence it cannot speak gets the
-            voice "auto" picks for that sentence.
-        speed: 0.5–2.0 or None.
-        sample_rate: output rate for all chunks; None uses the rate of the first voice
-            used, so that all chunks of one request share one rate.
-        lexicon: a tenant lexicon to apply (as the segment stage does).
+    voice_id: the requested voice ("auto" or None: one voice for the whole request where
+    one speaks all its languages, see `voice_plan`); a sentence it cannot speak gets the
+    voice "auto" picks for that sentence.
+
     Yields:
-        (span, chunk) pairs in order; a span split by the engine yields several chunks.
-    Raises:
-        SegmentationError: empty/unspeakable/too long text (before any audio).
-        UnsupportedLanguageError: no span could be spoken (e.g. only Cyrillic text).
-        UnknownVoiceError, InvalidParameterError: before any audio.
+        (segment, its audio as one chunk) in order; a segment is rendered only after the
+        previous one was taken.
     """
-    for span, chunk, _ in _spoken(
+    segments = plan_text(
         synth,
         text,
         lang_hint,
         voice_id,
         speed,
         sample_rate,
-        timed=False,
         first_max_chars=first_max_chars,
         first_min_chars=first_min_chars,
         max_chars=max_chars,
         max_text_chars=max_text_chars,
         lexicon=lexicon,
-    ):
-        yield span, chunk
+    )
+    for segment, rendered in _rendered(synth, segments):
+        yield segment, _chunk(rendered)
 
 
 def synthesize_text_timed(
@@ -130,82 +180,18 @@ def synthesize_text_timed(
     voice_id: str | None = None,
     speed: float | None = None,
     sample_rate: int | None = None,
-) -> Iterator[tuple[Span, AudioChunk, list[WordTiming]]]:
+) -> Iterator[tuple[Segment, AudioChunk, list[WordTiming]]]:
     """`synthesize_text` with word timestamps: each chunk comes with the words that start in
     it, timed in ms from the start of the whole audio, with their ranges in `text`."""
+    segments = plan_text(synth, text, lang_hint, voice_id, speed, sample_rate, timestamps=True)
+    spoken = fix_surrogates(text)  # the request's text: what the word ranges index
     position_ms = 0.0
-    for span, chunk, words in _spoken(synth, text, lang_hint, voice_id, speed, sample_rate, timed=True):
-        said = words or []
-        end = _span_end(span, said[-1].char_end if said else 0)
-        yield span, chunk, contract_words(said, text, 0, end, position_ms)
+    for segment, rendered in _rendered(synth, segments):
+        said = rendered.words or []
+        end = _segment_end(segment, said[-1].char_end if said else 0)
+        chunk = _chunk(rendered)
+        yield segment, chunk, contract_words(said, spoken, 0, end, position_ms)
         position_ms += chunk.duration_s * 1000.0
-
-
-def _span_end(span: Span, default: int) -> int:
-    """Where the span ends in the request text."""
-    if span.source is None or not len(span.source):
-        return default
-    return span.source.source_range(0, len(span.source))[1]
-
-
-def _spoken(
-    synth: Synthesizer,
-    text: str,
-    lang_hint: str | None,
-    voice_id: str | None,
-    speed: float | None,
-    sample_rate: int | None,
-    *,
-    timed: bool,
-    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
-    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
-    max_chars: int = DEFAULT_MAX_CHARS,
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
-    lexicon: LexiconMatcher | None = None,
-) -> Iterator[tuple[Span, AudioChunk, list[SpanWord] | None]]:
-    """Span by span: (span, chunk, words of the span relative to the chunk's start or None)."""
-    check_rate(sample_rate)
-    spans, speakable = _planned_spans(
-        synth,
-        text,
-        voice_id,
-        lang_hint,
-        first_max_chars=first_max_chars,
-        first_min_chars=first_min_chars,
-        max_chars=max_chars,
-        max_text_chars=max_text_chars,
-        mapped=timed,
-        lexicon=lexicon,
-    )
-    spoken = 0
-    for span, voice in speakable:
-        if sample_rate is None:
-            sample_rate = synth.registry.voice_for(voice, span.langs)[0].sample_rate
-        runs = [SpeechRun(r.text, r.lang, r.phonemes) for r in span.runs] or [SpeechRun(span.text, span.lang)]
-        resolved = synth.resolve(voice, span.langs)
-        phonemes = synth.phonemize(resolved, runs)
-        chunks = synth.render_phonemes(
-            phonemes, resolved, speed, sample_rate, pause_after_ms=span.pause_after_ms
-        )
-        if not timed:
-            for chunk in chunks:
-                spoken += 1
-                yield span, chunk, None
-            continue
-        # Timed: the span's chunks are joined so its words are timed in one piece.
-        parts = list(chunks)
-        if not parts:
-            continue
-        text_map = span.source.blocks() if span.source is not None else None
-        words = synth.time_words(resolved, runs, phonemes, parts, text_map)
-        joined = AudioChunk(
-            np.concatenate([c.samples for c in parts]), parts[0].sample_rate, phonemes, parts[0].voice_id
-        )
-        spoken += 1
-        yield span, joined, words
-    if spoken == 0:
-        langs = sorted({span.lang for span in spans})
-        raise UnsupportedLanguageError(f"no supported language in the text (found {langs})")
 
 
 def warm_cache(
@@ -215,36 +201,66 @@ def warm_cache(
     lang_hint: str | None = None,
     speed: float | None = None,
     *,
+    markup: str = "reject",
     first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
     first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> tuple[int, int]:
-    """Render `text` into `synth.cache` span by span, as the pipeline would segment it (the
-    same segmentation settings give the same spans, phonemes and keys).
+    """Render `text` into `synth.cache` segment by segment, planned as the pipeline plans it
+    (the same settings give the same segments, plans and keys).
 
     Returns:
-        (spans rendered now, spans that were already cached).
+        (segments rendered now, segments that were already cached).
     Raises:
         ValueError: the synthesizer has no cache.
-        SegmentationError, UnknownVoiceError, InvalidParameterError: as `synthesize_text`.
+        SegmentationError, UnknownVoiceError, InvalidParameterError: as `plan_text`.
     """
     if synth.cache is None:
         raise ValueError("the synthesizer has no render cache")
-    _, speakable = _planned_spans(
+    segments = plan_text(
         synth,
         text,
-        voice_id,
         lang_hint,
+        voice_id,
+        speed,
+        markup=markup,
         first_max_chars=first_max_chars,
         first_min_chars=first_min_chars,
         max_chars=max_chars,
-        max_text_chars=DEFAULT_MAX_TEXT_CHARS,
     )
     rendered = cached = 0
-    for span, voice_id_of_span in speakable:
-        voice = synth.resolve(voice_id_of_span, span.langs)
-        phonemes = synth.phonemize(voice, [SpeechRun(r.text, r.lang, r.phonemes) for r in span.runs])
-        _, status = synth.render_cached(phonemes, voice, speed)
+    for segment in segments:
+        _, status = render_plan(synth, plan_span(synth, segment))
         rendered += status == "miss"
         cached += status == "hit"
     return rendered, cached
+
+
+def _rendered(synth: Synthesizer, segments: list[Segment]) -> Iterator[tuple[Segment, RenderedSegment]]:
+    """Each segment through the synthesize stage's renderer, one at a time."""
+    renderer = SegmentRenderer(synth, budgets=Budgets.unbounded())
+    try:
+        for segment in segments:
+            yield segment, renderer.render(segment)
+    finally:
+        renderer.close()
+
+
+def _chunk(rendered: RenderedSegment) -> AudioChunk:
+    return AudioChunk(rendered.samples, rendered.sample_rate, "", rendered.voice_used)
+
+
+def _segment_end(segment: Segment, default: int) -> int:
+    """Where the segment ends in the request text."""
+    if segment.source_text is None or not segment.source_text:
+        return default
+    return segment.source_start + len(segment.source_text)
+
+
+def _known(synth: Synthesizer, name: str) -> bool:
+    """An SSML `<voice name>` the registry has (as the segment stage checks it)."""
+    try:
+        synth.registry.spec(name)
+    except (RecordError, ValueError, KeyError):
+        return False
+    return True

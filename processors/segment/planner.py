@@ -14,7 +14,7 @@ from streamtts.processors.segment.splitter import SENTENCE_END
 from streamtts.processors.segment.ssml import looks_like_ssml, parse_ssml
 from streamtts.processors.segment.voice_plan import VoiceChooser, VoicePlan, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
-from streamtts.schemas.segment import Mark, SpanRun
+from streamtts.schemas.segment import Mark, SpanRun, TextBlock
 
 # Span languages the contract knows; anything else the segmenter reports is "other".
 _CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue", "mixed"}
@@ -107,31 +107,34 @@ def plan_segments(
     )
     stamp = now or datetime.now(UTC)
     total = len(items)
-    return [
-        Segment(
-            request_id=request.request_id,
-            seq=i,
-            total=total,
-            last=i == total - 1,
-            text=item.span.text,
-            lang=item.span.lang if item.span.lang in _CONTRACT_LANGS else "other",  # type: ignore[arg-type]
-            sentence_index=item.span.sentence_index,
-            ends_sentence=item.span.ends_sentence,
-            pause_after_ms=int(item.span.pause_after_ms),
-            runs=_runs(item.span),
-            speed=item.speed,
-            ssml_voice=item.ssml_voice,
-            marks=list(item.marks) or None,
-            voice=item.plan.voice if item.plan else None,
-            voice_scope=item.plan.scope if item.plan else None,
-            text_map=item.span.source.blocks() if _mapped(request, item) else None,  # type: ignore[union-attr]
-            source_text=_source_text(request, item.span)[0] if _mapped(request, item) else None,
-            source_start=_source_text(request, item.span)[1] if _mapped(request, item) else 0,
-            request=ctx,
-            segmented_at=stamp,
+    segments: list[Segment] = []
+    for i, item in enumerate(items):
+        text_map, source_text, source_start = _source(request, item)
+        segments.append(
+            Segment(
+                request_id=request.request_id,
+                seq=i,
+                total=total,
+                last=i == total - 1,
+                text=item.span.text,
+                lang=item.span.lang if item.span.lang in _CONTRACT_LANGS else "other",  # type: ignore[arg-type]
+                sentence_index=item.span.sentence_index,
+                ends_sentence=item.span.ends_sentence,
+                pause_after_ms=int(item.span.pause_after_ms),
+                runs=_runs(item.span),
+                speed=item.speed,
+                ssml_voice=item.ssml_voice,
+                marks=list(item.marks) or None,
+                voice=item.plan.voice if item.plan else None,
+                voice_scope=item.plan.scope if item.plan else None,
+                text_map=text_map,
+                source_text=source_text,
+                source_start=source_start,
+                request=ctx,
+                segmented_at=stamp,
+            )
         )
-        for i, item in enumerate(items)
-    ]
+    return segments
 
 
 def _runs(span: Span) -> list[SpanRun] | None:
@@ -238,13 +241,11 @@ def _with_marks(items: list[_Planned], marks: list[tuple[str, int]]) -> list[_Pl
     ]
 
 
-def _mapped(request: TTSRequest, item: _Planned) -> bool:
-    span = item.span
-    return (request.timestamps or bool(item.marks)) and span.source is not None and len(span.source) > 0
-
-
-def _source_text(request: TTSRequest, span: Span) -> tuple[str, int]:
-    """With timestamps: the request text the span covers, and where it starts (see `Segment`)."""
-    assert span.source is not None
-    start, end = span.source.source_range(0, len(span.source))
-    return request.text[start:end], start
+def _source(request: TTSRequest, item: _Planned) -> tuple[list[TextBlock] | None, str | None, int]:
+    """With timestamps or marks: the span's map to the request text, the request text it
+    covers and where that starts (see `Segment`); else (None, None, 0)."""
+    source = item.span.source
+    if not (request.timestamps or item.marks) or source is None or not len(source):
+        return None, None, 0
+    start, end = source.source_range(0, len(source))
+    return source.blocks(), request.text[start:end], start

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
@@ -25,6 +25,14 @@ from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.exceptions import SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
+from streamtts.processors.synthesize.span_plan import (
+    SpanPlan,
+    plan_span_with,
+    planned_voice,
+    render_plan,
+    requested_voice,
+    time_plan_words,
+)
 from streamtts.processors.synthesize.synthesizer import ResolvedVoice, SpeechRun, Synthesizer
 from streamtts.processors.synthesize.word_timing import SpanWord
 from streamtts.runtime.jsonlog import log_event
@@ -47,11 +55,19 @@ class Budgets:
     """Time a span may take before it is treated as failed (field practice: a slow phoneme
     parser once blocked whole requests for seconds)."""
 
-    g2p_s: float = 0.2
-    inference_base_s: float = 4.0
+    g2p_s: float | None = 0.2
+    """None: no budget (the direct path, where nobody else waits on the process)."""
+    inference_base_s: float | None = 4.0
     inference_per_char_s: float = 0.15
 
-    def inference_s(self, text: str) -> float:
+    @classmethod
+    def unbounded(cls) -> Budgets:
+        """No budget at all: every step may take as long as it takes."""
+        return cls(g2p_s=None, inference_base_s=None)
+
+    def inference_s(self, text: str) -> float | None:
+        if self.inference_base_s is None:
+            return None
         return self.inference_base_s + self.inference_per_char_s * len(text)
 
 
@@ -87,6 +103,20 @@ class Spoken:
     """The requested voice could not speak the span: `voice_used` replaced it."""
     cache: CacheStatus
     words: list[SpanWord] | None
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    """What the cache fast path found for a segment (see `SegmentRenderer.look_up`)."""
+
+    rendered: RenderedSegment | None
+    """The segment's audio, when the cache had it."""
+    plan: SpanPlan | None
+    """On a miss: the plain path's plan the lookup made, for `render` to reuse (the voice
+    resolved, the span phonemized); None when the lookup made none or it failed."""
+
+
+NOTHING_CACHED = CacheLookup(None, None)
 
 
 class SegmentRenderer:
@@ -127,19 +157,29 @@ class SegmentRenderer:
         return clip
 
     # -- per segment ------------------------------------------------------------------------
-    def render(self, segment: Segment) -> RenderedSegment:
-        """Audio for one segment. Never raises for a speech failure: it degrades instead."""
-        rendered = self._render(segment)
+    def render(self, segment: Segment, plan: SpanPlan | None = None) -> RenderedSegment:
+        """Audio for one segment. Never raises for a speech failure: it degrades instead.
+
+        Args:
+            plan: the segment's plain-path plan when the caller has it already (a cache
+                lookup that missed, see `look_up`): the first attempt renders it instead of
+                resolving the voice and phonemizing again.
+        Raises:
+            ValueError: `plan` was made for another segment or voice (a caller's bug).
+        """
+        if plan is not None and (
+            plan.segment is not segment or plan.asked != planned_voice(segment) or plan.langs != segment.langs
+        ):
+            raise ValueError("a plan is reused only for the segment and voice it was made for")
+        rendered = self._render(segment, plan)
         if not segment.marks:
             return rendered
         return replace(rendered, marks=mark_times(segment, rendered))
 
-    def _render(self, segment: Segment) -> RenderedSegment:
+    def _render(self, segment: Segment, plan: SpanPlan | None) -> RenderedSegment:
         ctx = segment.request
-        # An SSML <voice> asks for its own voice; otherwise the request's.
-        requested = segment.ssml_voice or (None if ctx.voice == "auto" else ctx.voice)
-        # The segment stage plans one voice per request/sentence; older segments carry none.
-        planned = segment.voice or requested
+        requested = requested_voice(segment)
+        planned = planned_voice(segment)
         lang = segment.lang
         langs = segment.langs
         main_lang = ctx.language if ctx.language != "auto" else _main_lang(segment)
@@ -154,7 +194,7 @@ class SegmentRenderer:
             reason = "breaker_open"
         else:
             try:
-                spoken = self._speak(segment, planned, langs)
+                spoken = self._speak(plan or self._plan(segment, planned, langs))
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
                 self.breaker.record_degradation(cls)
@@ -192,7 +232,7 @@ class SegmentRenderer:
                 if not speak_langs <= base.languages:
                     found = self.synth.registry.voice_for_langs(speak_langs)
                     base = self.synth.registry.spec(found) if found else base
-                spoken = self._speak(segment, base.voice_id, speak_langs)
+                spoken = self._speak(self._plan(segment, base.voice_id, speak_langs))
                 return self._degraded(segment, spoken, step, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
@@ -210,90 +250,91 @@ class SegmentRenderer:
         said = Spoken(clip, "please_wait_clip", True, "off", None)
         return self._degraded(segment, said, "please_wait_clip", reason, started)
 
-    def _speak(
-        self, segment: Segment, voice_id: str | None, langs: frozenset[str], *, only_cached: bool = False
-    ) -> Spoken:
-        """Synthesize one span within its G2P and inference budgets, each step once:
-        1. resolve the voice, 2. phonemize every run (G2P budget), 3. render those phonemes in
-        one call, or take them from the render cache (inference budget), 4. with timestamps,
-        time the words from the model's phoneme durations."""
-        ctx = segment.request
-        voice = self.synth.resolve(voice_id, langs)
-        runs = [
-            SpeechRun(text, lang if lang in langs else next(iter(langs)), ipa)
-            for text, lang, ipa in segment.speech_runs()
-        ]
+    def _plan(self, segment: Segment, voice_id: str | None, langs: frozenset[str]) -> SpanPlan:
+        """The segment planned for `voice_id`, its G2P within the G2P budget."""
+        return plan_span_with(self.synth, segment, voice_id, langs, g2p=self._g2p)
+
+    def _g2p(self, voice: ResolvedVoice, runs: Sequence[SpeechRun]) -> str:
         phonemes = self._within(self.budgets.g2p_s, "g2p", self.synth.phonemize, voice, runs)
         assert isinstance(phonemes, str)
+        return phonemes
+
+    def _speak(self, plan: SpanPlan, *, only_cached: bool = False) -> Spoken:
+        """Speak a plan (its voice resolved and its runs phonemized once, see `span_plan`):
+        render its phonemes in one call, or take them from the render cache (inference
+        budget); with timestamps, time the words from the model's phoneme durations."""
         rendered: tuple[list, CacheStatus] = self._within(  # type: ignore[assignment]
-            self.budgets.inference_s(segment.text),
+            self.budgets.inference_s(plan.segment.text),
             "inference",
-            lambda: self.synth.render_cached(
-                phonemes,
-                voice,
-                segment.speed or ctx.speed,
-                ctx.sample_rate,
-                pause_after_ms=segment.pause_after_ms,
-                use_cache=ctx.cache,
-                only_cached=only_cached,
-            ),
+            lambda: render_plan(self.synth, plan, only_cached=only_cached),
         )
         chunks, cache = rendered
+        voice = plan.voice
         if not chunks:
             if only_cached:
                 return Spoken(np.zeros(0, np.float32), voice.spec.voice_id, voice.substituted, cache, None)
             raise SynthesisError("engine produced no audio")
         samples = np.concatenate([c.samples for c in chunks]).astype(np.float32)
-        timed = ctx.timestamps or bool(segment.marks)
-        words = self._words(segment, voice, runs, phonemes, chunks) if timed else None
+        words = self._words(plan, chunks) if plan.timed else None
         return Spoken(samples, voice.spec.voice_id, voice.substituted, cache, words)
 
-    def _words(
-        self, segment: Segment, voice: ResolvedVoice, runs: list[SpeechRun], phonemes: str, chunks: list
-    ) -> list[SpanWord] | None:
-        """Step 4, after the audio is final: a failure here loses the words, never the
-        audio (it must not count as a synthesis failure or pick a fallback voice)."""
+    def _words(self, plan: SpanPlan, chunks: list) -> list[SpanWord] | None:
+        """After the audio is final: a failure here loses the words, never the audio (it
+        must not count as a synthesis failure or pick a fallback voice)."""
         try:
-            return self.synth.time_words(voice, runs, phonemes, chunks, segment.text_map)
+            return time_plan_words(self.synth, plan, chunks)
         except Exception as err:  # any labeller bug: the span is still spoken
             log_event(
                 log,
                 "word_timing_failed",
                 logging.WARNING,
-                request_id=segment.request_id,
-                seq=segment.seq,
+                request_id=plan.segment.request_id,
+                seq=plan.segment.seq,
                 error=f"{type(err).__name__}: {str(err)[:200]}",
             )
             return None
 
     def render_if_cached(self, segment: Segment) -> RenderedSegment | None:
-        """The segment's audio if the render cache has it, else None — never runs the model,
-        so the stage can stream a cached first span at once while the model is busy. Only
-        the plain path (no degradation, no fallback voice) is served from here."""
+        """The segment's audio if the render cache has it, else None (see `look_up`)."""
+        return self.look_up(segment).rendered
+
+    def look_up(self, segment: Segment) -> CacheLookup:
+        """The segment's audio if the render cache has it — never runs the model, so the
+        stage can stream a cached first span at once while the model is busy. Only the plain
+        path (no degradation, no fallback voice) is served from here. On a miss the plan it
+        made comes back, for `render` to reuse."""
         ctx = segment.request
         if not ctx.cache or self.synth.cache is None or segment.lang in ("other", "yue"):
-            return None
-        requested = segment.ssml_voice or (None if ctx.voice == "auto" else ctx.voice)
-        planned = segment.voice or requested
+            return NOTHING_CACHED
+        requested = requested_voice(segment)
+        planned = planned_voice(segment)
         if planned is not None and requested is not None and planned != requested:
-            return None  # a substitution: reported by the regular path
+            return NOTHING_CACHED  # a substitution: reported by the regular path
         if segment.voice_scope == "span" or not self.breaker.is_closed(
             (voice_class(ctx.voice), segment.lang)
         ):
-            return None  # an open or probing breaker is the regular path's to handle
+            return NOTHING_CACHED  # an open or probing breaker is the regular path's to handle
         started = time.perf_counter()
         try:
-            spoken = self._speak(segment, planned, segment.langs, only_cached=True)
+            plan = self._plan(segment, planned, segment.langs)
         except (SynthesisError, ValueError, RuntimeError, TimeoutError):
-            return None
+            return NOTHING_CACHED  # the regular path plans again and degrades as it must
+        try:
+            spoken = self._speak(plan, only_cached=True)
+        except (SynthesisError, ValueError, RuntimeError, TimeoutError):
+            return CacheLookup(None, plan)
         if spoken.cache != "hit" or not spoken.samples.size or (spoken.substituted and requested is not None):
-            return None
+            return CacheLookup(None, plan)
         rendered = RenderedSegment(
             spoken.samples, ctx.sample_rate, spoken.voice_used, None, _ms(started), "hit", spoken.words
         )
-        return replace(rendered, marks=mark_times(segment, rendered)) if segment.marks else rendered
+        if segment.marks:
+            rendered = replace(rendered, marks=mark_times(segment, rendered))
+        return CacheLookup(rendered, None)
 
-    def _within(self, budget_s: float, what: str, fn: Callable[..., object], *args: object) -> object:
+    def _within(self, budget_s: float | None, what: str, fn: Callable[..., object], *args: object) -> object:
+        if budget_s is None:
+            return fn(*args)
         future = self._guard.submit(fn, *args)
         try:
             return future.result(timeout=budget_s)

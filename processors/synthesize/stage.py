@@ -13,13 +13,15 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 
 from faust.types import EventT, StreamT
 
 from streamtts.processors.synthesize.chunker import cancelled_marker, pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.release_profile import ReleaseProfile
-from streamtts.processors.synthesize.renderer import RenderedSegment, SegmentRenderer
+from streamtts.processors.synthesize.renderer import NOTHING_CACHED, CacheLookup, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.cancellations import CancelWatch
@@ -35,6 +37,17 @@ from streamtts.schemas.release import BASE_RELEASE
 
 TIMELINE_RECOVERY_S = 5.0
 """Longest a worker spends recovering a request's timeline from tts.pcm after a takeover."""
+
+
+@dataclass(frozen=True)
+class LookedUp:
+    """A first segment's cache lookup, waiting with its record for `handle`."""
+
+    event: EventT
+    """The record (held, so its id cannot be reused by another while this waits)."""
+    segment: Segment
+    """Decoded, the release profile applied."""
+    found: CacheLookup
 
 
 class SynthesizeStage(FaustStage):
@@ -80,7 +93,7 @@ class SynthesizeStage(FaustStage):
         # Cached first spans are looked up here, not in the model's executor: a hit is
         # streamed at once even while the model is busy with another request's inference.
         self.lookup_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"synth-{pool}-cache")
-        self._prerendered: dict[int, tuple[Segment, RenderedSegment]] = {}
+        self._looked_up: dict[int, LookedUp] = {}
         self._timeline = RequestTimeline()
         self.cancels = cancels
         self.app.agent(self.topic(source), name=self.group)(self._agent)
@@ -95,6 +108,7 @@ class SynthesizeStage(FaustStage):
         manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
         queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synth_lookahead))
         self._acks = InOrderAcks()
+        self._looked_up.clear()  # lookups of records a previous run left queued
         worker = asyncio.create_task(self._drain(queue, manual), name=f"{self.group}-drain")
         try:
             async for event in manual.events():
@@ -118,7 +132,9 @@ class SynthesizeStage(FaustStage):
         """Publish a first segment right away if the render cache has its audio.
 
         Done inline in the reading loop: the request's later segments are read only after
-        this one is published, so its order holds without any bookkeeping.
+        this one is published, so its order holds without any bookkeeping. On a miss the
+        decoded segment and the plan the lookup made wait with the record for the model
+        path (`handle`), which neither decodes nor plans it again.
         """
         if self.renderer.synth.cache is None:
             return False
@@ -128,13 +144,13 @@ class SynthesizeStage(FaustStage):
             return False  # the regular path dead-letters it
         loop = asyncio.get_running_loop()
         try:
-            rendered = await loop.run_in_executor(self.lookup_pool, self.renderer.render_if_cached, segment)
+            found = await loop.run_in_executor(self.lookup_pool, self.renderer.look_up, segment)
         except Exception as err:  # a lookup bug must not stop the stage: the model path remains
             log_event(self.log, "cache_lookup_failed", logging.WARNING, error=str(err)[:200])
+            found = NOTHING_CACHED
+        self._looked_up[id(event)] = LookedUp(event, segment, found)
+        if found.rendered is None:
             return False
-        if rendered is None:
-            return False
-        self._prerendered[id(event)] = (segment, rendered)
         await self.process(event, manual)
         return True
 
@@ -142,6 +158,7 @@ class SynthesizeStage(FaustStage):
         while True:
             event = await queue.get()
             if event.message.generation_id != self.app.consumer_generation_id:
+                self._looked_up.pop(id(event), None)
                 continue  # read before a rebalance: its partition may be someone else's now
             await self.process(event, manual)
 
@@ -153,21 +170,26 @@ class SynthesizeStage(FaustStage):
 
     async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()
-        prerendered = self._prerendered.pop(id(event), None)
-        if prerendered is not None:
-            segment, rendered = prerendered
+        looked_up = self._looked_up.pop(id(event), None)
+        if looked_up is not None and looked_up.event is event:
+            # Decoded, the release profile applied and looked up in the cache already.
+            segment, found = looked_up.segment, looked_up.found
         else:
             try:
                 segment = self.profile.apply(Segment.from_bytes(event.message.value))
             except ContractError as err:
                 self.telemetry.release_segments.labels(self.profile.name, "dead_lettered").inc()
                 return await self.dead_letter(source_of(event), err)
+            found = NOTHING_CACHED
         if self._cancelled(segment):  # before any work: no inference for it
             return await self._skip(segment, event, started)
         loop = asyncio.get_running_loop()
         try:
-            if prerendered is None:
-                rendered = await loop.run_in_executor(self.pool, self.renderer.render, segment)
+            rendered = found.rendered
+            if rendered is None:
+                # A lookup's plan is reused: the voice is resolved and G2P runs once per span.
+                render = partial(self.renderer.render, segment, found.plan)
+                rendered = await loop.run_in_executor(self.pool, render)
             if self._cancelled(segment):  # cancelled while it was spoken: abandon at this span
                 return await self._skip(segment, event, started)
             ctx = segment.request

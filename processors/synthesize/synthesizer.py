@@ -4,6 +4,7 @@ before later parts are synthesized)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,12 +25,15 @@ from streamtts.processors.synthesize.word_timing import (
     span_words,
     word_units,
 )
+from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.schemas.segment import TextBlock
 
 log = logging.getLogger(__name__)
 
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 MIN_RATE, MAX_RATE = 8_000, 48_000
+PHONEME_MEMO_BYTES = 4 << 20
+"""Phonemes of recent spans kept per synthesizer (a few thousand spans)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Synthesizer:
         self.settings = settings or SynthesisSettings()
         self.cache = cache
         """Render cache of raw engine output (None: every span is synthesized)."""
+        self._phonemes: ByteLRU[str] = ByteLRU(PHONEME_MEMO_BYTES)
 
     def synthesize_span(
         self,
@@ -129,12 +134,22 @@ class Synthesizer:
             log.info("voice %s cannot speak %s; using %s", voice_id, langs, spec.voice_id)
         return ResolvedVoice(spec, self.registry.engine(spec), substituted)
 
-    @staticmethod
-    def phonemize(voice: ResolvedVoice, runs: Runs) -> str:
+    def phonemize(self, voice: ResolvedVoice, runs: Runs) -> str:
         """Step 2: the phonemes of a span's runs, each in its own language's G2P (or its
-        given IPA), joined by a word break so the model speaks them as one utterance."""
-        parts = (_run_phonemes(voice.engine, run) for run in _speech_runs(runs))
-        return " ".join(p for p in parts if p)
+        given IPA), joined by a word break so the model speaks them as one utterance.
+
+        G2P is deterministic per engine, so a span phonemized recently is not phonemized
+        again (`PHONEME_MEMO_BYTES`): a repeated prompt served from the render cache costs
+        no G2P at all."""
+        pieces = _speech_runs(runs)
+        key = _phoneme_key(voice.engine, pieces)
+        known = self._phonemes.get(key)
+        if known is not None:
+            return known.decode("utf-8")
+        parts = (_run_phonemes(voice.engine, run) for run in pieces)
+        phonemes = " ".join(p for p in parts if p)
+        self._phonemes.put(key, phonemes.encode("utf-8"))
+        return phonemes
 
     @staticmethod
     def time_words(
@@ -207,6 +222,7 @@ class Synthesizer:
         pause_after_ms: float = 0.0,
         use_cache: bool = True,
         only_cached: bool = False,
+        key: str | None = None,
     ) -> tuple[list[AudioChunk], CacheStatus]:
         """Step 3 through the render cache: the raw engine output comes from the cache when
         it has it, post-processing runs either way (so the result is the same bytes).
@@ -215,18 +231,21 @@ class Synthesizer:
             use_cache: False bypasses the cache (the request's `"cache": false`).
             only_cached: return ([], status) instead of synthesizing when the cache has
                 nothing ("miss") or is not used ("off").
+            key: the render key of these phonemes, voice and speed when the caller made it
+                already (`span_plan`); None computes it here.
         """
         speed = _checked(voice, speed, sample_rate)
         spec, engine = voice.spec, voice.engine
         cache = self.cache if use_cache else None
-        key = render_key(engine, spec, speed, phonemes) if cache is not None else ""
-        raw = cache.lookup(key, spec.voice_id) if cache is not None else None
+        if cache is not None and key is None:
+            key = render_key(engine, spec, speed, phonemes)
+        raw = cache.lookup(key, spec.voice_id) if cache is not None and key is not None else None
         status: CacheStatus = "off" if cache is None else "hit" if raw is not None else "miss"
         if raw is None:
             if only_cached:
                 return [], status
             raw = list(engine.synthesize_phonemes(phonemes, spec, speed))
-            if cache is not None and raw:
+            if cache is not None and key is not None and raw:
                 cache.store(key, raw)
         return list(self._post(raw, voice, sample_rate, pause_after_ms)), status
 
@@ -273,6 +292,14 @@ class Synthesizer:
         return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id, bounds)
 
 
+def _phoneme_key(engine: SpeechEngine, runs: Sequence[SpeechRun]) -> str:
+    """What a span's phonemes depend on: the engine (its G2P and alphabet) and the runs."""
+    h = hashlib.sha256(f"{engine.name}\0{engine.model_id}".encode())
+    for run in runs:
+        h.update(f"\0{run.text}\0{run.lang}\0{run.ipa}".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
 def _run_phonemes(engine: SpeechEngine, run: SpeechRun) -> str:
     """A run's phonemes: its given IPA in the engine's alphabet, or the G2P's reading when
     there is none (or none of the IPA can be spoken by this engine)."""
@@ -293,10 +320,15 @@ def _checked(voice: ResolvedVoice, speed: float | None, sample_rate: int | None)
         InvalidParameterError: speed or sample rate out of range.
     """
     check_rate(sample_rate)
-    return _check_speed(voice.spec.default_speed if speed is None else speed)
+    return check_speed(voice.spec.default_speed if speed is None else speed)
 
 
-def _check_speed(speed: float) -> float:
+def check_speed(speed: float) -> float:
+    """`speed` as a float.
+
+    Raises:
+        InvalidParameterError: outside 0.5–2.0.
+    """
     if not MIN_SPEED <= speed <= MAX_SPEED:
         raise InvalidParameterError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
     return float(speed)

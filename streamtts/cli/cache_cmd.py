@@ -62,6 +62,7 @@ def _warm(args: argparse.Namespace) -> int:
                 args.voice,
                 args.lang,
                 args.speed,
+                markup=pipeline.markup,
                 first_max_chars=pipeline.first_max_chars,
                 first_min_chars=pipeline.first_min_chars,
                 max_chars=pipeline.max_chars,

@@ -187,49 +187,27 @@ def _test(args: argparse.Namespace) -> int:
 
 def _say(text: str, lexicon: Any, args: argparse.Namespace) -> int:
     from streamtts.audio.codecs import assemble, encode_chunk
-    from streamtts.processors.direct import _planned_spans
+    from streamtts.processors.direct import plan_text
     from streamtts.processors.segment.exceptions import SegmentationError
     from streamtts.processors.segment.lexicon import LexiconMatcher
-    from streamtts.processors.segment.segmenter import (
-        DEFAULT_FIRST_MAX_CHARS,
-        DEFAULT_FIRST_MIN_CHARS,
-        DEFAULT_MAX_CHARS,
-        DEFAULT_MAX_TEXT_CHARS,
-    )
     from streamtts.processors.synthesize.exceptions import SynthesisError
     from streamtts.processors.synthesize.registry import VoiceRegistry
-    from streamtts.processors.synthesize.synthesizer import SpeechRun, Synthesizer
+    from streamtts.processors.synthesize.span_plan import plan_span, render_plan
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
 
     matcher = LexiconMatcher(lexicon)
     synth = Synthesizer(VoiceRegistry(threads=2))
     payloads: list[bytes] = []
     try:
-        _, speakable = _planned_spans(
-            synth,
-            text,
-            args.voice,
-            args.lang,
-            first_max_chars=DEFAULT_FIRST_MAX_CHARS,
-            first_min_chars=DEFAULT_FIRST_MIN_CHARS,
-            max_chars=DEFAULT_MAX_CHARS,
-            max_text_chars=DEFAULT_MAX_TEXT_CHARS,
-            lexicon=matcher,
-        )
-        for span, voice_id in speakable:
-            runs = [SpeechRun(r.text, r.lang, r.phonemes) for r in span.runs] or [
-                SpeechRun(span.text, span.lang)
-            ]
-            voice = synth.resolve(voice_id, span.langs)
-            phonemes = synth.phonemize(voice, runs)
-            given = [f"{r.text} → /{r.ipa}/" for r in runs if r.ipa]
+        for segment in plan_text(synth, text, args.lang, args.voice, sample_rate=24000, lexicon=matcher):
+            plan = plan_span(synth, segment)
+            given = [f"{r.text} → /{r.ipa}/" for r in plan.runs if r.ipa]
             print(
-                f"{span.text}\n  voice {voice.spec.voice_id}: {phonemes}"
+                f"{segment.text}\n  voice {plan.voice_id}: {plan.phonemes}"
                 + (f"\n  given: {', '.join(given)}" if given else "")
             )
-            for chunk in synth.render_phonemes(
-                phonemes, voice, None, 24000, pause_after_ms=span.pause_after_ms
-            ):
-                payloads.append(encode_chunk(chunk.samples, chunk.sample_rate, "wav"))
+            chunks, _ = render_plan(synth, plan)
+            payloads += [encode_chunk(c.samples, c.sample_rate, "wav") for c in chunks]
     except (SegmentationError, SynthesisError) as err:
         raise ConfigError(str(err)) from None
     if not payloads:
