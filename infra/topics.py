@@ -18,6 +18,8 @@ from aiokafka.errors import for_code
 
 from streamtts.errors import ConfigError, InfraError
 from streamtts.runtime.kafka import describe_partitions
+from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import TOPOLOGY, topology_topics
 
 SPEC_PATH = Path(__file__).resolve().parent / "topics.yaml"
 
@@ -71,6 +73,46 @@ def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
             )
         )
     return specs
+
+
+KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1048588
+KAFKA_DEFAULT_RETENTION_MS = 604800000
+
+
+def topology_gaps(specs: list[TopicSpec], topics: TopicNames) -> list[str]:
+    """What the spec lacks for the topology (`runtime.topology`), one line each; [] if none.
+
+    Every topic the topology names must be declared, and each stage's dead-letter topic must
+    hold what its sources hold (a dead letter carries the source record's bytes, and must
+    outlive it: it is the only copy left to replay).
+    """
+    declared = {s.name: s for s in specs}
+    gaps = [
+        f"{topic}: not declared ({who})"
+        for topic, who in topology_topics(topics).items()
+        if topic not in declared
+    ]
+    for stage in TOPOLOGY:
+        dlq = declared.get(stage.dlq(topics))
+        if dlq is None:
+            continue
+        for source in (declared.get(t) for t in stage.sources(topics)):
+            if source is None:
+                continue
+            if _max_bytes(dlq) < _max_bytes(source):
+                gaps.append(f"{dlq.name}: max.message.bytes below its source {source.name}'s")
+            if _retention_ms(dlq) < _retention_ms(source):
+                gaps.append(f"{dlq.name}: retention.ms shorter than its source {source.name}'s")
+    return gaps
+
+
+def _max_bytes(spec: TopicSpec) -> int:
+    return int(spec.configs.get("max.message.bytes", KAFKA_DEFAULT_MAX_MESSAGE_BYTES))
+
+
+def _retention_ms(spec: TopicSpec) -> float:
+    ms = int(spec.configs.get("retention.ms", KAFKA_DEFAULT_RETENTION_MS))
+    return float("inf") if ms < 0 else ms
 
 
 async def apply_spec(

@@ -33,6 +33,7 @@ from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import stage_spec
 from streamtts.schemas import CompletionResult, ContractError, PcmChunk
 from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
@@ -65,7 +66,9 @@ class CompletionSink(DeadLettering):
         self.pipeline = pipeline
         self.namespace = namespace
         self.stale_after_s = pipeline.sink_stale_s
-        self._group = group_id(kafka, "sink")
+        self.spec = stage_spec(self.name)
+        group = self.spec.group_for(None)  # one group, no pools
+        self._group = group_id(kafka, self.spec.group_role(group))
         self.consumer = make_consumer(
             kafka,
             group_id=self._group,
@@ -87,11 +90,11 @@ class CompletionSink(DeadLettering):
         self.telemetry = telemetry or Telemetry()
         self.signals = SinkTelemetry(self.telemetry, self.name)
         self.assigned = False
-        self.sources = [self.topics.pcm]
+        self.sources = self.spec.group_sources(group, self.topics)
         self.dead_letters = DeadLetterPublisher(
             # Dead letters go out like every other output: inside the partition's transaction.
             self.name,
-            self.topics.dlq(self.name),
+            self.spec.dlq(self.topics),
             self._send,
             self.telemetry,
         )
@@ -113,7 +116,7 @@ class CompletionSink(DeadLettering):
         #    request is skipped from the start, never finished twice.
         await self._remember_recent_results()
         # 3. Join the group, then consume.
-        self.consumer.subscribe([self.topics.pcm], listener=_Rebalance(self))
+        self.consumer.subscribe(self.sources, listener=_Rebalance(self))
         await self.consumer.start()
         self._task = asyncio.create_task(self._run(), name="completion-sink")
 

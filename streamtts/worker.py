@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError, StreamTTSError
@@ -26,6 +26,7 @@ from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
 from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import GroupSpec, SideService, StageSpec, select, services_for
 from streamtts.schemas.names import POOLS, STAGES
 from streamtts.schemas.release import BASE_RELEASE
 
@@ -34,9 +35,13 @@ if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that sy
 
 log = logging.getLogger("streamtts.worker")
 
+Stop = Callable[[], Awaitable[None]]
+
 
 class Worker:
-    """Owns the stage services of one process; starts them downstream-first, stops upstream-first."""
+    """Owns the stage services of one process: the stages `runtime.topology` declares for the
+    chosen names, and the side services they need; starts them downstream-first, stops them
+    in the reverse order of their start."""
 
     def __init__(
         self,
@@ -55,18 +60,24 @@ class Worker:
         bad_pool = [p for p in pools if p not in POOLS]
         if bad_pool or not pools:
             raise ConfigError(f"unknown pool {bad_pool[0] if bad_pool else ''!r}; pools are short, long")
-        self.stages = [s for s in STAGES if s in stages]
+        self.specs: list[StageSpec] = select(list(stages))
+        """The stages this process runs, in data-path order."""
+        self.stages = [spec.name for spec in self.specs]
         self.pools = [p for p in POOLS if p in pools]
+        self.side_services = services_for(self.specs)
+        """The side services those stages need, in start order."""
         self.settings = settings
         self.pipeline = pipeline
         self.topics = TopicNames(settings.kafka.topic_prefix)
         self.telemetry = Telemetry()
-        self.readiness = Readiness(needs_model="synthesize" in self.stages)
+        self.readiness = Readiness(needs_model=any(s.name == "model" for s in self.side_services))
         self._renderer = renderer
         self._owns_renderer = renderer is None
         """A renderer handed in (tests, the demo) belongs to the caller: not closed here."""
         self._sink_namespace = sink_namespace
         self._ops_enabled = ops
+        self._stops: list[tuple[str, Stop]] = []
+        """What was started, with how to stop it; `stop` unwinds it last-in, first-out."""
         self.services: list[Stage] = []
         self.ops: Any = None
         self.canary: Any = None
@@ -88,78 +99,104 @@ class Worker:
     def ops_port(self) -> int | None:
         return self.ops.port if self.ops else None
 
+    @property
+    def renderer(self) -> SegmentRenderer | None:
+        """The loaded model (once the "model" side service started), else the one handed in."""
+        return self._renderer
+
+    def stage_groups(self) -> list[tuple[StageSpec, GroupSpec]]:
+        """The consumer groups this worker runs, in start order: downstream stages first
+        (when segment emits, its consumers are already there); synthesize: one per pool."""
+        return [(spec, group) for spec in reversed(self.specs) for group in spec.groups_for(self.pools)]
+
+    def _on_stop(self, what: str, stop: Stop) -> None:
+        self._stops.append((what, stop))
+
     async def start(self) -> None:
         started = time.perf_counter()
-        kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
         # 1. Probes first: liveness answers while the model loads; readiness says why not yet.
         if self._ops_enabled:
-            from streamtts.runtime.ops_server import OpsServer
-
-            self.ops = OpsServer(self.readiness, tel, port=pipe.ops_port)
-            port = await self.ops.start()
-            log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])
-            self.ops_started.set()
-        # 2. The model (CPU-bound load + warm-up, off the loop) and the canary's reference.
-        if "synthesize" in self.stages:
-            await self._load_model()
-        # 3. Cancels (synthesize skips a cancelled request's segments: its markers tell encode
-        #    and sink), then the stages, downstream first: when segment emits, its consumers
-        #    are already there.
-        if "synthesize" in self.stages:
-            self.cancels = CancelWatch(kafka, self.topics.control)
-            await self.cancels.start()
-            tel.release_info.labels(pipe.release).set(1)
-        if "segment" in self.stages:
-            # Caught up before the first request: a restarted segment worker routes by the
-            # rule in force, never by "no rule" for a moment.
-            self.releases = ReleaseWatch(kafka, self.topics.config)
-            await self.releases.start()
-            await asyncio.wait_for(self.releases.caught_up.wait(), timeout=30)
-        # Lexicons: the segment stage applies each tenant's; loaded before it takes a request.
-        if "segment" in self.stages:
-            self.lexicons = LexiconBook(kafka, self.topics.lexicons)
-            await self.lexicons.start()
-            try:
-                await asyncio.wait_for(self.lexicons.caught_up.wait(), timeout=30)
-            except TimeoutError:
-                log_event(log, "lexicons_not_caught_up", logging.WARNING, topic=self.topics.lexicons)
-        for stage in reversed(self.stages):
-            for service in self._build(stage):
-                await service.start()
-                self.services.append(service)
-                log_event(log, "stage_started", stage=service.group)
+            await self._start_ops()
+        # 2. The side services the stages need from their first record, in `SIDE_SERVICES`
+        #    order: the model, cancels, the release rule and lexicons, each caught up.
+        for svc in self.side_services:
+            if svc.before_stages:
+                await SIDE_SERVICE_STARTERS[svc.name](self)
+        # 3. The stages, one service per consumer group, downstream first (`stage_groups`).
+        self._on_stop("stages", self._stop_stages)
+        for spec, group in self.stage_groups():
+            service = STAGE_FACTORIES[spec.name](self, group)
+            await service.start()
+            self.services.append(service)
+            log_event(log, "stage_started", stage=service.group)
         self.readiness.assignments = lambda: {s.group: bool(s.assigned) for s in self.services}
         self.readiness.failures = self.failures
         self.readiness.stages_started = True
         # 4. Lag of every group this process belongs to, as metrics.
         if self._ops_enabled:
-            from streamtts.runtime.lag import LagMonitor
-
-            groups = {group_id(kafka, s.group): s.sources for s in self.services}
-            self._lag = LagMonitor(kafka, groups, tel)
-            await self._lag.start()
-        if self.canary:
-            await self.canary.start()
-        # 5. The release guard next to the router: it shares the router's view of the rule.
-        if self.releases is not None and pipe.release_guard:
-            from streamtts.runtime.auto_rollback import AutoRollback
-
-            self.release_guard = AutoRollback(kafka, tel, releases=self.releases)
-            await self.release_guard.start()
+            await self._start_lag()
+        # 5. The side services that watch running stages: the canary, the release guard.
+        for svc in self.side_services:
+            if not svc.before_stages:
+                await SIDE_SERVICE_STARTERS[svc.name](self)
+        pooled = any(g.pool for spec in self.specs for g in spec.groups)
         log_event(
             log,
             "worker_started",
             stages=self.stages,
-            pools=self.pools if "synthesize" in self.stages else None,
-            release=pipe.release if "synthesize" in self.stages else None,
+            pools=self.pools if pooled else None,
+            release=self.pipeline.release if any(spec.release_lanes for spec in self.specs) else None,
             ops_port=self.ops_port,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
 
-    async def _load_model(self) -> None:
+    async def stop(self) -> None:
+        """Stop everything started, last started first: the release guard and the canary,
+        the lag monitor, the stages upstream first (stop taking new work, let downstream drain
+        what is in flight), the side services under them, the model, the probes."""
+        self.readiness.stages_started = False
+        while self._stops:
+            what, stop = self._stops.pop()
+            try:
+                await stop()
+            except Exception as err:  # keep stopping the others
+                log_event(log, "stop_failed", logging.ERROR, service=what, error=str(err)[:200])
+        log_event(log, "worker_stopped", stages=self.stages)
+
+    async def _stop_stages(self) -> None:
+        for service in reversed(self.services):
+            try:
+                await service.stop()
+            except Exception as err:  # keep stopping the others
+                log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
+        self.services.clear()
+
+    # -- process services ------------------------------------------------------------------
+    async def _start_ops(self) -> None:
+        from streamtts.runtime.ops_server import OpsServer
+
+        self.ops = OpsServer(self.readiness, self.telemetry, port=self.pipeline.ops_port)
+        port = await self.ops.start()
+        self._on_stop("ops", self.ops.stop)
+        log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])
+        self.ops_started.set()
+
+    async def _start_lag(self) -> None:
+        from streamtts.runtime.lag import LagMonitor
+
+        kafka = self.settings.kafka
+        groups = {group_id(kafka, s.group): s.sources for s in self.services}
+        self._lag = LagMonitor(kafka, groups, self.telemetry)
+        await self._lag.start()
+        self._on_stop("lag", self._lag.stop)
+
+    # -- side services (see `runtime.topology.SIDE_SERVICES`) --------------------------------
+    async def _start_model(self) -> None:
+        """The model (CPU-bound load + warm-up, off the loop) and the canary's reference."""
         from streamtts.processors.synthesize.speech_stack import build_renderer
         from streamtts.runtime.canary import Canary
 
+        self.telemetry.release_info.labels(self.pipeline.release).set(1)
         renderer = self._renderer
         if renderer is None:
             counters = self.telemetry.render_cache
@@ -170,6 +207,7 @@ class Worker:
             renderer = self._renderer = await asyncio.to_thread(
                 build_renderer, self.pipeline, self.settings.s3, count
             )
+        self._on_stop("model", self._close_model)
         for rendered in voice_map(self.pipeline.release_voices).values():
             renderer.synth.registry.spec(rendered)  # a release mapping to an unknown voice fails at start
         voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
@@ -210,61 +248,73 @@ class Worker:
         self.readiness.model_ready = True
         self.telemetry.model_ready.set(1)
 
-    def _build(self, stage: str) -> list[Stage]:
-        kafka, pipe, tel = self.settings.kafka, self.pipeline, self.telemetry
-        if stage == "sink":
-            from streamtts.sinks.completion_sink import CompletionSink
+    async def _close_model(self) -> None:
+        if self.canary_reports is not None:
+            await self.canary_reports.stop()
+            self.canary_reports = None
+        if self._renderer is not None and self._owns_renderer:
+            self._renderer.close()  # the budget guard's threads
 
-            return [
-                CompletionSink(
-                    kafka,
-                    self.settings.s3,
-                    pipe,
-                    self.topics,
-                    namespace=self._sink_namespace,
-                    telemetry=tel,
-                )
-            ]
-        if stage == "encode":
-            from streamtts.processors.encode.stage import EncodeStage
+    async def _start_cancels(self) -> None:
+        """Synthesize skips a cancelled request's segments: its markers tell encode and sink."""
+        cancels = self.cancels = CancelWatch(self.settings.kafka, self.topics.control)
+        await cancels.start()
 
-            return [EncodeStage(kafka, pipe, self.topics, telemetry=tel)]
-        if stage == "synthesize":
-            from streamtts.processors.synthesize.release_profile import ReleaseProfile
-            from streamtts.processors.synthesize.stage import SynthesizeStage
+        async def stop() -> None:
+            await cancels.stop()
+            self.cancels = None
 
-            assert self._renderer is not None, "the model is loaded before the synthesize stage starts"
-            profile = ReleaseProfile(pipe.release, voice_map(pipe.release_voices))
-            return [
-                SynthesizeStage(
-                    kafka,
-                    pipe,
-                    self._renderer,
-                    self.topics,
-                    pool=p,
-                    telemetry=tel,
-                    cancels=self.cancels,
-                    profile=profile,
-                )
-                for p in self.pools
-            ]
-        from streamtts.processors.segment.stage import SegmentStage
-        from streamtts.processors.synthesize.registry import VoiceRegistry
+        self._on_stop("cancels", stop)
 
-        # Reuse the synthesizer's registry when this process has one (voice packs load once);
-        # otherwise one that only resolves names (engines load lazily, never in this stage).
-        voices = self._renderer.synth.registry if self._renderer is not None else VoiceRegistry(threads=1)
-        return [
-            SegmentStage(
-                kafka,
-                pipe,
-                self.topics,
-                voices=voices,
-                telemetry=tel,
-                lexicons=self.lexicons,
-                releases=self.releases,
-            )
-        ]
+    async def _start_releases(self) -> None:
+        """Caught up before the first request: a restarted segment worker routes by the rule
+        in force, never by "no rule" for a moment."""
+        releases = self.releases = ReleaseWatch(self.settings.kafka, self.topics.config)
+        await releases.start()
+
+        async def stop() -> None:
+            await releases.stop()
+            self.releases = None
+
+        self._on_stop("releases", stop)
+        await asyncio.wait_for(releases.caught_up.wait(), timeout=30)
+
+    async def _start_lexicons(self) -> None:
+        """The segment stage applies each tenant's lexicon: loaded before it takes a request."""
+        lexicons = self.lexicons = LexiconBook(self.settings.kafka, self.topics.lexicons)
+        await lexicons.start()
+
+        async def stop() -> None:
+            await lexicons.stop()
+            self.lexicons = None
+
+        self._on_stop("lexicons", stop)
+        try:
+            await asyncio.wait_for(lexicons.caught_up.wait(), timeout=30)
+        except TimeoutError:
+            log_event(log, "lexicons_not_caught_up", logging.WARNING, topic=self.topics.lexicons)
+
+    async def _start_canary(self) -> None:
+        """The periodic canary of the model loaded by the "model" side service."""
+        if self.canary is None:
+            return
+        await self.canary.start()
+        self._on_stop("canary", self.canary.stop)
+
+    async def _start_release_guard(self) -> None:
+        """The release guard next to the router: it shares the router's view of the rule."""
+        if self.releases is None or not self.pipeline.release_guard:
+            return
+        from streamtts.runtime.auto_rollback import AutoRollback
+
+        guard = self.release_guard = AutoRollback(self.settings.kafka, self.telemetry, releases=self.releases)
+        await guard.start()
+
+        async def stop() -> None:
+            await guard.stop()
+            self.release_guard = None
+
+        self._on_stop("release_guard", stop)
 
     def failures(self) -> dict[str, str]:
         """Stages whose consuming loop died: group → why (readiness turns red on any)."""
@@ -275,42 +325,87 @@ class Worker:
                 out[s.group] = f"{type(err).__name__}: {str(err)[:200]}"
         return out
 
-    async def stop(self) -> None:
-        # Upstream first: stop taking new work, let downstream drain what is in flight.
-        self.readiness.stages_started = False
-        if self.release_guard is not None:
-            await self.release_guard.stop()
-            self.release_guard = None
-        if self.canary:
-            await self.canary.stop()
-        if self.canary_reports is not None:
-            await self.canary_reports.stop()
-            self.canary_reports = None
-        for service in reversed(self.services):
-            try:
-                await service.stop()
-            except Exception as err:  # keep stopping the others
-                log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
-        self.services.clear()
-        if self.cancels is not None:
-            await self.cancels.stop()
-            self.cancels = None
-        if self.lexicons is not None:
-            await self.lexicons.stop()
-            self.lexicons = None
-        if self.releases is not None:
-            await self.releases.stop()
-            self.releases = None
-        if self._renderer is not None and self._owns_renderer:
-            self._renderer.close()  # the budget guard's threads
-        if self._lag:
-            await self._lag.stop()
-        if self.ops:
-            await self.ops.stop()
-        log_event(log, "worker_stopped", stages=self.stages)
-
     def service(self, name: str) -> Any:
         return next(s for s in self.services if s.group == name)
+
+
+SIDE_SERVICE_STARTERS: dict[SideService, Callable[[Worker], Awaitable[None]]] = {
+    "model": Worker._start_model,
+    "cancels": Worker._start_cancels,
+    "releases": Worker._start_releases,
+    "lexicons": Worker._start_lexicons,
+    "canary": Worker._start_canary,
+    "release_guard": Worker._start_release_guard,
+}
+"""How this worker starts each side service the topology names (complete: a test checks)."""
+
+
+# -- stage factories: the one place a stage's class is bound to its spec ---------------------
+def _segment(worker: Worker, group: GroupSpec) -> Stage:
+    from streamtts.processors.segment.stage import SegmentStage
+    from streamtts.processors.synthesize.registry import VoiceRegistry
+
+    # Reuse the synthesizer's registry when this process has one (voice packs load once);
+    # otherwise one that only resolves names (engines load lazily, never in this stage).
+    renderer = worker.renderer
+    voices = renderer.synth.registry if renderer is not None else VoiceRegistry(threads=1)
+    return SegmentStage(
+        worker.settings.kafka,
+        worker.pipeline,
+        worker.topics,
+        voices=voices,
+        telemetry=worker.telemetry,
+        lexicons=worker.lexicons,
+        releases=worker.releases,
+    )
+
+
+def _synthesize(worker: Worker, group: GroupSpec) -> Stage:
+    from streamtts.processors.synthesize.release_profile import ReleaseProfile
+    from streamtts.processors.synthesize.stage import SynthesizeStage
+
+    pipe = worker.pipeline
+    assert worker.renderer is not None, "the model is loaded before the synthesize stage starts"
+    assert group.pool is not None, "synthesize groups serve a pool"
+    return SynthesizeStage(
+        worker.settings.kafka,
+        pipe,
+        worker.renderer,
+        worker.topics,
+        pool=group.pool,
+        telemetry=worker.telemetry,
+        cancels=worker.cancels,
+        profile=ReleaseProfile(pipe.release, voice_map(pipe.release_voices)),
+    )
+
+
+def _encode(worker: Worker, group: GroupSpec) -> Stage:
+    from streamtts.processors.encode.stage import EncodeStage
+
+    return EncodeStage(worker.settings.kafka, worker.pipeline, worker.topics, telemetry=worker.telemetry)
+
+
+def _sink(worker: Worker, group: GroupSpec) -> Stage:
+    from streamtts.sinks.completion_sink import CompletionSink
+
+    return CompletionSink(
+        worker.settings.kafka,
+        worker.settings.s3,
+        worker.pipeline,
+        worker.topics,
+        namespace=worker._sink_namespace,
+        telemetry=worker.telemetry,
+    )
+
+
+STAGE_FACTORIES: dict[str, Callable[[Worker, GroupSpec], Stage]] = {
+    "segment": _segment,
+    "synthesize": _synthesize,
+    "encode": _encode,
+    "sink": _sink,
+}
+"""Builds one consumer group's service of each stage in `TOPOLOGY` (complete: a test checks).
+Here, not in the topology: the runtime layer may not import the stages it wires."""
 
 
 class StageFailed(StreamTTSError):

@@ -97,8 +97,6 @@ class EncodeStage(FaustStage):
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache else None
         self._topics_cache: dict[str, Any] = {}
-        self.sources = [self.topics.pcm]
-        self.app.agent(self.topic(self.topics.pcm), name="encode")(self._agent)
 
     def _out(self, name: str) -> Any:
         topic = self._topics_cache.get(name)

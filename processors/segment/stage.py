@@ -74,7 +74,6 @@ class SegmentStage(FaustStage):
         topics: TopicNames | None = None,
         *,
         voices: VoiceCatalog,
-        source_topics: list[str] | None = None,
         telemetry: Telemetry | None = None,
         lexicons: LexiconBook | None = None,
         releases: ReleaseWatch | None = None,
@@ -97,10 +96,6 @@ class SegmentStage(FaustStage):
         self.out_short = self.topic(self.topics.segments)
         self.out_long = self.topic(self.topics.segments_long)
         self._known_topics: dict[str, float] = {}
-        self.sources = sources = source_topics or [self.topics.requests]
-        self.app.agent(self.app.topic(*sources, value_type=bytes, key_type=bytes), name="segment")(
-            self._agent
-        )
 
     async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()

@@ -33,7 +33,6 @@ from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, Segment
 from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
-from streamtts.schemas.release import BASE_RELEASE
 
 TIMELINE_RECOVERY_S = 5.0
 """Longest a worker spends recovering a request's timeline from tts.pcm after a takeover."""
@@ -73,22 +72,14 @@ class SynthesizeStage(FaustStage):
         if pool not in ("short", "long"):
             raise ValueError(f"pool must be short or long, not {pool!r}")
         self.profile = profile or ReleaseProfile()
-        lane = "" if self.profile.name == BASE_RELEASE else f"-release-{self.profile.name}"
-        super().__init__(
-            kafka,
-            pipeline,
-            topics,
-            telemetry=telemetry,
-            group_suffix=lane + ("-long" if pool == "long" else ""),
-        )
+        # Group and source (the release's lane of the pool's topic) as the topology says.
+        super().__init__(kafka, pipeline, topics, telemetry=telemetry, pool=pool, release=self.profile.name)
         self.pool_name = pool
         self.renderer = renderer
         self.out = self.topic(self.topics.pcm)
         self.pool = ThreadPoolExecutor(
             max_workers=max(1, pipeline.synth_workers), thread_name_prefix=f"synth-{pool}"
         )
-        source = self.topics.release_segments(self.profile.name, pool)
-        self.sources = [source]
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         # Cached first spans are looked up here, not in the model's executor: a hit is
         # streamed at once even while the model is busy with another request's inference.
@@ -96,7 +87,6 @@ class SynthesizeStage(FaustStage):
         self._looked_up: dict[int, LookedUp] = {}
         self._timeline = RequestTimeline()
         self.cancels = cancels
-        self.app.agent(self.topic(source), name=self.group)(self._agent)
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
         """Reads ahead into a bounded first-segments-first queue while one task synthesizes.

@@ -12,7 +12,8 @@ from streamtts.producers.replay.summary import ReplaySummary
 from streamtts.runtime.kafka import make_producer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
-from streamtts.runtime.topics import STAGES, TopicNames
+from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import TOPOLOGY
 from streamtts.schemas import ContractError, DeadLetter
 from streamtts.schemas.dead_letter import DlqHeader
 from streamtts.schemas.headers import replay_headers
@@ -59,8 +60,9 @@ async def replay_dlq(
     unless `force`; the DLQ is read up to its end at start, so a replay never re-reads its
     own failures.
     """
-    if stage not in STAGES:
-        raise ConfigError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+    stages = [spec.name for spec in TOPOLOGY]
+    if stage not in stages:
+        raise ConfigError(f"unknown stage {stage!r}; stages are {', '.join(stages)}")
     if flt and flt.since and flt.until and flt.since >= flt.until:
         raise ConfigError("--since must be before --until")
     flt = flt or DlqFilter()
@@ -87,7 +89,7 @@ async def replay_dlq(
                 continue
             if not topics.is_source(stage, letter.topic):
                 # The dead letter names its origin in a header anyone can write: re-drive only
-                # to what this stage reads, never to an arbitrary topic.
+                # to what this stage reads (its topology sources), never to an arbitrary topic.
                 summary.skip("foreign_topic")
                 continue
             ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"

@@ -14,8 +14,6 @@ from streamtts.errors import ConfigError
 if TYPE_CHECKING:
     from streamtts.producers.replay.summary import ReplaySummary
 
-STAGES = ("submit", "segment", "synthesize", "encode", "sink")
-
 
 def _when(text: str) -> datetime:
     """ISO 8601 (naive = UTC) or a relative '-15m', '-2h', '-1d'."""
@@ -37,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     kinds = p.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
 
+    from streamtts.runtime.topology import TOPOLOGY
+
     d = kinds.add_parser("dlq", help="re-drive a stage's dead letters to their original topic")
-    d.add_argument("--stage", required=True, choices=STAGES)
+    d.add_argument("--stage", required=True, choices=[spec.name for spec in TOPOLOGY])
     d.add_argument("--reason", help="only this reason (e.g. storage errors: processing_error)")
     d.add_argument("--exception-class", help="only this exception class")
     d.add_argument("--tenant")

@@ -7,17 +7,20 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from streamtts.runtime.topology import TOPOLOGY
+    from streamtts.schemas.names import POOLS
+
     p = sub.add_parser("run", help="run pipeline stages (all in one process by default)")
     p.add_argument(
         "--stage",
         action="append",
-        choices=("segment", "synthesize", "encode", "sink"),
+        choices=[spec.name for spec in TOPOLOGY],
         help="stage to run; repeat for several (default: all)",
     )
     p.add_argument(
         "--pool",
         action="append",
-        choices=("short", "long"),
+        choices=POOLS,
         help="synthesize pool(s) to serve (default: both)",
     )
     p.add_argument(
@@ -40,12 +43,13 @@ def _run(args: argparse.Namespace) -> int:
 
     from streamtts.runtime import jsonlog
     from streamtts.runtime.settings import PipelineSettings, Settings
-    from streamtts.schemas.names import POOLS, STAGES
+    from streamtts.runtime.topology import TOPOLOGY
+    from streamtts.schemas.names import POOLS
     from streamtts.worker import Worker, run_until_signalled
 
     jsonlog.configure(args.log_level or os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"), quiet_clients=False)
     worker = Worker(
-        args.stage or list(STAGES),
+        args.stage or [spec.name for spec in TOPOLOGY],
         Settings.from_env(),
         _with_release(PipelineSettings.from_env(), args.release, replace),
         pools=args.pool or list(POOLS),

@@ -28,13 +28,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from streamtts.infra.topics import SPEC_PATH, load_spec
+    from streamtts.infra.topics import SPEC_PATH, load_spec, topology_gaps
     from streamtts.runtime.settings import Settings
+    from streamtts.runtime.topics import TopicNames
 
     settings = Settings.from_env()
     prefix = settings.kafka.topic_prefix if args.prefix is None else args.prefix
     specs = load_spec(Path(args.spec) if args.spec else SPEC_PATH, prefix=prefix)
-    return asyncio.run(_apply(settings, specs, args.dry_run))
+    # A spec file that misses a topic the stages use is drift against the code: say so.
+    gaps = topology_gaps(specs, TopicNames(prefix))
+    for line in gaps:
+        print(f"GAP      {line}")
+    code = asyncio.run(_apply(settings, specs, args.dry_run))
+    return code or (4 if gaps else 0)
 
 
 async def _apply(settings: Settings, specs: list[TopicSpec], dry_run: bool) -> int:

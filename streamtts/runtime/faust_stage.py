@@ -17,7 +17,9 @@ from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import StageSpec, stage_spec
 from streamtts.schemas.headers import header_pairs
+from streamtts.schemas.release import BASE_RELEASE
 
 
 def source_of(event: EventT) -> SourceRecord:
@@ -26,7 +28,8 @@ def source_of(event: EventT) -> SourceRecord:
 
 
 class FaustStage(DeadLettering):
-    """Base of the segment/synthesize/encode stages: one faust app (consumer group) + its DLQ."""
+    """Base of the segment/synthesize/encode stages: one faust app (consumer group) + its DLQ,
+    its group, sources and agent as its `StageSpec` (see `runtime.topology`) declares them."""
 
     name = "stage"
 
@@ -37,26 +40,35 @@ class FaustStage(DeadLettering):
         topics: TopicNames | None = None,
         *,
         telemetry: Telemetry | None = None,
-        group_suffix: str = "",
+        pool: str | None = None,
+        release: str = BASE_RELEASE,
     ) -> None:
+        """pool: the group of the stage's spec to run (synthesize: "short" or "long");
+        release: the release served (a stage with release lanes reads that release's lane)."""
         self.kafka = kafka
         self.pipeline = pipeline
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.telemetry = telemetry or Telemetry()
-        self.group = self.name + group_suffix
+        self.spec: StageSpec = stage_spec(self.name)
+        group = self.spec.group_for(pool)
+        self.group = self.spec.group_role(group, release)
+        self.sources: list[str] = self.spec.group_sources(group, self.topics, release)
+        """The topics this stage consumes."""
         self.app: faust.App = make_app(self.group, kafka, pipeline)
         self.dlq = self.app.topic(self.topics.dlq(self.name), value_type=bytes, key_type=bytes)
         self.dead_letters = DeadLetterPublisher(
             self.name, self.dlq.get_topic_name(), self._send_dlq, self.telemetry
         )
-        self.sources: list[str] = []
-        """Topics this stage consumes (set by the subclass when it declares its agent)."""
         self.log = logging.getLogger(f"streamtts.{self.name}")
         self.assigned = False
         """True while the group gives this worker partitions of its source (readiness)."""
         self.rebalances = 0
         """Completed group assignments so far (with or without partitions)."""
         self.app.on_partitions_assigned.connect(self._on_assigned)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
+        # The stage's one agent over its sources (`_agent` may be overridden; it runs at start).
+        self.app.agent(self.app.topic(*self.sources, value_type=bytes, key_type=bytes), name=self.group)(
+            self._agent
+        )
 
     async def _on_assigned(self, app: Any, assigned: Any, **kwargs: Any) -> None:
         # Ready only with partitions of its source: a group that joined while its topic was

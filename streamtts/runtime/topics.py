@@ -5,9 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from streamtts.runtime.topology import TOPIC_ROLES, TopicRole, stage_spec
 from streamtts.schemas import Delivery
 from streamtts.schemas.names import STAGES
 from streamtts.schemas.release import BASE_RELEASE, RELEASE_PATTERN
+
+__all__ = ["STAGES", "TopicNames"]
+
+LANE_POOLS: dict[str, str] = {"segments": "short", "segments_long": "long"}
+"""The roles a release has its own lane of, and the synthesize pool each feeds."""
 
 
 @dataclass(frozen=True)
@@ -81,25 +87,38 @@ class TopicNames:
             out.append(delivery.reply_topic)
         return out
 
+    def role(self, role: TopicRole) -> str:
+        """The topic of a topology role (see `runtime.topology`)."""
+        if role not in TOPIC_ROLES:
+            raise ValueError(f"unknown topic role {role!r}")
+        name: str = getattr(self, role)
+        return name
+
+    def lane(self, role: TopicRole, release: str) -> str:
+        """`role`'s topic as `release` reads it: its lane for a candidate release, the role's
+        own topic for the base release."""
+        if role not in LANE_POOLS:
+            raise ValueError(f"topic role {role!r} has no release lanes")
+        return self.release_segments(release, LANE_POOLS[role])
+
     def sources(self, stage: str) -> list[str]:
-        """The topics a stage consumes: where its dead letters may be re-driven to."""
-        return {
-            "segment": [self.requests],
-            "synthesize": [self.segments, self.segments_long],
-            "encode": [self.pcm],
-            "sink": [self.pcm],
-        }[stage]
+        """The topics a stage consumes (the base release's): where its dead letters may be
+        re-driven to. Declared in `runtime.topology`."""
+        return stage_spec(stage).sources(self)
 
     def is_source(self, stage: str, topic: str) -> bool:
-        """Whether `stage` reads `topic`: its own topics, and for synthesize any release's lane
-        (a candidate's dead letters re-drive to that candidate's lane)."""
-        if topic in self.sources(stage):
+        """Whether `stage` reads `topic`: its own topics, and for a stage with release lanes
+        any release's lane (a candidate's dead letters re-drive to that candidate's lane)."""
+        spec = stage_spec(stage)
+        if topic in spec.sources(self):
             return True
-        lane = self._n("tts.release.")
-        if stage != "synthesize" or not topic.startswith(lane):
+        lanes = self._n("tts.release.")
+        if not spec.release_lanes or not topic.startswith(lanes):
             return False
-        name, _, rest = topic[len(lane) :].partition(".")
-        return rest in ("segments", "segments.long") and re.fullmatch(RELEASE_PATTERN, name) is not None
+        release = topic[len(lanes) :].partition(".")[0]
+        if re.fullmatch(RELEASE_PATTERN, release) is None:
+            return False
+        return topic in spec.sources(self, release)
 
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:

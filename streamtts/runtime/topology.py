@@ -1,0 +1,180 @@
+"""The pipeline's topology, declared once: every stage, what it reads and writes, its
+dead-letter topic, its consumer groups and the side services it needs.
+
+Read `TOPOLOGY` like faust's list of `@app.agent(topic)`: the worker builds and starts exactly
+these stages, `TopicNames.sources` / `is_source` (replay's re-drive check) derive from their
+sources, and the topic spec (infra/topics.yaml) is checked against every topic named here.
+Topics are named by role (a `TopicNames` property), so the deployment's prefix applies.
+
+A new stage: its name in `schemas.names.Stage`, a `StageSpec` here, its factory in the worker
+(`streamtts.worker.STAGE_FACTORIES`, checked complete by a test), its topics in topics.yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, get_args
+
+from streamtts.schemas.names import STAGES, Pool, Stage
+from streamtts.schemas.release import BASE_RELEASE
+
+if TYPE_CHECKING:
+    from streamtts.runtime.topics import TopicNames
+
+TopicRole = Literal[
+    "requests", "segments", "segments_long", "pcm", "audio", "results", "control", "lexicons", "config"
+]
+"""A topic by what it carries; `TopicNames.role` gives its name in a deployment."""
+TOPIC_ROLES: tuple[str, ...] = get_args(TopicRole)
+
+SideService = Literal["model", "cancels", "releases", "lexicons", "canary", "release_guard"]
+"""A process-wide service a stage needs beside its consumer: started once per worker."""
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One consumer group of a stage (synthesize has one per pool)."""
+
+    sources: tuple[TopicRole, ...]
+    """The topics the group consumes."""
+    pool: Pool | None = None
+    """The synthesize pool it serves; the long pool's group is named `<stage>-long`."""
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One stage of the data path: its consumer groups, outputs, DLQ and side services."""
+
+    name: Stage
+    """Names its DLQ (tts.<name>.dlq), its metrics and its consumer groups."""
+    groups: tuple[GroupSpec, ...]
+    outputs: tuple[TopicRole, ...]
+    """Topics it always writes (besides its DLQ); see `dynamic_outputs` for the others."""
+    services: tuple[SideService, ...] = ()
+    """Side services the stage needs in its process (see `SIDE_SERVICES` for their order)."""
+    release_lanes: bool = False
+    """A candidate release reads its own lane of each source (tts.release.NAME.…)."""
+    dynamic_outputs: str = ""
+    """Topics it writes that no spec file can list (per request or per release), in words."""
+
+    def group_role(self, group: GroupSpec, release: str = BASE_RELEASE) -> str:
+        """The group's role name, unique within a worker: e.g. "synthesize-release-v2-long"."""
+        lane = f"-release-{release}" if self.release_lanes and release != BASE_RELEASE else ""
+        return self.name + lane + ("-long" if group.pool == "long" else "")
+
+    def group_sources(self, group: GroupSpec, topics: TopicNames, release: str = BASE_RELEASE) -> list[str]:
+        """The topics `group` consumes when serving `release`."""
+        if self.release_lanes:
+            return [topics.lane(role, release) for role in group.sources]
+        return [topics.role(role) for role in group.sources]
+
+    def group_for(self, pool: str | None) -> GroupSpec:
+        """The group serving `pool` (None: a stage with a single group)."""
+        for group in self.groups:
+            if group.pool == pool:
+                return group
+        raise ValueError(f"stage {self.name!r} has no group for pool {pool!r}")
+
+    def groups_for(self, pools: tuple[str, ...] | list[str]) -> list[GroupSpec]:
+        """The groups a worker serving `pools` runs (a group without a pool always runs)."""
+        return [g for g in self.groups if g.pool is None or g.pool in pools]
+
+    def sources(self, topics: TopicNames, release: str = BASE_RELEASE) -> list[str]:
+        """Every topic the stage consumes (all its groups) when serving `release`."""
+        return [t for g in self.groups for t in self.group_sources(g, topics, release)]
+
+    def output_topics(self, topics: TopicNames) -> list[str]:
+        return [topics.role(role) for role in self.outputs]
+
+    def dlq(self, topics: TopicNames) -> str:
+        return topics.dlq(self.name)
+
+
+# fmt: off
+TOPOLOGY: tuple[StageSpec, ...] = (
+    # Data-path order. The worker starts stages downstream first (a stage's consumers are up
+    # before it emits) and stops them upstream first (downstream drains what is in flight).
+    StageSpec("segment",
+              groups=(GroupSpec(("requests",)),),
+              outputs=("segments", "segments_long"),
+              services=("releases", "lexicons", "release_guard"),
+              dynamic_outputs="a candidate release's lane, tts.release.NAME.segments[.long]"),
+    StageSpec("synthesize",
+              groups=(GroupSpec(("segments",), pool="short"), GroupSpec(("segments_long",), pool="long")),
+              outputs=("pcm",),
+              services=("model", "cancels", "canary"),
+              release_lanes=True),
+    StageSpec("encode",
+              groups=(GroupSpec(("pcm",)),),
+              outputs=("audio",),
+              dynamic_outputs="the request's reply topic"),
+    StageSpec("sink",
+              groups=(GroupSpec(("pcm",)),),
+              outputs=("results",)),
+)
+# fmt: on
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """A side service: the topics it follows or writes, and when it starts."""
+
+    name: SideService
+    topics: tuple[TopicRole, ...]
+    before_stages: bool
+    """True: the stages need it from their first record; False: it watches running stages."""
+
+
+# In start order (the worker stops them in reverse).
+SIDE_SERVICES: tuple[ServiceSpec, ...] = (
+    # The model loads before any consumer joins: readiness says "model loading" meanwhile.
+    # (A candidate release's canary reports its result on tts.config.)
+    ServiceSpec("model", ("config",), before_stages=True),
+    # Synthesize skips a cancelled request's segments from its first record on.
+    ServiceSpec("cancels", ("control",), before_stages=True),
+    # Caught up before the first request: segment routes by the rule in force, never "none".
+    ServiceSpec("releases", ("config",), before_stages=True),
+    # Each tenant's lexicon is loaded before segment takes a request.
+    ServiceSpec("lexicons", ("lexicons",), before_stages=True),
+    # The periodic canary probes the loaded model while the stages run.
+    ServiceSpec("canary", (), before_stages=False),
+    # Automatic rollback next to the router: it shares the router's view of the rule.
+    ServiceSpec("release_guard", ("config",), before_stages=False),
+)
+
+
+def stage_spec(name: str) -> StageSpec:
+    """The spec of stage `name`; ValueError for an unknown one."""
+    for spec in TOPOLOGY:
+        if spec.name == name:
+            return spec
+    raise ValueError(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
+
+
+def select(names: list[str] | tuple[str, ...]) -> list[StageSpec]:
+    """The specs of `names`, in data-path order (a worker's choice of stages)."""
+    for name in names:
+        stage_spec(name)  # unknown names fail here
+    return [spec for spec in TOPOLOGY if spec.name in names]
+
+
+def services_for(specs: list[StageSpec]) -> list[ServiceSpec]:
+    """The side services `specs` need, in start order."""
+    needed = {s for spec in specs for s in spec.services}
+    return [svc for svc in SIDE_SERVICES if svc.name in needed]
+
+
+def topology_topics(topics: TopicNames) -> dict[str, str]:
+    """Every topic the topology names (sources, outputs, DLQs, side services' topics) →
+    who names it, e.g. "synthesize source"; what the topic spec must declare."""
+    named: dict[str, str] = {}
+    for spec in TOPOLOGY:
+        for topic in spec.sources(topics):
+            named.setdefault(topic, f"{spec.name} source")
+        for topic in spec.output_topics(topics):
+            named.setdefault(topic, f"{spec.name} output")
+        named.setdefault(spec.dlq(topics), f"{spec.name} dead letters")
+    for svc in SIDE_SERVICES:
+        for role in svc.topics:
+            named.setdefault(topics.role(role), f"{svc.name} service")
+    return named
