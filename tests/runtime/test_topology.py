@@ -1,0 +1,198 @@
+"""Every stage's topics come from one declaration (`runtime.topology`): the topic spec, the
+worker and replay's re-drive check agree with it."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any, get_args
+
+import pytest
+
+from streamtts.infra.topics import load_spec, topology_gaps
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import SIDE_SERVICES, TOPOLOGY, SideService, topology_topics
+from streamtts.schemas.names import POOLS, STAGES
+from streamtts.worker import SIDE_SERVICE_STARTERS, STAGE_FACTORIES, Worker
+
+PREFIX = "p."
+TOPICS = TopicNames(PREFIX)
+CANDIDATE = "joe-v2"
+
+
+def _settings() -> Settings:
+    return Settings(
+        kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix=PREFIX), s3=S3Settings()
+    )
+
+
+def _selections() -> list[tuple[str, ...]]:
+    return [c for n in range(1, len(STAGES) + 1) for c in itertools.combinations(STAGES, n)]
+
+
+def test_the_topology_lists_every_stage_once_in_data_path_order() -> None:
+    assert tuple(spec.name for spec in TOPOLOGY) == STAGES
+    named = {svc.name for svc in SIDE_SERVICES}
+    assert named == set(get_args(SideService))
+    for spec in TOPOLOGY:
+        assert spec.groups and set(spec.services) <= named, spec.name
+        roles = [spec.group_role(g) for g in spec.groups]
+        assert len(set(roles)) == len(roles), f"{spec.name}: group roles must be unique"
+
+
+def test_topics_yaml_declares_every_topic_the_topology_names_with_sane_settings() -> None:
+    specs = load_spec(prefix=PREFIX)
+    declared = {s.name: s for s in specs}
+    named = topology_topics(TOPICS)
+    for spec in TOPOLOGY:  # sources, outputs and DLQs are all among what must be declared
+        assert {*spec.sources(TOPICS), *spec.output_topics(TOPICS), spec.dlq(TOPICS)} <= set(named)
+    assert set(named) <= set(declared), sorted(set(named) - set(declared))
+    assert topology_gaps(specs, TOPICS) == []
+    # Release lanes are created with the spec of the base segments topics: both are there.
+    assert {TOPICS.lane("segments", "stable"), TOPICS.lane("segments_long", "stable")} <= set(declared)
+
+
+def test_the_topic_check_finds_a_missing_topic_and_a_dead_letter_topic_too_small() -> None:
+    specs = load_spec(prefix=PREFIX)
+    without_pcm = [s for s in specs if s.name != TOPICS.pcm]
+    assert f"{TOPICS.pcm}: not declared (synthesize output)" in topology_gaps(without_pcm, TOPICS)
+    small = [
+        replace(s, configs={**s.configs, "max.message.bytes": "1000", "retention.ms": "1000"})
+        if s.name == TOPICS.dlq("sink")
+        else s
+        for s in specs
+    ]
+    gaps = topology_gaps(small, TOPICS)
+    assert f"{TOPICS.dlq('sink')}: max.message.bytes below its source {TOPICS.pcm}'s" in gaps
+    assert f"{TOPICS.dlq('sink')}: retention.ms shorter than its source {TOPICS.pcm}'s" in gaps
+
+
+def test_every_stage_and_side_service_has_its_factory_in_the_worker() -> None:
+    assert set(STAGE_FACTORIES) == {spec.name for spec in TOPOLOGY}
+    assert set(SIDE_SERVICE_STARTERS) == {svc.name for svc in SIDE_SERVICES}
+
+
+@pytest.mark.parametrize("pools", [("short",), ("long",), POOLS])
+def test_the_worker_runs_exactly_the_groups_of_the_chosen_stages(pools: tuple[str, ...]) -> None:
+    for chosen in _selections():
+        worker = Worker(list(reversed(chosen)), _settings(), PipelineSettings(), pools=pools, ops=False)
+        expected = [
+            (spec.name, g.pool)
+            for spec in reversed(TOPOLOGY)
+            if spec.name in chosen
+            for g in spec.groups
+            if g.pool is None or g.pool in pools
+        ]
+        assert [(s.name, g.pool) for s, g in worker.stage_groups()] == expected, chosen
+        needed = {svc for spec in TOPOLOGY if spec.name in chosen for svc in spec.services}
+        assert [svc.name for svc in worker.side_services] == [
+            s.name for s in SIDE_SERVICES if s.name in needed
+        ]
+
+
+@pytest.mark.parametrize("release", ["stable", CANDIDATE])
+async def test_each_built_stage_has_the_group_sources_and_dlq_of_its_spec(release: str) -> None:
+    renderer: Any = SimpleNamespace(synth=SimpleNamespace(registry=SimpleNamespace()))
+    pipeline = PipelineSettings(release=release)
+    worker = Worker(list(STAGES), _settings(), pipeline, renderer=renderer, ops=False)
+    built = [
+        (spec, group, STAGE_FACTORIES[spec.name](worker, group)) for spec, group in worker.stage_groups()
+    ]
+    assert len(built) == sum(len(spec.groups) for spec in TOPOLOGY)
+    for spec, group, stage in built:
+        assert stage.name == spec.name
+        assert stage.group == spec.group_role(group, release)
+        assert stage.sources == spec.group_sources(group, TOPICS, release)
+        assert stage.dead_letters.topic == TOPICS.dlq(spec.name)  # type: ignore[attr-defined]
+    groups = {stage.group: stage.sources for _, _, stage in built}
+    if release == CANDIDATE:  # a candidate's synthesize groups read its own lanes
+        assert groups["synthesize-release-joe-v2"] == ["p.tts.release.joe-v2.segments"]
+        assert groups["synthesize-release-joe-v2-long"] == ["p.tts.release.joe-v2.segments.long"]
+    else:
+        assert groups["synthesize"] == ["p.tts.segments"]
+        assert groups["synthesize-long"] == ["p.tts.segments.long"]
+    assert groups["segment"] == ["p.tts.requests"] and groups["sink"] == groups["encode"] == ["p.tts.pcm"]
+    for _, _, stage in built:  # built, never started: only the sink's consumer holds resources
+        if hasattr(stage, "consumer"):
+            await stage.consumer.stop()
+
+
+def test_replays_source_check_agrees_with_the_specs() -> None:
+    named = set(topology_topics(TOPICS))
+    for spec in TOPOLOGY:
+        sources = set(spec.sources(TOPICS))
+        assert TOPICS.sources(spec.name) == spec.sources(TOPICS)
+        for topic in named:  # every topic the pipeline knows: a source or foreign, per spec
+            assert TOPICS.is_source(spec.name, topic) == (topic in sources), (spec.name, topic)
+        for group in spec.groups:
+            if spec.release_lanes:
+                lane = spec.group_sources(group, TOPICS, CANDIDATE)
+                assert lane and all(TOPICS.is_source(spec.name, t) for t in lane), lane
+            else:  # a stage without lanes never takes a lane's name for its own
+                assert not TOPICS.is_source(spec.name, f"{PREFIX}tts.release.{CANDIDATE}.segments")
+    assert not TOPICS.is_source("synthesize", f"{PREFIX}tts.release.{CANDIDATE}.pcm")
+    assert not TOPICS.is_source("synthesize", f"tts.release.{CANDIDATE}.segments"), "another prefix"
+
+
+async def test_start_order_is_prerequisites_then_stages_downstream_first_then_watchers_and_stop_unwinds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events: list[str] = []
+
+    class FakeStage:
+        def __init__(self, group: str) -> None:
+            self.name = self.group = group
+            self.sources: list[str] = []
+            self.assigned = True
+
+        async def start(self) -> None:
+            events.append(f"start {self.group}")
+
+        async def stop(self) -> None:
+            events.append(f"stop {self.group}")
+
+        def failure(self) -> None:
+            return None
+
+    for name in STAGE_FACTORIES:
+        monkeypatch.setitem(
+            STAGE_FACTORIES,
+            name,
+            lambda w, g, name=name: FakeStage(name + ("-long" if g.pool == "long" else "")),
+        )
+    for svc in SIDE_SERVICE_STARTERS:
+
+        async def start(worker: Worker, svc: str = svc) -> None:
+            events.append(f"start {svc}")
+
+            async def stop() -> None:
+                events.append(f"stop {svc}")
+
+            worker._on_stop(svc, stop)
+
+        monkeypatch.setitem(SIDE_SERVICE_STARTERS, svc, start)
+    worker = Worker(list(STAGES), _settings(), PipelineSettings(), ops=False)
+    await worker.start()
+    started = list(events)
+    assert started == [
+        "start model",
+        "start cancels",
+        "start releases",
+        "start lexicons",
+        "start sink",
+        "start encode",
+        "start synthesize",
+        "start synthesize-long",
+        "start segment",
+        "start canary",
+        "start release_guard",
+    ]
+    events.clear()
+    await worker.stop()
+    assert events == [e.replace("start", "stop") for e in reversed(started)]
+    assert worker.services == []
+    events.clear()
+    await worker.stop()
+    assert events == [], "a second stop has nothing left to stop"
