@@ -17,7 +17,9 @@ from pydantic_core import PydanticCustomError, core_schema
 from streamtts.audio import formats
 
 Stage = Literal["segment", "synthesize", "encode", "sink"]
-"""The pipeline's stages, in data-path order; each has a dead-letter topic tts.<stage>.dlq."""
+"""The pipeline's stages, in data-path order, as the wire names them (dead letters, replay
+headers); each has a dead-letter topic tts.<stage>.dlq. What each reads and writes is declared
+once, in `streamtts.runtime.topology`."""
 STAGES: tuple[str, ...] = get_args(Stage)
 
 Pool = Literal["short", "long"]

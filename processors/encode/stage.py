@@ -20,7 +20,6 @@ from streamtts.audio.codecs import encode_chunk
 from streamtts.audio.exceptions import EncodingError
 from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
-from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
@@ -136,12 +135,11 @@ class EncodeStage(FaustStage):
             ttfa = (datetime.now(UTC) - chunk.request.created_at).total_seconds()
             self.telemetry.ttfa.labels(audio.format).observe(max(0.0, ttfa))
         self.telemetry.chunk_bytes.labels(audio.format).observe(len(audio.audio))
-        log_event(
-            self.log,
+        self.log_record(
             "encoded",
+            started,
             request_id=chunk.request_id,
             tenant=chunk.request.tenant,
-            stage=self.name,
             voice=chunk.voice_used,
             release=chunk.request.release,
             lang=chunk.lang,
@@ -150,7 +148,6 @@ class EncodeStage(FaustStage):
             last=chunk.last,
             format=audio.format,
             bytes=len(audio.audio),
-            duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return "ok"
 

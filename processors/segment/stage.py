@@ -156,12 +156,11 @@ class SegmentStage(FaustStage):
                 value=segment.to_bytes(),
                 headers=[*first, *rendering] or None,
             )
-        log_event(
-            self.log,
+        self.log_record(
             "segmented",
+            started,
             request_id=request.request_id,
             tenant=request.tenant,
-            stage=self.name,
             voice=request.voice,
             voice_planned=segments[0].voice,
             voice_scope=segments[0].voice_scope,
@@ -175,7 +174,6 @@ class SegmentStage(FaustStage):
             routed_by=lane.why if lane else None,
             rule_version=self.releases.current.version if lane and self.releases else None,
             text=snippet(request.text),
-            duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return "ok"
 

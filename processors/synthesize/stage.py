@@ -208,24 +208,22 @@ class SynthesizeStage(FaustStage):
         t.release_segments.labels(self.profile.name, "degraded" if rendered.degradation else "ok").inc()
         for (voice, lang), state in self.renderer.breaker.states().items():
             t.breaker_state.labels(voice, lang).set(BREAKER_STATES[state])
-        log_event(
-            self.log,
+        self.log_record(
             "synthesized",
+            started,
             request_id=segment.request_id,
             tenant=segment.request.tenant,
-            stage=self.name,
+            voice=rendered.voice_used,
             pool=self.pool_name,
             release=self.profile.name,
             seq=segment.seq,
             total=segment.total,
-            voice=rendered.voice_used,
             lang=segment.lang,
             audio_s=round(audio_s, 3),
             parts=len(chunks),
             rtf=round(rendered.synth_ms / 1000 / audio_s, 3) if audio_s else None,
             degraded=rendered.degradation.reason if rendered.degradation else None,
             cache=rendered.cache,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return "degraded" if rendered.degradation else "ok"
 
@@ -246,14 +244,13 @@ class SynthesizeStage(FaustStage):
             headers=rendering_headers(event.message.headers) or None,
         )
         self.telemetry.cancelled_segments.inc()
-        log_event(
-            self.log,
+        self.log_record(
             "segment_cancelled",
+            started,
             request_id=segment.request_id,
             tenant=segment.request.tenant,
-            stage=self.name,
+            voice=segment.voice,
             seq=segment.seq,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return "cancelled"
 

@@ -119,6 +119,32 @@ class FaustStage(DeadLettering):
         """Process one record; return an outcome label ("ok", "dead_lettered") or None."""
         raise NotImplementedError
 
+    def log_record(
+        self,
+        what: str,
+        started: float,
+        *,
+        request_id: str,
+        tenant: str,
+        voice: str | None,
+        level: int = logging.INFO,
+        **fields: Any,
+    ) -> None:
+        """The stage's one log line for a handled record: `what` happened, with the fields
+        every stage's line carries (request, tenant, stage, voice, how long since `started`)
+        and the stage's own `fields`. (Its metrics are counted once, in `process`.)"""
+        log_event(
+            self.log,
+            what,
+            level,
+            request_id=request_id,
+            tenant=tenant,
+            stage=self.name,
+            voice=voice,
+            **fields,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
     def topic(self, name: str) -> faust.TopicT:
         return self.app.topic(name, value_type=bytes, key_type=bytes)
 
