@@ -91,7 +91,7 @@ class ObjectStore:
         tags: dict[str, str] | None = None,
     ) -> StorageRef:
         """Upload one file (multipart above 5 MiB) and return its claim check. `tags`:
-        object tags (the retention rules select by them, see runtime.retention)."""
+        object tags (the retention rules select by them, see features.retention.policy)."""
         self.ensure_bucket()
         key = object_key(ctx, namespace)
         ctype = content_type(ctx, sample_rate)
@@ -143,7 +143,7 @@ class ObjectStore:
         )
 
     def put_marker(self, key: str, metadata: dict[str, str]) -> None:
-        """A zero-byte object whose metadata is the point (see `runtime.retention`)."""
+        """A zero-byte object whose metadata is the point (see `features.retention.policy`)."""
         self.ensure_bucket()
         meta: dict[str, str | list[str] | tuple[str]] = dict(metadata)
         self.client.put_object(self.bucket, key, io.BytesIO(b""), 0, metadata=meta)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from streamtts.audio.codecs import encode_file
-from streamtts.runtime.retention import RetentionPolicy, expiry_marker_key
+from streamtts.features.retention.policy import RetentionPolicy, expiry_marker_key
 from streamtts.runtime.settings import PipelineSettings, S3Settings
 from streamtts.schemas import Captions, RequestContext, StorageRef
 from streamtts.schemas import captions as caption_files
@@ -109,7 +109,7 @@ class StorageWriter:
         )
 
     async def _mark_expiry(self, ctx: RequestContext, audio: StorageRef, expires_at: datetime) -> None:
-        """A zero-byte marker of when the file expires (see `runtime.retention`): without it an
+        """A zero-byte marker of when the file expires (see `features.retention.policy`): without it an
         expired request is 404 instead of 410 once its result is out of the gateway's reach."""
         meta = {"expires-at": expires_at.isoformat(), "key": audio.key, "request-id": ctx.request_id}
         try:

@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError, StreamTTSError
-from streamtts.runtime.cancellations import CancelWatch
+from streamtts.features.control.cancel_watch import CancelWatch
+from streamtts.features.lexicons.book import LexiconBook
+from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.lexicons import LexiconBook
 from streamtts.runtime.readiness import Readiness
-from streamtts.runtime.release_watch import ReleaseWatch
 from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
 from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
@@ -221,7 +221,7 @@ class Worker:
             return np.concatenate([c.samples for c in chunks])
 
         if self.pipeline.release != BASE_RELEASE:
-            from streamtts.runtime.canary_reports import CanaryReports
+            from streamtts.features.releases.canary_reports import CanaryReports
 
             self.canary_reports = CanaryReports(
                 self.settings.kafka, self.topics.config, self.pipeline.release
@@ -305,7 +305,7 @@ class Worker:
         """The release guard next to the router: it shares the router's view of the rule."""
         if self.releases is None or not self.pipeline.release_guard:
             return
-        from streamtts.runtime.auto_rollback import AutoRollback
+        from streamtts.features.releases.auto_rollback import AutoRollback
 
         guard = self.release_guard = AutoRollback(self.settings.kafka, self.telemetry, releases=self.releases)
         await guard.start()
@@ -361,7 +361,7 @@ def _segment(worker: Worker, group: GroupSpec) -> Stage:
 
 
 def _synthesize(worker: Worker, group: GroupSpec) -> Stage:
-    from streamtts.processors.synthesize.release_profile import ReleaseProfile
+    from streamtts.features.releases.profile import ReleaseProfile
     from streamtts.processors.synthesize.stage import SynthesizeStage
 
     pipe = worker.pipeline

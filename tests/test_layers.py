@@ -1,6 +1,7 @@
 """The layers of the tree, enforced: contracts and pure audio at the bottom, then the runtime,
-then processors/producers/sinks, then applications. A module may import its own layer or a
-lower one; within the processors/clients layer the rooms do not import each other."""
+then the features, then processors/producers/sinks, then applications. A module may import
+its own layer or a lower one; within the features layer and the processors/clients layer the
+rooms do not import each other."""
 
 from __future__ import annotations
 
@@ -19,19 +20,27 @@ LAYERS: dict[str, int] = {
     "streamtts.audio": 0,
     "streamtts.runtime": 1,
     "streamtts.infra": 1,
-    "streamtts.processors": 2,
-    "streamtts.producers": 2,
-    "streamtts.sinks": 2,
-    "streamtts.cli": 3,
-    "streamtts.gateway": 3,
-    "streamtts.worker": 3,
-    "streamtts.demo": 3,
-    "streamtts.bench": 3,
+    "streamtts.features": 2,
+    "streamtts.processors": 3,
+    "streamtts.producers": 3,
+    "streamtts.sinks": 3,
+    "streamtts.cli": 4,
+    "streamtts.gateway": 4,
+    "streamtts.worker": 4,
+    "streamtts.demo": 4,
+    "streamtts.bench": 4,
 }
 # Rooms of one layer that must not reach into each other (shared code moves down a layer).
 SEPARATE = [
     ("streamtts.processors", "streamtts.producers", "streamtts.sinks"),
     ("streamtts.processors.segment", "streamtts.processors.synthesize", "streamtts.processors.encode"),
+    (
+        "streamtts.features.releases",
+        "streamtts.features.lexicons",
+        "streamtts.features.control",
+        "streamtts.features.audit",
+        "streamtts.features.retention",
+    ),
 ]
 # The card's folders are subpackages, never top-level imports.
 TOP_LEVEL_FOLDERS = {"schemas", "producers", "processors", "sinks", "infra", "bench"}
@@ -116,6 +125,9 @@ def test_no_module_imports_upward_or_sideways() -> None:
 @pytest.mark.parametrize(
     ("module", "target", "kind"),
     [
+        ("streamtts.runtime.x", "streamtts.features.releases.watch", "up"),
+        ("streamtts.features.x", "streamtts.processors.segment.stage", "up"),
+        ("streamtts.features.lexicons.x", "streamtts.features.releases.watch", "sideways"),
         ("streamtts.schemas.x", "streamtts.runtime.kafka", "up"),
         ("streamtts.sinks.x", "streamtts.processors.encode", "sideways"),
         ("streamtts.processors.segment.x", "streamtts.processors.synthesize.registry", "sideways"),

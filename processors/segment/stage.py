@@ -11,15 +11,15 @@ from typing import Any, Protocol
 from faust.types import EventT
 
 from streamtts.errors import RecordError
+from streamtts.features.lexicons.book import LexiconBook
+from streamtts.features.releases.routing import Route, route
+from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.planner import is_ssml, plan_segments
-from streamtts.processors.segment.release_routing import Route, route
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
-from streamtts.runtime.lexicons import LexiconBook
-from streamtts.runtime.release_watch import ReleaseWatch
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames

@@ -10,7 +10,7 @@ audio is byte-identical to an uncached render at any sample rate or pause.
 Two tiers, both bounded:
 - memory: an LRU per process, bounded in bytes;
 - shared: every synthesize worker reads and fills one object-storage prefix (see
-  `runtime.blob_tier`). Chosen over a compacted Kafka topic because a render is looked up by
+  `processors.synthesize.blob_tier`). Chosen over a compacted Kafka topic because a render is looked up by
   key on the hot path: S3 answers one key in a few ms, while a topic would have to be read
   whole into every worker (hundreds of MB of PCM) before its first lookup, and values of a few
   hundred KB sit badly with Kafka's 1 MB records.

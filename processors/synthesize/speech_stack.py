@@ -7,12 +7,12 @@ import os
 import time
 from collections.abc import Callable
 
+from streamtts.processors.synthesize.blob_tier import BlobTier
 from streamtts.processors.synthesize.breaker import CircuitBreaker
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import Synthesizer
-from streamtts.runtime.blob_tier import BlobTier
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import PipelineSettings, S3Settings
 

@@ -18,13 +18,13 @@ from functools import partial
 
 from faust.types import EventT, StreamT
 
+from streamtts.features.control.cancel_watch import CancelWatch
+from streamtts.features.releases.profile import ReleaseProfile
 from streamtts.processors.synthesize.chunker import cancelled_marker, pcm_chunks
 from streamtts.processors.synthesize.registry import voice_class
-from streamtts.processors.synthesize.release_profile import ReleaseProfile
 from streamtts.processors.synthesize.renderer import NOTHING_CACHED, CacheLookup, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
-from streamtts.runtime.cancellations import CancelWatch
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings

@@ -9,8 +9,8 @@ from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from streamtts.features.audit.log import AuditLog, operator
 from streamtts.producers.replay.summary import ReplaySummary
-from streamtts.runtime.audit import AuditLog, operator
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.schemas.audit import AuditEvent
 

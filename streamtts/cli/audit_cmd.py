@@ -53,7 +53,7 @@ async def _read(args: argparse.Namespace) -> int:
     from aiokafka.errors import KafkaError
 
     from streamtts.errors import InfraError
-    from streamtts.runtime.audit import read_audit
+    from streamtts.features.audit.log import read_audit
     from streamtts.runtime.settings import Settings
 
     kafka = Settings.from_env().kafka

@@ -57,8 +57,8 @@ def _tenant(name: str) -> str:
 
 
 def _entries(path: Path) -> list:
+    from streamtts.features.lexicons.files import LexiconFileError, read_entries
     from streamtts.processors.segment.lexicon import LexiconError, check_lexicon
-    from streamtts.processors.segment.lexicon_file import LexiconFileError, read_entries
     from streamtts.schemas import ContractError, Lexicon
 
     try:
@@ -80,7 +80,7 @@ def _entries(path: Path) -> list:
 
 
 def _store() -> Any:
-    from streamtts.producers.lexicon_store import LexiconStore
+    from streamtts.features.lexicons.store import LexiconStore
     from streamtts.runtime.settings import Settings
     from streamtts.runtime.topics import TopicNames
 
@@ -102,7 +102,7 @@ async def _kafka(coro: Any, settings: Any) -> Any:
 
 
 def _put(args: argparse.Namespace) -> int:
-    from streamtts.producers.lexicon_store import LexiconTooLarge
+    from streamtts.features.lexicons.store import LexiconTooLarge
 
     tenant = _tenant(args.tenant)
     entries = _entries(args.file)  # all or nothing: a bad entry stops before any write
@@ -126,7 +126,7 @@ def _get(args: argparse.Namespace) -> int:
     if args.format == "csv":
         import csv
 
-        from streamtts.processors.segment.lexicon_file import _CSV_FIELDS
+        from streamtts.features.lexicons.files import _CSV_FIELDS
 
         writer = csv.DictWriter(sys.stdout, fieldnames=list(_CSV_FIELDS), extrasaction="ignore")
         writer.writeheader()

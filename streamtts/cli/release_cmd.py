@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
 async def _status(args: argparse.Namespace, settings: Any) -> int:
     import orjson
 
-    from streamtts.runtime.release_watch import read_release
+    from streamtts.features.releases.watch import read_release
     from streamtts.runtime.topics import TopicNames
 
     topics = TopicNames(settings.kafka.topic_prefix)
@@ -89,9 +89,9 @@ async def _status(args: argparse.Namespace, settings: Any) -> int:
 
 async def _set(args: argparse.Namespace, settings: Any) -> int:
     from streamtts.errors import ConfigError
-    from streamtts.infra.release_lanes import create_release_lanes
-    from streamtts.runtime.release_store import with_canary, write_release
-    from streamtts.runtime.release_watch import read_release
+    from streamtts.features.releases.lanes import create_release_lanes
+    from streamtts.features.releases.store import with_canary, write_release
+    from streamtts.features.releases.watch import read_release
     from streamtts.runtime.topics import TopicNames
     from streamtts.schemas import ContractError, GuardLimits
 
@@ -125,8 +125,8 @@ async def _set(args: argparse.Namespace, settings: Any) -> int:
 
 
 async def _promote(args: argparse.Namespace, settings: Any) -> int:
-    from streamtts.runtime.release_store import promoted, write_release
-    from streamtts.runtime.release_watch import read_release
+    from streamtts.features.releases.store import promoted, write_release
+    from streamtts.features.releases.watch import read_release
     from streamtts.runtime.topics import TopicNames
 
     topics = TopicNames(settings.kafka.topic_prefix)
@@ -138,8 +138,8 @@ async def _promote(args: argparse.Namespace, settings: Any) -> int:
 
 
 async def _rollback(args: argparse.Namespace, settings: Any) -> int:
-    from streamtts.runtime.release_store import rolled_back, write_release
-    from streamtts.runtime.release_watch import read_release
+    from streamtts.features.releases.store import rolled_back, write_release
+    from streamtts.features.releases.watch import read_release
     from streamtts.runtime.topics import TopicNames
 
     topics = TopicNames(settings.kafka.topic_prefix)
@@ -157,8 +157,8 @@ async def _guard(args: argparse.Namespace, settings: Any) -> int:
     import logging
     import signal
 
+    from streamtts.features.releases.auto_rollback import AutoRollback
     from streamtts.runtime import jsonlog
-    from streamtts.runtime.auto_rollback import AutoRollback
     from streamtts.runtime.ops_server import OpsServer
     from streamtts.runtime.readiness import Readiness
     from streamtts.runtime.telemetry import Telemetry

@@ -21,8 +21,8 @@ def _run(args: argparse.Namespace) -> int:
     from minio.error import S3Error
 
     from streamtts.errors import InfraError
-    from streamtts.infra import storage
-    from streamtts.runtime.retention import RetentionPolicy
+    from streamtts.features.retention import lifecycle as storage
+    from streamtts.features.retention.policy import RetentionPolicy
     from streamtts.runtime.s3 import make_minio
     from streamtts.runtime.settings import PipelineSettings, Settings
 

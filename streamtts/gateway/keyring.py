@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 
 from streamtts.errors import ConfigError
+from streamtts.features.audit.log import key_id as hashed_key_id
 from streamtts.gateway.settings import TENANT_RE, GatewaySettings, parse_api_keys
-from streamtts.runtime.audit import key_id as hashed_key_id
 from streamtts.runtime.jsonlog import log_event
 
 log = logging.getLogger("streamtts.gateway.keys")

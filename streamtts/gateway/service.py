@@ -15,6 +15,8 @@ from typing import Any
 from minio.error import S3Error
 
 from streamtts.audio import formats
+from streamtts.features.audit.log import AuditLog
+from streamtts.features.retention.policy import expiry_marker_key
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
@@ -24,8 +26,6 @@ from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
-from streamtts.runtime.audit import AuditLog
-from streamtts.runtime.retention import expiry_marker_key
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.captions import render as render_captions
@@ -251,7 +251,7 @@ class Gateway:
 
     async def _check_expiry_marker(self, tenant: str, request_id: str) -> None:
         """410 for a request whose result is past what can be searched but whose files the
-        sink marked as expired (`runtime.retention`); only this tenant's markers are read."""
+        sink marked as expired (`features.retention.policy`); only this tenant's markers are read."""
         if not ID_RE.match(request_id):
             return
         try:

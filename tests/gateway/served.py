@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from aiokafka import AIOKafkaProducer
 
+from streamtts.features.audit.log import read_audit
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.settings import GatewaySettings
-from streamtts.runtime.audit import read_audit
 from streamtts.runtime.kafka import client_kwargs
 from streamtts.runtime.s3 import ensure_bucket, make_minio
 from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings

@@ -22,10 +22,10 @@ import orjson
 import pytest
 import websockets
 
+from streamtts.features.audit.log import key_id
 from streamtts.gateway.clientaddr import client_address
 from streamtts.gateway.keyring import parse_networks
 from streamtts.gateway.settings import GatewaySettings
-from streamtts.runtime.audit import key_id
 from streamtts.runtime.settings import KafkaSettings
 from tests.gateway.served import Served, serve
 from tests.helpers import cli_env, metric

@@ -15,7 +15,7 @@ import orjson
 import pytest
 import websockets
 
-from streamtts.runtime.audit import key_id
+from streamtts.features.audit.log import key_id
 from streamtts.runtime.settings import KafkaSettings
 from tests.gateway.conftest import ACME, TINY
 from tests.gateway.served import Served, complete, submit

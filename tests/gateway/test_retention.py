@@ -53,7 +53,7 @@ async def test_stored_audio_that_vanished_is_gone_not_a_storage_error(served: Se
 async def test_an_expired_request_out_of_the_gateways_reach_is_gone_by_its_marker(served: Served) -> None:
     """No result anywhere the gateway searches (older than its lookback): the sink's expiry
     marker still says the request existed and expired → 410, for this tenant only."""
-    from streamtts.runtime.retention import expiry_marker_key
+    from streamtts.features.retention.policy import expiry_marker_key
     from streamtts.sinks.object_store import ObjectStore
 
     store = ObjectStore(served.s3)

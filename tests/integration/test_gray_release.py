@@ -21,11 +21,11 @@ import orjson
 import pytest
 from aiokafka import TopicPartition
 
-from streamtts.processors.segment.release_routing import route
+from streamtts.features.releases.routing import route
+from streamtts.features.releases.store import rolled_back, with_canary, write_release
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_consumer, make_producer, topic_partitions
-from streamtts.runtime.release_store import rolled_back, with_canary, write_release
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, Delivery, ReleaseConfig, TTSRequest
@@ -261,7 +261,7 @@ async def test_release_cli_promote_and_manual_rollback(
     kafka_settings: KafkaSettings, topics: TopicNames
 ) -> None:
     """The rule's life cycle through the CLI alone (no workers): set, rollback, set, promote."""
-    from streamtts.runtime.release_watch import read_release
+    from streamtts.features.releases.watch import read_release
 
     assert _cli(kafka_settings, "rollback").stderr.startswith("streamtts: error: no candidate to roll back")
     assert _cli(kafka_settings, "set", "v2", "--tenants", "acme", "--header").returncode == 0
@@ -288,9 +288,9 @@ async def test_a_failing_candidate_canary_rolls_it_back(
 ) -> None:
     """The candidate's synthesize worker reports its canary on tts.config; the guard rolls the
     candidate back on a failure without waiting for request samples."""
-    from streamtts.runtime.auto_rollback import AutoRollback
-    from streamtts.runtime.canary_reports import CanaryReports
-    from streamtts.runtime.release_watch import read_release
+    from streamtts.features.releases.auto_rollback import AutoRollback
+    from streamtts.features.releases.canary_reports import CanaryReports
+    from streamtts.features.releases.watch import read_release
     from streamtts.runtime.telemetry import Telemetry
 
     canary_rule = with_canary(ReleaseConfig.initial(), CANDIDATE, percent=10)
@@ -343,7 +343,7 @@ async def test_tenants_header_and_pools_route_to_the_candidate_lanes(
     """The segment stage alone: a listed tenant and the header reach the candidate, a long
     request reaches the candidate's long lane, everything else stays on stable; a malformed
     rule record is ignored (the last valid rule holds)."""
-    from streamtts.infra.release_lanes import create_release_lanes as lanes
+    from streamtts.features.releases.lanes import create_release_lanes as lanes
 
     await lanes(kafka_settings, CANDIDATE)
     rule = with_canary(ReleaseConfig.initial(), CANDIDATE, percent=0, tenants=["acme"], header=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streamtts.producers.lexicon_store import LexiconStore
+from streamtts.features.lexicons.store import LexiconStore
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_consumer

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from streamtts.processors.synthesize.blob_tier import BlobTier
 from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.producers.request_producer import RequestProducer
-from streamtts.runtime.blob_tier import BlobTier
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest

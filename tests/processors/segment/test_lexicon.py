@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from streamtts.features.lexicons.files import LexiconFileError, read_entries
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher, check_lexicon
-from streamtts.processors.segment.lexicon_file import LexiconFileError, read_entries
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.schemas import ContractError, Lexicon, TTSRequest
 

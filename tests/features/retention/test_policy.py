@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from streamtts.errors import ConfigError
-from streamtts.infra.storage import RuleSpec, desired_rules
-from streamtts.runtime.retention import RetentionPolicy
+from streamtts.features.retention.lifecycle import RuleSpec, desired_rules
+from streamtts.features.retention.policy import RetentionPolicy
 from streamtts.runtime.settings import PipelineSettings
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from streamtts.runtime.audit import AuditLog, key_id, read_audit
+from streamtts.features.audit.log import AuditLog, key_id, read_audit
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.schemas.audit import AuditEvent
 

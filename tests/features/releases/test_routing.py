@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamtts.processors.segment.release_routing import BUCKETS, bucket, route
+from streamtts.features.releases.routing import BUCKETS, bucket, route
 from streamtts.schemas import ReleaseConfig
 
 

@@ -16,12 +16,12 @@ import time
 
 from aiokafka import TopicPartition
 
+from streamtts.features.releases.guard import Breach, Outcome, ReleaseGuard
+from streamtts.features.releases.store import rolled_back, write_release
+from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
-from streamtts.runtime.release_guard import Breach, Outcome, ReleaseGuard
-from streamtts.runtime.release_store import rolled_back, write_release
-from streamtts.runtime.release_watch import ReleaseWatch
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames

@@ -1,7 +1,7 @@
 """Storage as code: the audio bucket's lifecycle rules follow the tenants' retention.
 
 `streamtts storage apply` creates the bucket if missing and reconciles the lifecycle rules
-whose ids start with `streamtts-` with the configured retention (runtime.retention): one
+whose ids start with `streamtts-` with the configured retention (features.retention.policy): one
 prefix rule and one tag rule per tenant with its own retention, one tag rule for the
 default; rules with other ids (an operator's own) are kept as they are. Applying twice
 changes nothing the second time.
@@ -17,7 +17,7 @@ from minio.error import S3Error
 from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.retention import (
+from streamtts.features.retention.policy import (
     DEFAULT_CLASS,
     EXPIRY_INDEX_GRACE_DAYS,
     EXPIRY_INDEX_PREFIX,

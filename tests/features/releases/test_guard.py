@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamtts.runtime.release_guard import Outcome, ReleaseGuard, p99, wilson_lower
+from streamtts.features.releases.guard import Outcome, ReleaseGuard, p99, wilson_lower
 from streamtts.schemas import GuardLimits
 
 LIMITS = GuardLimits(min_samples=10, window=50)
@@ -130,8 +130,8 @@ async def test_a_candidate_that_renders_nothing_is_a_breach() -> None:
     requests this process routed there and that have no result after `max_pending_s` do."""
     import time
 
-    from streamtts.runtime.auto_rollback import AutoRollback
-    from streamtts.runtime.release_watch import ReleaseWatch
+    from streamtts.features.releases.auto_rollback import AutoRollback
+    from streamtts.features.releases.watch import ReleaseWatch
     from streamtts.runtime.settings import KafkaSettings
     from streamtts.runtime.telemetry import Telemetry
 

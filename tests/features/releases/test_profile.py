@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from streamtts.errors import ConfigError
-from streamtts.processors.synthesize.release_profile import ReleaseProfile
+from streamtts.features.releases.profile import ReleaseProfile
 from streamtts.runtime.settings import PipelineSettings, voice_map
 from streamtts.schemas import RequestContext, Segment, TTSRequest
 

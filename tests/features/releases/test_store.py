@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.release_store import promoted, rolled_back, with_canary
+from streamtts.features.releases.store import promoted, rolled_back, with_canary
 from streamtts.schemas import GuardLimits, ReleaseConfig
 
 
