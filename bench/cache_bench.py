@@ -216,15 +216,13 @@ def _warm_shared_tier(settings: Settings, voice: str, cache_prefix: str) -> None
     from streamtts.processors.synthesize.synthesizer import Synthesizer
     from streamtts.runtime.settings import PipelineSettings
 
-    pipeline = dataclasses.replace(
-        PipelineSettings.from_env(), render_cache=True, render_cache_prefix=cache_prefix
-    )
+    pipeline = PipelineSettings.from_env().replace(render_cache=True, render_cache_prefix=cache_prefix)
     cache = build_cache(pipeline, settings.s3)
     assert cache is not None
     synth = Synthesizer(VoiceRegistry(threads=2), cache=cache)
     lang = VOICE_LANG[voice]
     for text in PROMPTS[lang]:
-        warm_cache(synth, text, voice, None, None, first_min_chars=pipeline.first_min_chars)
+        warm_cache(synth, text, voice, None, None, first_min_chars=pipeline.text.first_min_chars)
     cache.flush()
 
 

@@ -65,7 +65,7 @@ class CompletionSink(DeadLettering):
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.pipeline = pipeline
         self.namespace = namespace
-        self.stale_after_s = pipeline.sink_stale_s
+        self.stale_after_s = pipeline.storage.sink_stale_s
         self.spec = stage_spec(self.name)
         group = self.spec.group_for(None)  # one group, no pools
         self._group = group_id(kafka, self.spec.group_role(group))
@@ -73,11 +73,11 @@ class CompletionSink(DeadLettering):
             kafka,
             group_id=self._group,
             max_poll_records=200,
-            session_timeout_ms=int(pipeline.session_timeout_s * 1000),
+            session_timeout_ms=int(pipeline.delivery.session_timeout_s * 1000),
             heartbeat_interval_ms=1000,
-            metadata_max_age_ms=int(pipeline.metadata_refresh_s * 1000),
+            metadata_max_age_ms=int(pipeline.delivery.metadata_refresh_s * 1000),
         )
-        self.eos = pipeline.processing_guarantee == "exactly_once"
+        self.eos = pipeline.delivery.processing_guarantee == "exactly_once"
         self.checkpoint = SinkCheckpoint(kafka, self._group, self.consumer, exactly_once=self.eos)
         self.assembler = RequestAssembler()
         # Long enough to cover every finished request whose chunks can still be re-read: the

@@ -56,8 +56,8 @@ class StorageWriter:
         """
         self.store = ObjectStore(s3)
         self.retention = RetentionPolicy.of(pipeline)
-        self.attempts = max(1, pipeline.storage_retries)
-        self.presign_s = pipeline.presign_expiry_s
+        self.attempts = max(1, pipeline.storage.storage_retries)
+        self.presign_s = pipeline.storage.presign_expiry_s
         self.namespace = namespace
         self.telemetry = telemetry
         self._stopping = stopping

@@ -102,7 +102,7 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
     from streamtts.worker import Worker
 
     pipeline = PipelineSettings.from_env()
-    pipeline = PipelineSettings(**{**pipeline.__dict__, "warm_voices": ("jm_kumo", "en_joe", "jf_alpha")})
+    pipeline = pipeline.replace(warm_voices=("jm_kumo", "en_joe", "jf_alpha"))
     say("3/4 workers: segment → synthesize → encode → sink (loading and warming the model)")
     worker = Worker(list(STAGES), settings, pipeline)
     started = time.monotonic()

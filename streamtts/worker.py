@@ -145,7 +145,7 @@ class Worker:
             "worker_started",
             stages=self.stages,
             pools=self.pools if pooled else None,
-            release=self.pipeline.release if any(spec.release_lanes for spec in self.specs) else None,
+            release=self.pipeline.release.name if any(spec.release_lanes for spec in self.specs) else None,
             ops_port=self.ops_port,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
@@ -175,7 +175,7 @@ class Worker:
     async def _start_ops(self) -> None:
         from streamtts.runtime.ops_server import OpsServer
 
-        self.ops = OpsServer(self.readiness, self.telemetry, port=self.pipeline.ops_port)
+        self.ops = OpsServer(self.readiness, self.telemetry, port=self.pipeline.operations.ops_port)
         port = await self.ops.start()
         self._on_stop("ops", self.ops.stop)
         log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])
@@ -196,7 +196,7 @@ class Worker:
         from streamtts.processors.synthesize.speech_stack import build_renderer
         from streamtts.runtime.canary import Canary
 
-        self.telemetry.release_info.labels(self.pipeline.release).set(1)
+        self.telemetry.release_info.labels(self.pipeline.release.name).set(1)
         renderer = self._renderer
         if renderer is None:
             counters = self.telemetry.render_cache
@@ -208,9 +208,9 @@ class Worker:
                 build_renderer, self.pipeline, self.settings.s3, count
             )
         self._on_stop("model", self._close_model)
-        for rendered in voice_map(self.pipeline.release_voices).values():
+        for rendered in voice_map(self.pipeline.release.voices).values():
             renderer.synth.registry.spec(rendered)  # a release mapping to an unknown voice fails at start
-        voice = self.pipeline.warm_voices[0] if self.pipeline.warm_voices else "jm_kumo"
+        voice = self.pipeline.synthesis.warm_voices[0] if self.pipeline.synthesis.warm_voices else "jm_kumo"
         spec = renderer.synth.registry.spec(voice)
         lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
 
@@ -220,11 +220,11 @@ class Worker:
             chunks = list(renderer.synth.synthesize_span(text, lang, voice, 1.0, None))
             return np.concatenate([c.samples for c in chunks])
 
-        if self.pipeline.release != BASE_RELEASE:
+        if self.pipeline.release.name != BASE_RELEASE:
             from streamtts.features.releases.canary_reports import CanaryReports
 
             self.canary_reports = CanaryReports(
-                self.settings.kafka, self.topics.config, self.pipeline.release
+                self.settings.kafka, self.topics.config, self.pipeline.release.name
             )
             await self.canary_reports.start()
 
@@ -239,7 +239,7 @@ class Worker:
         self.canary = Canary(
             speak,
             spec.sample_rate,
-            interval_s=self.pipeline.canary_interval_s,
+            interval_s=self.pipeline.operations.canary_interval_s,
             executor=None,
             on_result=on_result,
         )
@@ -303,7 +303,7 @@ class Worker:
 
     async def _start_release_guard(self) -> None:
         """The release guard next to the router: it shares the router's view of the rule."""
-        if self.releases is None or not self.pipeline.release_guard:
+        if self.releases is None or not self.pipeline.release.guard:
             return
         from streamtts.features.releases.auto_rollback import AutoRollback
 
@@ -375,7 +375,7 @@ def _synthesize(worker: Worker, group: GroupSpec) -> Stage:
         pool=group.pool,
         telemetry=worker.telemetry,
         cancels=worker.cancels,
-        profile=ReleaseProfile(pipe.release, voice_map(pipe.release_voices)),
+        profile=ReleaseProfile(pipe.release.name, voice_map(pipe.release.voices)),
     )
 
 
@@ -435,13 +435,18 @@ async def run_until_signalled(worker: Worker) -> None:
                 log_event(log, "stage_failed", logging.ERROR, failures=failed)
                 break
     finally:
-        log_event(log, "shutdown_requested", timeout_s=worker.pipeline.shutdown_timeout_s)
+        log_event(log, "shutdown_requested", timeout_s=worker.pipeline.operations.shutdown_timeout_s)
         try:
             # Stopping = stop fetching, finish or hand back the record in hand (uncommitted
             # records go to the next owner), flush producers, commit. Bounded: a stuck
             # inference must not keep a pod alive forever; what it held is redelivered.
-            await asyncio.wait_for(worker.stop(), timeout=worker.pipeline.shutdown_timeout_s)
+            await asyncio.wait_for(worker.stop(), timeout=worker.pipeline.operations.shutdown_timeout_s)
         except TimeoutError:
-            log_event(log, "shutdown_timeout", logging.ERROR, timeout_s=worker.pipeline.shutdown_timeout_s)
+            log_event(
+                log,
+                "shutdown_timeout",
+                logging.ERROR,
+                timeout_s=worker.pipeline.operations.shutdown_timeout_s,
+            )
     if failed:
         raise StageFailed("; ".join(f"{k}: {v}" for k, v in failed.items()))

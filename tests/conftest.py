@@ -83,7 +83,7 @@ def pipeline_settings() -> PipelineSettings:
     from streamtts.runtime.settings import PipelineSettings
 
     # Short session timeout: a killed worker's partitions move within seconds in tests.
-    return PipelineSettings(synth_threads=2, session_timeout_s=6.0, storage_retries=2)
+    return PipelineSettings.of(synth_threads=2, session_timeout_s=6.0, storage_retries=2)
 
 
 @pytest.fixture

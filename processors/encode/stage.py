@@ -94,7 +94,7 @@ class EncodeStage(FaustStage):
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
         # Only worth it where the render cache repeats PCM; off with the render cache.
-        self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache else None
+        self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None
         self._topics_cache: dict[str, Any] = {}
 
     def _out(self, name: str) -> Any:

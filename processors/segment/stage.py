@@ -108,14 +108,14 @@ class SegmentStage(FaustStage):
                 await self._check_topic(request.delivery.reply_topic)
             segments = plan_segments(
                 request,
-                first_max_chars=self.pipeline.first_max_chars,
-                first_min_chars=self.pipeline.first_min_chars,
-                max_chars=self.pipeline.max_chars,
-                max_text_chars=self.pipeline.max_text_chars,
-                markup=self.pipeline.markup,
+                first_max_chars=self.pipeline.text.first_max_chars,
+                first_min_chars=self.pipeline.text.first_min_chars,
+                max_chars=self.pipeline.text.max_chars,
+                max_text_chars=self.pipeline.text.max_text_chars,
+                markup=self.pipeline.text.markup,
                 voices=self.voices,
                 lexicon=await self._lexicon(request),
-                ssml_unknown=self.pipeline.ssml_unknown,
+                ssml_unknown=self.pipeline.text.ssml_unknown,
                 known_voice=self._known_voice,
             )
         except (RecordError, ValueError) as err:  # permanent: this record can never succeed
@@ -125,7 +125,7 @@ class SegmentStage(FaustStage):
                 request_id=request.request_id if request else None,
                 tenant=request.tenant if request else None,
             )
-        pool = pool_for(request, self.pipeline.long_text_chars)
+        pool = pool_for(request, self.pipeline.text.long_text_chars)
         out = self.out_long if pool == "long" else self.out_short
         lane = self._route(request, event.message.headers)
         if lane is not None and not await self._topic_exists(
@@ -167,7 +167,7 @@ class SegmentStage(FaustStage):
             lang=request.language,
             segments=len(segments),
             pool=pool,
-            text_type="ssml" if is_ssml(request, self.pipeline.markup) else "text",
+            text_type="ssml" if is_ssml(request, self.pipeline.text.markup) else "text",
             lexicon_version=segments[0].request.lexicon_version,
             notes=segments[0].request.notes or None,
             release=lane.release if lane else None,
@@ -257,7 +257,7 @@ class SegmentStage(FaustStage):
         return topic
 
     async def _check_topic(self, name: str) -> None:
-        allowed = self.kafka.topic_prefix + self.pipeline.reply_topic_prefix
+        allowed = self.kafka.topic_prefix + self.pipeline.delivery.reply_topic_prefix
         if not name.startswith(allowed) or len(name) == len(allowed):
             raise ReplyTopicNotAllowed(f"reply topic {name!r} must start with {allowed!r}")
         if not await self._topic_exists(name):

@@ -33,20 +33,20 @@ def build_cache(
     on_count: Callable[[str, str, int], None] | None = None,
 ) -> RenderCache | None:
     """The render cache the settings ask for (None when it is off)."""
-    if not pipeline.render_cache:
+    if not pipeline.render_cache.enabled:
         return None
     shared = None
-    if s3 is not None and pipeline.render_cache_shared:
-        shared = BlobTier(s3, prefix=pipeline.render_cache_prefix)
-    return RenderCache(MemoryTier(pipeline.render_cache_mb * 1024 * 1024), shared, on_count)
+    if s3 is not None and pipeline.render_cache.shared:
+        shared = BlobTier(s3, prefix=pipeline.render_cache.prefix)
+    return RenderCache(MemoryTier(pipeline.render_cache.mb * 1024 * 1024), shared, on_count)
 
 
 def budgets_of(pipeline: PipelineSettings) -> Budgets:
     """The time budgets the settings give a span (G2P, inference)."""
     return Budgets(
-        g2p_s=pipeline.g2p_budget_ms / 1000,
-        inference_base_s=pipeline.inference_budget_s,
-        inference_per_char_s=pipeline.inference_budget_per_char_s,
+        g2p_s=pipeline.degradation.g2p_budget_ms / 1000,
+        inference_base_s=pipeline.degradation.inference_budget_s,
+        inference_per_char_s=pipeline.degradation.inference_budget_per_char_s,
     )
 
 
@@ -58,18 +58,22 @@ def build_renderer(
     """Load and warm the engines (blocking: call it in a thread at start-up); with `s3`, the
     render cache's shared tier lives there and its newest entries are preloaded."""
     started = time.perf_counter()
-    threads = pipeline.synth_threads or usable_cpus()
-    registry = VoiceRegistry(threads=threads, spin=pipeline.synth_spin)
+    threads = pipeline.synthesis.threads or usable_cpus()
+    registry = VoiceRegistry(threads=threads, spin=pipeline.synthesis.spin)
     log_event(
-        log, "model_loading", voices=list(pipeline.warm_voices), threads=threads, spin=pipeline.synth_spin
+        log,
+        "model_loading",
+        voices=list(pipeline.synthesis.warm_voices),
+        threads=threads,
+        spin=pipeline.synthesis.spin,
     )
     # Every phonemizer is warmed: a cold one (jieba, OpenJTalk) would blow the G2P budget.
-    registry.warm_up(pipeline.warm_voices, langs=("zh", "en", "ja", "ko"))
+    registry.warm_up(pipeline.synthesis.warm_voices, langs=("zh", "en", "ja", "ko"))
     cache = build_cache(pipeline, s3, on_cache_count)
-    preloaded = cache.preload(pipeline.render_cache_preload) if cache is not None else 0
+    preloaded = cache.preload(pipeline.render_cache.preload) if cache is not None else 0
     renderer = SegmentRenderer(
         Synthesizer(registry, cache=cache),
-        breaker=CircuitBreaker(pipeline.breaker_threshold, pipeline.breaker_open_s),
+        breaker=CircuitBreaker(pipeline.degradation.breaker_threshold, pipeline.degradation.breaker_open_s),
         budgets=budgets_of(pipeline),
     )
     renderer.prerender_please_wait()

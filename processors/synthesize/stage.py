@@ -78,7 +78,7 @@ class SynthesizeStage(FaustStage):
         self.renderer = renderer
         self.out = self.topic(self.topics.pcm)
         self.pool = ThreadPoolExecutor(
-            max_workers=max(1, pipeline.synth_workers), thread_name_prefix=f"synth-{pool}"
+            max_workers=max(1, pipeline.synthesis.workers), thread_name_prefix=f"synth-{pool}"
         )
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         # Cached first spans are looked up here, not in the model's executor: a hit is
@@ -96,7 +96,7 @@ class SynthesizeStage(FaustStage):
         to the partition's next owner.
         """
         manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
-        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synth_lookahead))
+        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synthesis.lookahead))
         self._acks = InOrderAcks()
         self._looked_up.clear()  # lookups of records a previous run left queued
         worker = asyncio.create_task(self._drain(queue, manual), name=f"{self.group}-drain")
@@ -184,7 +184,7 @@ class SynthesizeStage(FaustStage):
                 return await self._skip(segment, event, started)
             ctx = segment.request
             offset = await self._segment_start(segment) if ctx.timestamps or ctx.marks else None
-            chunks = pcm_chunks(segment, rendered, self.pipeline.chunk_max_ms, offset)
+            chunks = pcm_chunks(segment, rendered, self.pipeline.synthesis.chunk_max_ms, offset)
         except Exception as err:  # a bug, not bad input: dead-letter, keep the stage flowing
             self.telemetry.release_segments.labels(self.profile.name, "dead_lettered").inc()
             return await self.dead_letter(

@@ -62,10 +62,10 @@ def _warm(args: argparse.Namespace) -> int:
                 args.voice,
                 args.lang,
                 args.speed,
-                markup=pipeline.markup,
-                first_max_chars=pipeline.first_max_chars,
-                first_min_chars=pipeline.first_min_chars,
-                max_chars=pipeline.max_chars,
+                markup=pipeline.text.markup,
+                first_max_chars=pipeline.text.first_max_chars,
+                first_min_chars=pipeline.text.first_min_chars,
+                max_chars=pipeline.text.max_chars,
             )
         except SegmentationError as err:
             print(f"[cache] line {n}: skipped ({err})", file=sys.stderr)

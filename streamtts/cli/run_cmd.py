@@ -60,4 +60,4 @@ def _run(args: argparse.Namespace) -> int:
 
 def _with_release(pipeline: Any, release: str | None, replace: Any) -> Any:
     """--release wins over the environment; validated like STREAMTTS_RELEASE."""
-    return replace(pipeline, release=release) if release else pipeline
+    return pipeline.replace(release=release) if release else pipeline

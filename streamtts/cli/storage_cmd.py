@@ -28,7 +28,7 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     pipeline = PipelineSettings.from_env()
-    desired = storage.desired_rules(RetentionPolicy.of(pipeline), (pipeline.render_cache_prefix,))
+    desired = storage.desired_rules(RetentionPolicy.of(pipeline), (pipeline.render_cache.prefix,))
     client = make_minio(settings.s3, connect_s=5.0, read_s=30.0, retries=2, pool=2)
     bucket = settings.s3.bucket
     try:

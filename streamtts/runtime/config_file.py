@@ -4,7 +4,10 @@ Precedence: environment > file > built-in defaults. File keys are `section.key`:
 
     [kafka]   bootstrap, security_protocol, sasl_mechanism, sasl_username, topic_prefix, ssl_cafile
     [s3]      endpoint, access_key, region, bucket
-    [pipeline] any PipelineSettings field (first_max_chars, chunk_max_ms, ops_port, …)
+    [pipeline.<group>]  any field of that PipelineSettings group ([pipeline.text] first_max_chars,
+                        [pipeline.render_cache] mb, …), as `streamtts config show` prints them
+    [pipeline] the same settings by flat name: the variable without STREAMTTS_, lower case
+               (first_max_chars, render_cache_mb, release, …), as before the groups
     log_level
 
 Secrets (Kafka SASL password, S3 secret key) are accepted only from the environment.
@@ -19,12 +22,12 @@ import tomllib
 from collections.abc import Mapping, MutableMapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.settings import ENV_PREFIX, PipelineSettings
+from streamtts.runtime.settings import ENV_PREFIX, PipelineSettings, specs
 
 SECRET_KEYS = {"kafka.sasl_password", "s3.secret_key"}
 _CONNECTION_KEYS: dict[str, tuple[str, type]] = {
@@ -42,12 +45,21 @@ _CONNECTION_KEYS: dict[str, tuple[str, type]] = {
 }
 
 
-def known_keys() -> dict[str, tuple[str, type]]:
-    keys = dict(_CONNECTION_KEYS)
-    defaults = PipelineSettings()
-    for f in fields(PipelineSettings):
-        value = getattr(defaults, f.name)
-        keys[f"pipeline.{f.name}"] = (f.name.upper(), tuple if isinstance(value, tuple) else type(value))
+class FileKey(NamedTuple):
+    """What a config-file key sets: a variable (without STREAMTTS_), its type, its choices."""
+
+    env: str
+    kind: type
+    choices: tuple[str, ...] = ()
+
+
+def known_keys() -> dict[str, FileKey]:
+    """Every accepted key. A pipeline setting has two: `pipeline.<group>.<field>` and its flat
+    `pipeline.<name>`, both derived from the field (see `settings.specs`)."""
+    keys = {key: FileKey(env, kind) for key, (env, kind) in _CONNECTION_KEYS.items()}
+    for spec in specs():
+        key = FileKey(spec.env.removeprefix(ENV_PREFIX), spec.kind, spec.choices)
+        keys[spec.key] = keys[f"pipeline.{spec.flat}"] = key
     return keys
 
 
@@ -62,7 +74,9 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _convert(key: str, value: Any, kind: type) -> str:
+def _convert(key: str, value: Any, kind: type, choices: tuple[str, ...] = ()) -> str:
+    if choices and value not in choices:
+        raise ConfigError(f"config: {key} must be one of {', '.join(choices)}, got {value!r}")
     if kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"config: {key} must be true or false, got {value!r}")
@@ -105,6 +119,7 @@ def load_config_file(path: str | Path) -> dict[str, str]:
         raise ConfigError(f"config {p}: expected a mapping at the top level")
     keys = known_keys()
     out: dict[str, str] = {}
+    set_by: dict[str, str] = {}
     for key, value in _flatten(data).items():
         if key in SECRET_KEYS:
             raise ConfigError(
@@ -113,8 +128,11 @@ def load_config_file(path: str | Path) -> dict[str, str]:
             )
         if key not in keys:
             raise ConfigError(f"config: unknown key {key!r}")
-        env_name, kind = keys[key]
-        out[ENV_PREFIX + env_name] = _convert(key, value, kind)
+        env_name, kind, choices = keys[key]
+        if env_name in set_by:
+            raise ConfigError(f"config: {set_by[env_name]} and {key} are the same setting: keep one")
+        set_by[env_name] = key
+        out[ENV_PREFIX + env_name] = _convert(key, value, kind, choices)
     return out
 
 
@@ -155,7 +173,13 @@ def effective_config() -> dict[str, Any]:
             "region": settings.s3.region,
             "bucket": settings.s3.bucket,
         },
-        "pipeline": {f.name: getattr(pipeline, f.name) for f in fields(PipelineSettings)},
+        # One table per group, [pipeline.text] …, field by field.
+        "pipeline": {
+            f.name: {
+                g.name: getattr(getattr(pipeline, f.name), g.name) for g in fields(getattr(pipeline, f.name))
+            }
+            for f in fields(PipelineSettings)
+        },
     }
 
 
@@ -171,26 +195,29 @@ def _toml_value(value: Any) -> str:
 
 def render_toml(config: Mapping[str, Any]) -> str:
     """`effective_config()` as a TOML file that `--config` accepts back: unset values and
-    secrets (environment only) become comments."""
+    secrets (environment only) become comments; each key notes the variable that overrides it."""
     lines: list[str] = []
+    keys = known_keys()
 
     def emit(key: str, full: str, value: Any) -> None:
         if full in SECRET_KEYS:
             env = f"{ENV_PREFIX}{full.replace('.', '_').upper()}"
             shown = "****" if value else "(unset)"
             lines.append(f"# {key} = {shown}  (secret: set {env} in the environment)")
-        elif value is None:
-            lines.append(f"# {key} = (unset)")
-        else:
-            lines.append(f"{key} = {_toml_value(value)}")
+            return
+        line = f"# {key} = (unset)" if value is None else f"{key} = {_toml_value(value)}"
+        lines.append(f"{line}  # {ENV_PREFIX}{keys[full].env}" if full in keys else line)
 
-    # Top-level keys first: in TOML a key after a [table] header belongs to that table.
-    for key, value in config.items():
-        if not isinstance(value, Mapping):
-            emit(key, key, value)
-    for section, values in config.items():
-        if isinstance(values, Mapping):
-            lines += ["", f"[{section}]"]
-            for key, value in values.items():
-                emit(key, f"{section}.{key}", value)
+    def table(prefix: str, values: Mapping[str, Any]) -> None:
+        # Plain keys first: in TOML a key after a [table] header belongs to that table.
+        plain = {k: v for k, v in values.items() if not isinstance(v, Mapping)}
+        if prefix and plain:
+            lines.extend(["", f"[{prefix}]"])
+        for key, value in plain.items():
+            emit(key, f"{prefix}.{key}" if prefix else key, value)
+        for key, value in values.items():
+            if isinstance(value, Mapping):
+                table(f"{prefix}.{key}" if prefix else key, value)
+
+    table("", config)
     return "\n".join(lines) + "\n"

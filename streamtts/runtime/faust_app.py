@@ -40,10 +40,10 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         topic_allow_declare=False,
         topic_disable_leader=True,
         web_enabled=False,
-        processing_guarantee=pipeline.processing_guarantee,
+        processing_guarantee=pipeline.delivery.processing_guarantee,
         consumer_auto_offset_reset="earliest",
-        broker_session_timeout=pipeline.session_timeout_s,
-        consumer_metadata_max_age_ms=int(pipeline.metadata_refresh_s * 1000),
+        broker_session_timeout=pipeline.delivery.session_timeout_s,
+        consumer_metadata_max_age_ms=int(pipeline.delivery.metadata_refresh_s * 1000),
         broker_heartbeat_interval=1.0,
         broker_commit_interval=1.0,
         # Long inference must not look like a dead consumer; heartbeats run on the loop.

@@ -1,18 +1,23 @@
-"""Connection settings shared by every command, read from the environment.
+"""Settings shared by every command, read from the environment.
 
-One place for endpoints and credentials so producers, sinks, stages, tools and tests agree.
+One place for endpoints and credentials (`Settings`) and for the knobs of the stages
+(`PipelineSettings`, grouped per concern) so producers, sinks, stages, tools and tests agree.
 Secrets come only from the environment (never from files checked into the repo).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import re
-from dataclasses import dataclass, field
-from typing import TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from streamtts.errors import ConfigError
-from streamtts.schemas.release import RELEASE_PATTERN
+from streamtts.schemas.release import BASE_RELEASE, RELEASE_PATTERN
 from streamtts.schemas.request import TENANT_PATTERN
 
 ENV_PREFIX = "STREAMTTS_"
@@ -43,14 +48,18 @@ def env_float(name: str, default: float, prefix: str = ENV_PREFIX) -> float:
 
 
 def env_bool(name: str, default: bool, prefix: str = ENV_PREFIX) -> bool:
-    raw = os.environ.get(prefix + name, "").strip().lower()
+    return _bool_of(os.environ.get(prefix + name, ""), prefix + name, default)
+
+
+def _bool_of(raw: str, variable: str, default: bool) -> bool:
+    raw = raw.strip().lower()
     if raw == "":
         return default
     if raw in ("1", "true", "yes", "on"):
         return True
     if raw in ("0", "false", "no", "off"):
         return False
-    raise ConfigError(f"{prefix}{name} must be true or false (1/0), got {raw!r}")
+    raise ConfigError(f"{variable} must be true or false (1/0), got {raw!r}")
 
 
 @dataclass(frozen=True)
@@ -125,10 +134,24 @@ def _refuse_default_credentials_off_host(s3: S3Settings) -> None:
         )
 
 
-@dataclass(frozen=True)
-class PipelineSettings:
-    """Knobs of the stages. Defaults suit a 2-core node; env vars override (STREAMTTS_*)."""
+# --- Pipeline settings ------------------------------------------------------------------------
+# One group per concern; a stage reads the groups it needs. Each setting is named once, as a
+# field: its environment variable is STREAMTTS_ + the group's `env_prefix` + the field's name
+# upper-cased, unless `_env_alias` keeps another (today's) one; its config-file keys are
+# `pipeline.<group>.<field>` and the flat `pipeline.<variable without STREAMTTS_, lower case>`
+# every release so far has read. See `specs()`.
 
+
+def _env_alias(default: Any, env: str) -> Any:
+    """A field read from STREAMTTS_`env`: the variable's name predates the groups."""
+    return field(default=default, metadata={"env": env})
+
+
+@dataclass(frozen=True)
+class TextSettings:
+    """How a request's text becomes spans: span sizes, limits, markup, pool routing (segment)."""
+
+    env_prefix: ClassVar[str] = ""
     first_max_chars: int = 40
     """Size of the first span of a request: it bounds the time to first audio."""
     first_min_chars: int = 12
@@ -138,102 +161,21 @@ class PipelineSettings:
     """Size of later spans (CJK characters count double)."""
     max_text_chars: int = 20_000
     """Longest accepted request text; longer ones are dead-lettered (text_too_long)."""
-    chunk_max_ms: int = 5_000
-    """Longest PCM chunk on Kafka (24 kHz s16 → 240 KB, ~320 KB as base64): far below 1 MB."""
-    synth_threads: int = 0
-    """onnxruntime intra-op threads per inference; 0 = every CPU this process may use (its affinity mask)."""
-    synth_spin: bool = False
-    """Let onnxruntime's intra-op threads busy-wait between operators. Off by default: on a
-    node shared with Kafka and the other stages, spinning threads burn the cores those need
-    (Piper pipeline throughput 0.77× → 0.96× of direct synthesis with it off, side by side).
-    Worth turning on only for a synthesize worker with cores of its own."""
-    synth_lookahead: int = 32
-    """Segments a synthesize worker reads ahead so a new request's first segment can overtake
-    queued later segments of other requests (head-of-line blocking)."""
-    synth_workers: int = 1
-    """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
-    render_cache: bool = True
-    """Serve repeated spans from the render cache instead of the model (see README)."""
-    render_cache_mb: int = 256
-    """Memory tier of the render cache per synthesize process, in MiB."""
-    render_cache_shared: bool = True
-    """Share renders between workers through object storage (prefix `render-cache/`)."""
-    render_cache_preload: int = 500
-    """Entries of the shared tier a synthesize worker loads into memory at start."""
-    render_cache_prefix: str = "render-cache/"
-    """Object key prefix of the shared tier, in the audio bucket."""
-    warm_voices: tuple[str, ...] = ("jm_kumo",)
     long_text_chars: int = 300
     """Requests longer than this (or priority "batch") go to the long-text synthesize pool;
     priority "interactive" always goes to the short pool."""
-    ops_port: int = 0
-    """Port of /healthz, /readyz, /metrics (0: any free port, logged at start)."""
-    canary_interval_s: float = 60.0
-    """Seconds between canary runs on synthesize workers (0: only the start-up reference)."""
-    shutdown_timeout_s: float = 30.0
-    """SIGTERM: time to finish in-flight work, commit and flush before exiting anyway."""
-    markup: str = "reject"
+    markup: Literal["reject", "strip", "ssml"] = "reject"
     """Plain request text with markup tags: "reject" (dead-letter: markup_not_allowed),
     "strip", or "ssml" (a text that is a `<speak>` document is read as SSML, other markup is
     rejected). A request with `text_type: "ssml"` is always read as SSML."""
-    ssml_unknown: str = "ignore"
+    ssml_unknown: Literal["ignore", "reject"] = "ignore"
     """SSML elements outside the subset: "ignore" (their text is read, with a note on the
     result) or "reject" (dead-letter: unsupported_ssml)."""
-    processing_guarantee: str = "at_least_once"
-    """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
-    session_timeout_s: float = 10.0
-    reply_topic_prefix: str = "tts.reply."
-    """A request's `reply_topic` must start with the topic prefix + this: no request can make
-    the pipeline write into tts.results, a DLQ or another tenant's topics."""
-    metadata_refresh_s: float = 5.0
-    """How often consumers refresh cluster metadata. A group that joined while the broker was
-    recovering may have seen its source topic missing and got no partitions; the next refresh
-    notices the topic and rejoins (Kafka's default, 5 minutes, left such a stage idle that long)."""
-    presign_expiry_s: int = 3600
-    storage_retries: int = 8
-    """In-place attempts (capped exponential backoff, 0.25 s doubling to 8 s) before a
-    storage failure is dead-lettered: ~32 s, covering a storage restart."""
-    sink_stale_s: float = 300.0
-    """A request whose next audio has not reached the sink for this long is failed visibly
-    (a segment lost upstream). Raise it where the long pool can queue a request longer."""
-    g2p_budget_ms: int = 200
-    """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
-    inference_budget_s: float = 4.0
-    """Inference budget of a span: this plus `inference_budget_per_char_s` per character."""
-    inference_budget_per_char_s: float = 0.15
-    breaker_threshold: int = 3
-    """Consecutive failures of a (voice, language) class that open its circuit breaker."""
-    breaker_open_s: float = 5.0
-    retention_days: int = 0
-    """Stored audio and captions of every tenant are deleted by object storage after this
-    many days (0: kept until deleted by hand); applied by `streamtts storage apply`."""
-    tenant_retention_days: tuple[str, ...] = ()
-    """Per-tenant retention, `tenant=days` (0: kept), over `retention_days`."""
-    release: str = "stable"
-    """The release a synthesize worker serves: "stable" reads tts.segments[.long] in today's
-    groups; another NAME reads tts.release.NAME.segments[.long] in its own groups."""
-    release_voices: tuple[str, ...] = ()
-    """That release's voice mapping, "REQUESTED=RENDERED" each (e.g. "jm_kumo=jm_kumo:0.8+jf_alpha:0.2")."""
-    release_guard: bool = True
-    """Workers that run the segment stage also run the release guard (automatic rollback);
-    off where `streamtts release guard` runs on its own."""
 
     def __post_init__(self) -> None:
-        positive = (
-            "first_max_chars",
-            "max_chars",
-            "max_text_chars",
-            "chunk_max_ms",
-            "synth_workers",
-            "long_text_chars",
-            "storage_retries",
-            "sink_stale_s",
-            "g2p_budget_ms",
-            "breaker_threshold",
+        _check_fields(
+            self, at_least_one=("first_max_chars", "max_chars", "max_text_chars", "long_text_chars")
         )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
         if self.max_chars < self.first_max_chars:
             raise ConfigError(
                 f"{ENV_PREFIX}MAX_CHARS ({self.max_chars}) must be ≥ FIRST_MAX_CHARS ({self.first_max_chars})"
@@ -243,19 +185,100 @@ class PipelineSettings:
                 f"{ENV_PREFIX}FIRST_MIN_CHARS ({self.first_min_chars}) must be 0–FIRST_MAX_CHARS "
                 f"({self.first_max_chars})"
             )
-        if not 0 <= self.ops_port <= 65535:
-            raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
+
+
+@dataclass(frozen=True)
+class SynthesisSettings:
+    """How a synthesize worker runs the models and hands on their audio."""
+
+    env_prefix: ClassVar[str] = "SYNTH_"
+    threads: int = 0
+    """onnxruntime intra-op threads per inference; 0 = every CPU this process may use (its affinity mask)."""
+    spin: bool = False
+    """Let onnxruntime's intra-op threads busy-wait between operators. Off by default: on a
+    node shared with Kafka and the other stages, spinning threads burn the cores those need
+    (Piper pipeline throughput 0.77× → 0.96× of direct synthesis with it off, side by side).
+    Worth turning on only for a synthesize worker with cores of its own."""
+    lookahead: int = 32
+    """Segments a synthesize worker reads ahead so a new request's first segment can overtake
+    queued later segments of other requests (head-of-line blocking)."""
+    workers: int = 1
+    """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
+    warm_voices: tuple[str, ...] = _env_alias(("jm_kumo",), "WARM_VOICES")
+    """Voices loaded and warmed at start, so their first request pays no load time."""
+    chunk_max_ms: int = _env_alias(5_000, "CHUNK_MAX_MS")
+    """Longest PCM chunk on Kafka (24 kHz s16 → 240 KB, ~320 KB as base64): far below 1 MB."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, at_least_one=("workers", "chunk_max_ms"))
+        if self.chunk_max_ms > 15_000:
+            raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
+
+
+@dataclass(frozen=True)
+class DegradationSettings:
+    """When synthesis gives up on a span or a voice and falls back (budgets, circuit breaker)."""
+
+    env_prefix: ClassVar[str] = ""
+    g2p_budget_ms: int = 200
+    """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
+    inference_budget_s: float = 4.0
+    """Inference budget of a span: this plus `inference_budget_per_char_s` per character."""
+    inference_budget_per_char_s: float = 0.15
+    """Seconds of inference budget per character of the span, over `inference_budget_s`."""
+    breaker_threshold: int = 3
+    """Consecutive failures of a (voice, language) class that open its circuit breaker."""
+    breaker_open_s: float = 5.0
+    """Seconds an open breaker stays open before one trial request (the half-open probe)."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, at_least_one=("g2p_budget_ms", "breaker_threshold"))
+
+
+@dataclass(frozen=True)
+class RenderCacheSettings:
+    """The render cache of repeated spans (synthesize: memory tier, shared tier in storage)."""
+
+    env_prefix: ClassVar[str] = "RENDER_CACHE_"
+    enabled: bool = _env_alias(True, "RENDER_CACHE")
+    """Serve repeated spans from the render cache instead of the model (see README)."""
+    mb: int = 256
+    """Memory tier of the render cache per synthesize process, in MiB."""
+    shared: bool = True
+    """Share renders between workers through object storage (prefix `render-cache/`)."""
+    preload: int = 500
+    """Entries of the shared tier a synthesize worker loads into memory at start."""
+    prefix: str = "render-cache/"
+    """Object key prefix of the shared tier, in the audio bucket."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """How the sink stores audio: links, retries, the stale-request timeout, retention."""
+
+    env_prefix: ClassVar[str] = ""
+    presign_expiry_s: int = 3600
+    """Seconds a presigned URL of a stored file stays valid (requests asking for one)."""
+    storage_retries: int = 8
+    """In-place attempts (capped exponential backoff, 0.25 s doubling to 8 s) before a
+    storage failure is dead-lettered: ~32 s, covering a storage restart."""
+    sink_stale_s: float = 300.0
+    """A request whose next audio has not reached the sink for this long is failed visibly
+    (a segment lost upstream). Raise it where the long pool can queue a request longer."""
+    retention_days: int = 0
+    """Stored audio and captions of every tenant are deleted by object storage after this
+    many days (0: kept until deleted by hand); applied by `streamtts storage apply`."""
+    tenant_retention_days: tuple[str, ...] = ()
+    """Per-tenant retention, `tenant=days` (0: kept), over `retention_days`."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, at_least_one=("storage_retries", "sink_stale_s"))
         if self.retention_days < 0:
             raise ConfigError(f"{ENV_PREFIX}RETENTION_DAYS must be ≥ 0, got {self.retention_days}")
         self.tenant_retention()  # validates the entries
-        if not re.match(RELEASE_PATTERN, self.release):
-            raise ConfigError(
-                f"{ENV_PREFIX}RELEASE must be lower-case letters, digits and dashes (≤ 40), "
-                f"got {self.release!r}"
-            )
-        voice_map(self.release_voices)  # a malformed pair fails here, naming it
-        if self.chunk_max_ms > 15_000:
-            raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 
     def tenant_retention(self) -> dict[str, int]:
         """`tenant_retention_days` as tenant → days."""
@@ -274,63 +297,114 @@ class PipelineSettings:
         """Days the tenant's stored files are kept (0: until deleted by hand)."""
         return self.tenant_retention().get(tenant, self.retention_days)
 
-    @classmethod
-    def from_env(cls) -> PipelineSettings:
-        guarantee = _env("PROCESSING_GUARANTEE", cls.processing_guarantee)
-        if guarantee not in ("at_least_once", "exactly_once"):
+
+@dataclass(frozen=True)
+class DeliverySettings:
+    """How stages consume and produce records: the guarantee, group liveness, where replies go."""
+
+    env_prefix: ClassVar[str] = ""
+    processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
+    """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
+    session_timeout_s: float = 10.0
+    """A consumer silent this long leaves its group and its partitions move to another."""
+    metadata_refresh_s: float = 5.0
+    """How often consumers refresh cluster metadata. A group that joined while the broker was
+    recovering may have seen its source topic missing and got no partitions; the next refresh
+    notices the topic and rejoins (Kafka's default, 5 minutes, left such a stage idle that long)."""
+    reply_topic_prefix: str = "tts.reply."
+    """A request's `reply_topic` must start with the topic prefix + this: no request can make
+    the pipeline write into tts.results, a DLQ or another tenant's topics."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+
+@dataclass(frozen=True)
+class OperationsSettings:
+    """How a worker process is operated: probes and metrics, the canary, shutdown."""
+
+    env_prefix: ClassVar[str] = ""
+    ops_port: int = 0
+    """Port of /healthz, /readyz, /metrics (0: any free port, logged at start)."""
+    canary_interval_s: float = 60.0
+    """Seconds between canary runs on synthesize workers (0: only the start-up reference)."""
+    shutdown_timeout_s: float = 30.0
+    """SIGTERM: time to finish in-flight work, commit and flush before exiting anyway."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+        if not 0 <= self.ops_port <= 65535:
+            raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """The gray release a worker serves, and its automatic rollback."""
+
+    env_prefix: ClassVar[str] = "RELEASE_"
+    name: str = _env_alias(BASE_RELEASE, "RELEASE")
+    """The release a synthesize worker serves: "stable" reads tts.segments[.long] in today's
+    groups; another NAME reads tts.release.NAME.segments[.long] in its own groups."""
+    voices: tuple[str, ...] = ()
+    """That release's voice mapping, "REQUESTED=RENDERED" each (e.g. "jm_kumo=jm_kumo:0.8+jf_alpha:0.2")."""
+    guard: bool = True
+    """Workers that run the segment stage also run the release guard (automatic rollback);
+    off where `streamtts release guard` runs on its own."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+        if not re.match(RELEASE_PATTERN, self.name):
             raise ConfigError(
-                f"{ENV_PREFIX}PROCESSING_GUARANTEE must be at_least_once or exactly_once, got {guarantee!r}"
+                f"{ENV_PREFIX}RELEASE must be lower-case letters, digits and dashes (≤ 40), got {self.name!r}"
             )
-        markup = _env("MARKUP", cls.markup)
-        if markup not in ("reject", "strip", "ssml"):
-            raise ConfigError(f"{ENV_PREFIX}MARKUP must be reject, strip or ssml, got {markup!r}")
-        unknown = _env("SSML_UNKNOWN", cls.ssml_unknown)
-        if unknown not in ("ignore", "reject"):
-            raise ConfigError(f"{ENV_PREFIX}SSML_UNKNOWN must be ignore or reject, got {unknown!r}")
-        warm = tuple(v for v in _env("WARM_VOICES", ",".join(cls.warm_voices)).split(",") if v)
-        return cls(
-            first_max_chars=env_int("FIRST_MAX_CHARS", cls.first_max_chars),
-            first_min_chars=env_int("FIRST_MIN_CHARS", cls.first_min_chars),
-            max_chars=env_int("MAX_CHARS", cls.max_chars),
-            max_text_chars=env_int("MAX_TEXT_CHARS", cls.max_text_chars),
-            chunk_max_ms=env_int("CHUNK_MAX_MS", cls.chunk_max_ms),
-            synth_threads=env_int("SYNTH_THREADS", cls.synth_threads),
-            synth_spin=env_bool("SYNTH_SPIN", cls.synth_spin),
-            synth_workers=env_int("SYNTH_WORKERS", cls.synth_workers),
-            render_cache=env_bool("RENDER_CACHE", cls.render_cache),
-            render_cache_mb=env_int("RENDER_CACHE_MB", cls.render_cache_mb),
-            render_cache_shared=env_bool("RENDER_CACHE_SHARED", cls.render_cache_shared),
-            render_cache_preload=env_int("RENDER_CACHE_PRELOAD", cls.render_cache_preload),
-            render_cache_prefix=_env("RENDER_CACHE_PREFIX", cls.render_cache_prefix),
-            synth_lookahead=env_int("SYNTH_LOOKAHEAD", cls.synth_lookahead),
-            warm_voices=warm,
-            long_text_chars=env_int("LONG_TEXT_CHARS", cls.long_text_chars),
-            ops_port=env_int("OPS_PORT", cls.ops_port),
-            canary_interval_s=env_float("CANARY_INTERVAL_S", cls.canary_interval_s),
-            shutdown_timeout_s=env_float("SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s),
-            markup=markup,
-            ssml_unknown=unknown,
-            processing_guarantee=guarantee,
-            session_timeout_s=env_float("SESSION_TIMEOUT_S", cls.session_timeout_s),
-            metadata_refresh_s=env_float("METADATA_REFRESH_S", cls.metadata_refresh_s),
-            reply_topic_prefix=_env("REPLY_TOPIC_PREFIX", cls.reply_topic_prefix),
-            presign_expiry_s=env_int("PRESIGN_EXPIRY_S", cls.presign_expiry_s),
-            storage_retries=env_int("STORAGE_RETRIES", cls.storage_retries),
-            sink_stale_s=env_float("SINK_STALE_S", cls.sink_stale_s),
-            g2p_budget_ms=env_int("G2P_BUDGET_MS", cls.g2p_budget_ms),
-            inference_budget_s=env_float("INFERENCE_BUDGET_S", cls.inference_budget_s),
-            inference_budget_per_char_s=env_float(
-                "INFERENCE_BUDGET_PER_CHAR_S", cls.inference_budget_per_char_s
-            ),
-            breaker_threshold=env_int("BREAKER_THRESHOLD", cls.breaker_threshold),
-            breaker_open_s=env_float("BREAKER_OPEN_S", cls.breaker_open_s),
-            retention_days=env_int("RETENTION_DAYS", cls.retention_days),
-            tenant_retention_days=tuple(
-                v.strip() for v in _env("TENANT_RETENTION_DAYS", "").split(",") if v.strip()
-            ),
-            release=_env("RELEASE", cls.release) or cls.release,
-            release_guard=env_bool("RELEASE_GUARD", cls.release_guard),
-            release_voices=tuple(v.strip() for v in _env("RELEASE_VOICES", "").split(",") if v.strip()),
+        voice_map(self.voices)  # a malformed pair fails here, naming it
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Knobs of the stages, one group per concern. Defaults suit a 2-core node; environment
+    variables (STREAMTTS_*) and the config file override them (`specs()` lists them all)."""
+
+    text: TextSettings = field(default_factory=TextSettings)
+    synthesis: SynthesisSettings = field(default_factory=SynthesisSettings)
+    degradation: DegradationSettings = field(default_factory=DegradationSettings)
+    render_cache: RenderCacheSettings = field(default_factory=RenderCacheSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    delivery: DeliverySettings = field(default_factory=DeliverySettings)
+    operations: OperationsSettings = field(default_factory=OperationsSettings)
+    release: ReleaseSettings = field(default_factory=ReleaseSettings)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> PipelineSettings:
+        """Every group from its STREAMTTS_* variables; unset (or empty) ones keep the default,
+        except a list, which an empty variable empties."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, dict[str, Any]] = {f.name: {} for f in fields(cls)}
+        for spec in specs():
+            raw = environ.get(spec.env)
+            if raw is not None:
+                values[spec.group][spec.name] = spec.parse(raw)
+        groups = {f.name: _group_types()[f.name](**values[f.name]) for f in fields(cls)}
+        return cls(**groups)
+
+    @classmethod
+    def of(cls, **flat: Any) -> PipelineSettings:
+        """The defaults with some settings changed, by flat name (see `replace`)."""
+        return cls().replace(**flat)
+
+    def replace(self, **flat: Any) -> PipelineSettings:
+        """These settings with some changed, by their flat names, the ones the config file's
+        `[pipeline]` section and the variables use: `replace(first_max_chars=30,
+        render_cache_mb=64, release="canary")`. Validated like any construction."""
+        by_flat = {spec.flat: spec for spec in specs()}
+        changes: dict[str, dict[str, Any]] = {}
+        for key, value in flat.items():
+            if key not in by_flat:
+                raise TypeError(f"PipelineSettings has no setting {key!r}")
+            spec = by_flat[key]
+            changes.setdefault(spec.group, {})[spec.name] = value
+        return dataclasses.replace(
+            self, **{g: dataclasses.replace(getattr(self, g), **c) for g, c in changes.items()}
         )
 
 
@@ -343,3 +417,96 @@ def voice_map(items: tuple[str, ...]) -> dict[str, str]:
             raise ConfigError(f"{ENV_PREFIX}RELEASE_VOICES: {item!r} is not REQUESTED=RENDERED")
         pairs[asked] = used
     return pairs
+
+
+# --- Reflection: the variables and keys derived from the fields --------------------------------
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One pipeline setting as the environment and the config file see it."""
+
+    group: str
+    """Its group's attribute on PipelineSettings ("render_cache")."""
+    name: str
+    """Its field in the group ("mb")."""
+    env: str
+    """Its environment variable ("STREAMTTS_RENDER_CACHE_MB")."""
+    kind: type
+    """int, float, bool, str, or tuple (a list of strings)."""
+    choices: tuple[str, ...]
+    """The allowed values of a Literal field; () for any."""
+    default: Any
+
+    @property
+    def flat(self) -> str:
+        """Its flat name: `[pipeline] <flat>` in the config file, `PipelineSettings.of(<flat>=…)`."""
+        return self.env.removeprefix(ENV_PREFIX).lower()
+
+    @property
+    def key(self) -> str:
+        """Its grouped config-file key, `pipeline.<group>.<name>`."""
+        return f"pipeline.{self.group}.{self.name}"
+
+    def parse(self, raw: str) -> Any:
+        """The variable's text as this setting's value; a bad one is a ConfigError naming it."""
+        if self.kind is tuple:
+            return tuple(v.strip() for v in raw.split(",") if v.strip())
+        if self.kind is bool:
+            return _bool_of(raw, self.env, self.default)
+        if raw == "":
+            return self.default
+        if self.kind is int or self.kind is float:
+            try:
+                return self.kind(raw)
+            except ValueError:
+                kind = "an integer" if self.kind is int else "a number"
+                raise ConfigError(f"{self.env} must be {kind}, got {raw!r}") from None
+        return raw  # a Literal's choices are checked by the group
+
+
+def specs() -> tuple[SettingSpec, ...]:
+    """Every pipeline setting, group by group, in declaration order."""
+    return _specs()
+
+
+@functools.cache
+def _specs() -> tuple[SettingSpec, ...]:
+    out: list[SettingSpec] = []
+    for group, cls in _group_types().items():
+        hints = get_type_hints(cls)
+        for f in fields(cls):
+            kind, choices = _kind_of(hints[f.name])
+            env = ENV_PREFIX + f.metadata.get("env", cls.env_prefix + f.name.upper())
+            out.append(SettingSpec(group, f.name, env, kind, choices, f.default))
+    return tuple(out)
+
+
+@functools.cache
+def _group_types() -> Mapping[str, Any]:
+    """Group attribute → its class ("text" → TextSettings), read-only."""
+    hints = get_type_hints(PipelineSettings)
+    return MappingProxyType({f.name: hints[f.name] for f in fields(PipelineSettings)})
+
+
+def _kind_of(hint: Any) -> tuple[type, tuple[str, ...]]:
+    if get_origin(hint) is Literal:
+        return str, tuple(get_args(hint))
+    if get_origin(hint) is tuple:
+        return tuple, ()
+    if hint in (int, float, bool, str):
+        return hint, ()
+    raise TypeError(f"a pipeline setting is int, float, bool, str, a Literal or tuple[str, ...]: {hint}")
+
+
+def _check_fields(group: Any, at_least_one: tuple[str, ...] = ()) -> None:
+    """The checks every group shares: Literal choices, settings that must be ≥ 1."""
+    for spec in specs():
+        if type(group) is not _group_types()[spec.group]:
+            continue
+        value = getattr(group, spec.name)
+        if spec.choices and value not in spec.choices:
+            allowed = ", ".join(spec.choices[:-1]) + " or " + spec.choices[-1]
+            raise ConfigError(f"{spec.env} must be {allowed}, got {value!r}")
+        if spec.name in at_least_one and value < 1:
+            raise ConfigError(f"{spec.env} must be at least 1, got {value}")

@@ -117,7 +117,7 @@ def test_environment_wins_over_the_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("raw", "spin"), [("", False), ("1", True), ("true", True), ("off", False)])
 def test_synth_spin_reads_booleans(monkeypatch: pytest.MonkeyPatch, raw: str, spin: bool) -> None:
     monkeypatch.setenv("STREAMTTS_SYNTH_SPIN", raw)
-    assert PipelineSettings.from_env().synth_spin is spin
+    assert PipelineSettings.from_env().synthesis.spin is spin
 
 
 def test_a_bad_boolean_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -160,8 +160,8 @@ def test_config_show_prints_a_file_that_loads_back_with_secrets_masked(tmp_path:
     assert {k: loaded[k] for k in expected} == expected | {"STREAMTTS_SYNTH_SPIN": "1"}
     # Every other shown value is a default, and reads back as one.
     defaults = PipelineSettings()
-    assert loaded["STREAMTTS_CHUNK_MAX_MS"] == str(defaults.chunk_max_ms)
-    assert loaded["STREAMTTS_SINK_STALE_S"] == str(defaults.sink_stale_s)
+    assert loaded["STREAMTTS_CHUNK_MAX_MS"] == str(defaults.synthesis.chunk_max_ms)
+    assert loaded["STREAMTTS_SINK_STALE_S"] == str(defaults.storage.sink_stale_s)
 
 
 def test_default_inference_threads_follow_the_cpus_the_process_may_use() -> None:

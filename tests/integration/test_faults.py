@@ -7,7 +7,6 @@ ports and data), so stopping them cannot disturb other tests.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -68,7 +67,7 @@ async def test_object_storage_down_for_10s_then_back(
     own_stack.minio.paths.ensure()
     own_stack.minio.start(say=lambda _m: None)
     s3 = S3Settings(endpoint=own_stack.minio.endpoint, access_key=TEST_S3_USER, secret_key=TEST_S3_SECRET)
-    pipe = replace(pipeline_settings, storage_retries=8)
+    pipe = pipeline_settings.replace(storage_retries=8)
     worker = Worker(
         ["segment", "synthesize", "encode", "sink"],
         Settings(kafka=kafka_settings, s3=s3),
@@ -216,7 +215,7 @@ async def test_exactly_once_mode_end_to_end(
     kafka_settings: KafkaSettings, services: Services, speech_renderer, pipeline_settings: PipelineSettings
 ) -> None:
     """faust stages in transactions + the sink's result/offset transactions on the real broker."""
-    pipe = replace(pipeline_settings, processing_guarantee="exactly_once")
+    pipe = pipeline_settings.replace(processing_guarantee="exactly_once")
     worker = Worker(
         ["segment", "synthesize", "encode", "sink"],
         Settings(kafka=kafka_settings, s3=services.s3),

@@ -14,7 +14,6 @@ import logging
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import orjson
@@ -120,10 +119,10 @@ async def test_gray_release_splits_traffic_rolls_back_on_a_breach_and_loses_noth
     from streamtts.processors.synthesize.speech_stack import budgets_of
 
     settings = Settings(kafka=kafka_settings, s3=services.s3)
-    pipeline = replace(pipeline_settings, render_cache=False)
+    pipeline = pipeline_settings.replace(render_cache=False)
     # The candidate's synthesize configuration: the same voices, a 10 ms inference budget
     # (what STREAMTTS_INFERENCE_BUDGET_S=0.01 STREAMTTS_INFERENCE_BUDGET_PER_CHAR_S=0 give).
-    bad = replace(pipeline, release=CANDIDATE, inference_budget_s=0.01, inference_budget_per_char_s=0.0)
+    bad = pipeline.replace(release=CANDIDATE, inference_budget_s=0.01, inference_budget_per_char_s=0.0)
     candidate_renderer = SegmentRenderer(speech_renderer.synth, budgets=budgets_of(bad))
     candidate = Worker(["synthesize"], settings, bad, renderer=candidate_renderer, pools=["short"], ops=False)
     stable = Worker(
@@ -355,7 +354,7 @@ async def test_tenants_header_and_pools_route_to_the_candidate_lanes(
     segmenter = Worker(
         ["segment"],
         Settings(kafka=kafka_settings, s3=services.s3),
-        replace(pipeline_settings, release_guard=False),
+        pipeline_settings.replace(release_guard=False),
         ops=False,
     )
     await segmenter.start()
@@ -437,7 +436,7 @@ async def test_a_rule_for_a_release_without_lanes_falls_back_to_stable(
     segmenter = Worker(
         ["segment"],
         Settings(kafka=kafka_settings, s3=services.s3),
-        replace(pipeline_settings, release_guard=False),
+        pipeline_settings.replace(release_guard=False),
         ops=False,
     )
     await segmenter.start()

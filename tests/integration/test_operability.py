@@ -7,7 +7,6 @@ import io
 import logging
 import signal
 import sys
-from dataclasses import replace
 
 import aiohttp
 import numpy as np
@@ -43,7 +42,7 @@ async def test_probes_follow_warm_up_and_canary(
     worker = Worker(
         ["synthesize"],
         Settings(kafka=kafka_settings, s3=services.s3),
-        replace(pipeline_settings, canary_interval_s=0),
+        pipeline_settings.replace(canary_interval_s=0),
         renderer=speech_renderer,
     )
     starting = asyncio.create_task(worker.start())
@@ -140,7 +139,7 @@ async def test_short_request_overtakes_a_long_one_through_its_pool(
     )
     long_req = TTSRequest.new(chapter, language="en", voice="jm_kumo", format="mp3")
     short_req = TTSRequest.new("Your code is 42.", language="en", voice="jm_kumo", format="mp3")
-    assert len(chapter) > PipelineSettings().long_text_chars
+    assert len(chapter) > PipelineSettings().text.long_text_chars
     async with (
         ResultWaiter(kafka_settings) as waiter,
         AudioSubscriber(kafka_settings, topics.audio, request_ids=[long_req.request_id]) as sub,

@@ -38,7 +38,7 @@ async def cached_pipeline(kafka_settings, services, speech_renderer, cache_prefi
     worker = Worker(
         ["segment", "synthesize", "encode", "sink"],
         Settings(kafka=kafka_settings, s3=services.s3),
-        PipelineSettings(synth_threads=2, session_timeout_s=6.0),
+        PipelineSettings.of(synth_threads=2, session_timeout_s=6.0),
         renderer=renderer,
     )
     await worker.start()

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import uuid
 from collections import Counter
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -79,7 +78,7 @@ async def test_storage_outage_dead_letters_then_replay_completes_each_exactly_on
     worker = Worker(
         ["segment", "synthesize", "encode", "sink"],
         Settings(kafka=kafka_settings, s3=s3),
-        replace(pipeline_settings, storage_retries=1),
+        pipeline_settings.replace(storage_retries=1),
         renderer=speech_renderer,
     )
     results = Results(kafka_settings)

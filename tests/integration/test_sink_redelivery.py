@@ -5,7 +5,6 @@ processing guarantee."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -38,7 +37,7 @@ async def test_no_second_result_for_chunks_read_again_after_a_restart(
     services: Services,
     pipeline_settings: PipelineSettings,
 ) -> None:
-    pipeline = replace(pipeline_settings, processing_guarantee=guarantee)
+    pipeline = pipeline_settings.replace(processing_guarantee=guarantee)
     unfinished, finished = request("still coming"), request("done before the restart")
     c0, c1 = pcm_chunk(unfinished, 0, 2, samples=2400), pcm_chunk(unfinished, 1, 2, samples=2400)
     f0, f1 = pcm_chunk(finished, 0, 2, samples=2400), pcm_chunk(finished, 1, 2, samples=2400)

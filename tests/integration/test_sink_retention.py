@@ -5,7 +5,6 @@ counts lifecycle expiry."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -26,7 +25,7 @@ pytestmark = pytest.mark.integration
 async def test_stored_files_carry_retention_tags_and_results_their_expiry(
     kafka_settings: KafkaSettings, topics: TopicNames, services: Services, pipeline_settings: PipelineSettings
 ) -> None:
-    pipeline = replace(pipeline_settings, retention_days=90, tenant_retention_days=("acme=30", "keeper=0"))
+    pipeline = pipeline_settings.replace(retention_days=90, tenant_retention_days=("acme=30", "keeper=0"))
     reqs = {t: request("Hello.", tenant=t) for t in ("acme", "beta", "keeper")}
     worker = Worker(["sink"], Settings(kafka=kafka_settings, s3=services.s3), pipeline, ops=False)
     await worker.start()

@@ -42,7 +42,7 @@ async def test_a_request_whose_audio_stops_coming_fails_visibly(
     whole, broken = (
         TTSRequest.new("One. Two. Three.", language="en", format="wav", tenant="stale") for _ in range(2)
     )
-    sink = CompletionSink(kafka_settings, services.s3, PipelineSettings(sink_stale_s=1.0), topics)
+    sink = CompletionSink(kafka_settings, services.s3, PipelineSettings.of(sink_stale_s=1.0), topics)
     async with ResultWaiter(kafka_settings) as waiter:
         await sink.start()
         producer = make_producer(kafka_settings)

@@ -95,7 +95,7 @@ def test_the_worker_runs_exactly_the_groups_of_the_chosen_stages(pools: tuple[st
 @pytest.mark.parametrize("release", ["stable", CANDIDATE])
 async def test_each_built_stage_has_the_group_sources_and_dlq_of_its_spec(release: str) -> None:
     renderer: Any = SimpleNamespace(synth=SimpleNamespace(registry=SimpleNamespace()))
-    pipeline = PipelineSettings(release=release)
+    pipeline = PipelineSettings.of(release=release)
     worker = Worker(list(STAGES), _settings(), pipeline, renderer=renderer, ops=False)
     built = [
         (spec, group, STAGE_FACTORIES[spec.name](worker, group)) for spec, group in worker.stage_groups()

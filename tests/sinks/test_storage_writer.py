@@ -80,7 +80,7 @@ def _writer(
     retention_days: int = 0,
     stopping: asyncio.Event | None = None,
 ) -> StorageWriter:
-    pipeline = PipelineSettings(storage_retries=retries, retention_days=retention_days)
+    pipeline = PipelineSettings.of(storage_retries=retries, retention_days=retention_days)
     writer = StorageWriter(
         S3Settings(), pipeline, SinkTelemetry(telemetry, "sink"), stopping or asyncio.Event()
     )

@@ -40,7 +40,7 @@ class RetentionPolicy:
 
     @classmethod
     def of(cls, pipeline: PipelineSettings) -> RetentionPolicy:
-        return cls(pipeline.retention_days, pipeline.tenant_retention())
+        return cls(pipeline.storage.retention_days, pipeline.storage.tenant_retention())
 
     def days_for(self, tenant: str) -> int:
         return self.tenants.get(tenant, self.default_days)

@@ -41,6 +41,6 @@ def test_the_requested_and_planned_voices_are_mapped() -> None:
 def test_release_settings_are_validated() -> None:
     assert voice_map(("a=b", " c = d ")) == {"a": "b", "c": "d"}
     with pytest.raises(ConfigError, match="RELEASE_VOICES"):
-        PipelineSettings(release_voices=("just-a-voice",))
+        PipelineSettings.of(release_voices=("just-a-voice",))
     with pytest.raises(ConfigError, match="RELEASE"):
-        PipelineSettings(release="Bad.Name")
+        PipelineSettings.of(release="Bad.Name")

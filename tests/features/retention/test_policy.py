@@ -36,9 +36,9 @@ def test_tags_say_which_rule_selects_a_file() -> None:
 
 
 def test_settings_validate_retention() -> None:
-    s = PipelineSettings(retention_days=7, tenant_retention_days=("acme=30",))
-    assert (s.retention_for("acme"), s.retention_for("beta")) == (30, 7)
+    s = PipelineSettings.of(retention_days=7, tenant_retention_days=("acme=30",))
+    assert (s.storage.retention_for("acme"), s.storage.retention_for("beta")) == (30, 7)
     with pytest.raises(ConfigError, match="tenant=days"):
-        PipelineSettings(tenant_retention_days=("acme=-1",))
+        PipelineSettings.of(tenant_retention_days=("acme=-1",))
     with pytest.raises(ConfigError, match="RETENTION_DAYS must be ≥ 0"):
-        PipelineSettings(retention_days=-1)
+        PipelineSettings.of(retention_days=-1)

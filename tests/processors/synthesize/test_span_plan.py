@@ -132,7 +132,7 @@ def stage(registry: VoiceRegistry) -> Iterator[SynthesizeStage]:
     renderer = SegmentRenderer(
         Synthesizer(registry, cache=cache), budgets=Budgets(g2p_s=30.0, inference_base_s=120.0)
     )
-    built = SynthesizeStage(KafkaSettings(), PipelineSettings(synth_threads=2), renderer)
+    built = SynthesizeStage(KafkaSettings(), PipelineSettings.of(synth_threads=2), renderer)
     built.out = Out()  # type: ignore[assignment]
     try:
         yield built
