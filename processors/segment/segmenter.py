@@ -293,11 +293,13 @@ def _sentence_pieces(
         langs = [r.lang for r in group for _ in r.text]
         clauses = splitter.clauses(text)
         pieces: list[str] = []
-        while first and not out and clauses and not any(has_speakable(p) for p in pieces):
+        at, spoken = 0, False
+        while first and not out and at < len(clauses) and not spoken:
             # The first *speakable* piece gets the first-span budget (a leading "," does not).
-            head, clauses = splitter.first_piece(clauses)
+            head, at = splitter.first_piece_at(clauses, at)
             pieces.append(head)
-        pieces.extend(splitter.pack(clauses))
+            spoken = has_speakable(head)
+        pieces.extend(splitter.pack(clauses[at:]))
         pos = 0
         for piece in pieces:
             piece = piece.strip()
