@@ -22,7 +22,7 @@ import xml.parsers.expat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from streamtts.processors.segment.exceptions import InputRejected, SegmentationError
+from streamtts.processors.segment.exceptions import InputRejected, SegmentationError, UnreadableNumber
 from streamtts.processors.segment.langid import normalize_lang_hint, script_of
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import Given, GivenTable, blank_placeholders
@@ -398,7 +398,7 @@ class _Parser:
             else:
                 try:
                     spoken = say_as(kind, content, lang, frame.attrs.get("format"))
-                except SayAsError as err:
+                except (SayAsError, UnreadableNumber) as err:
                     self._note(f"{err}; read as written")
                     spoken = content
         else:  # phoneme
