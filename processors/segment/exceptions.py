@@ -30,3 +30,19 @@ class InputRejected(SegmentationError):
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
         super().__init__(message)
+
+
+class ExpandedTooLong(SegmentationError):
+    """More to say than the request may (its lexicon, numbers and markup read out)."""
+
+    reason = "expanded_too_long"
+
+
+class TooManySegments(SegmentationError):
+    reason = "too_many_segments"
+
+
+class UnreadableNumber(SegmentationError):
+    """A number the reader of its language cannot say (the message names it)."""
+
+    reason = "unreadable_number"

@@ -12,6 +12,7 @@ import functools
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import overload
 
 from streamtts.processors.segment.pronunciations import Given, GivenTable
 from streamtts.processors.segment.text_map import MappedText
@@ -108,7 +109,22 @@ class LexiconMatcher:
     def __bool__(self) -> bool:
         return bool(self._exact or self._folded)
 
-    def apply(self, text: MappedText, lang_at: Callable[[int], str], given: GivenTable) -> MappedText:
+    @overload
+    def apply(self, text: MappedText, lang_at: Callable[[int], str], given: GivenTable) -> MappedText: ...
+
+    @overload
+    def apply(
+        self, text: MappedText, lang_at: Callable[[int], str], given: GivenTable, *, max_chars: int
+    ) -> MappedText | None: ...
+
+    def apply(
+        self,
+        text: MappedText,
+        lang_at: Callable[[int], str],
+        given: GivenTable,
+        *,
+        max_chars: int | None = None,
+    ) -> MappedText | None:
         """`text` with every matching entry applied, left to right, longest match first.
 
         Args:
@@ -116,10 +132,14 @@ class LexiconMatcher:
             lang_at: the language the front-end reads character i in (decides which
                 language's entries apply there).
             given: where phoneme entries put their pronunciations.
+            max_chars: the longest result wanted: None is returned as soon as the text
+                grows past it (an alias can be 500 times its grapheme), before the rest
+                is expanded.
         """
         s = text.text
         folded = "".join(_fold_char(c) for c in s)
         out: list[MappedText] = []
+        size = 0  # characters in `out`
         pos = i = 0
         while i < len(s):
             found = self._match(s, folded, i, lang_at)
@@ -129,9 +149,14 @@ class LexiconMatcher:
             end, compiled = found
             out.append(text.slice(pos, i))
             out.append(self._replacement(text, i, end, compiled, lang_at(i), given))
+            size += len(out[-2]) + len(out[-1])
+            if max_chars is not None and size > max_chars:
+                return None
             pos = i = end
         if not out:
             return text
+        if max_chars is not None and size + len(s) - pos > max_chars:
+            return None
         out.append(text.slice(pos, len(s)))
         return MappedText.join(out)
 

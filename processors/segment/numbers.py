@@ -9,7 +9,10 @@ correct counters itself. Korean keeps digits (espeak reads them) minus thousands
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Callable
 
+from streamtts.processors.segment.exceptions import UnreadableNumber
 from streamtts.processors.segment.number_context import read_codes, read_ranges
 
 _CURRENCY_CHARS = "$€£¥￥"
@@ -323,7 +326,11 @@ def _cn(number: str, mode: str = "low") -> str:
     try:
         return str(cn2an.an2cn(number, mode))
     except Exception:  # cn2an rejects some shapes (huge ints): read digit by digit
-        return str(cn2an.an2cn(re.sub(r"\D", "", number) or "0", "direct"))
+        pass
+    try:
+        return str(cn2an.an2cn(re.sub(r"[^0-9]", "", ascii_digits(number)) or "0", "direct"))
+    except Exception:  # its own message would reach the requester
+        raise UnreadableNumber(f"the number {number[:40]!r} cannot be read out in zh") from None
 
 
 def _zh_token(m: re.Match[str]) -> str:
@@ -386,11 +393,21 @@ _VERBALIZERS = {
 }
 
 
+def ascii_digits(text: str) -> str:
+    """`text` with every Unicode decimal digit (category Nd: ١٢٣, १२३, ๑๒๓ …) as its ASCII
+    digit, one character for one: the readers (cn2an, the word tables) know 0-9 only, while
+    `\\d` in a pattern matches them all."""
+    if text.isascii():
+        return text
+    return "".join(str(unicodedata.digit(c)) if unicodedata.category(c) == "Nd" else c for c in text)
+
+
 def verbalize_numbers(text: str, lang: str, before: str = "") -> str:
     """Rewrite numeric expressions of `text` into words for `lang`.
 
     Codes (verification codes, phone and order numbers, card tails…) are read digit by digit,
-    ranges as "A to B", everything else as quantities (see `number_context`).
+    ranges as "A to B", everything else as quantities (see `number_context`). Digits of any
+    script are read as the ASCII digits they stand for.
 
     Args:
         text: a run of one language (see `processors.segment.langid`).
@@ -398,11 +415,16 @@ def verbalize_numbers(text: str, lang: str, before: str = "") -> str:
         before: the sentence's text before this run (for code words in another run).
     Returns:
         The text with numbers, dates ("2024-03-15"), times ("10:30"), currency ("$3.50"),
-        percentages and known units ("5kg") verbalized. Never raises.
+        percentages and known units ("5kg") verbalized.
+    Raises:
+        UnreadableNumber: a number the language's reader fails on (none is known: a
+            reader's own error never reaches the requester as it is).
     """
-    token = _VERBALIZERS.get(lang)
-    if token is None or not any(c.isdigit() for c in text):
+    reader = _VERBALIZERS.get(lang)
+    if reader is None or not any(c.isdigit() for c in text):
         return text
+    text = ascii_digits(text)
+    token = _guarded(reader, lang)
     if lang == "en":  # "iPhone15", "MP3": a number glued to a word is still its own word
         text = re.sub(r"(?<=[A-Za-z])(?=\d)", " ", text)
     text = read_ranges(read_codes(text, lang, before), lang)
@@ -413,6 +435,19 @@ def verbalize_numbers(text: str, lang: str, before: str = "") -> str:
         out = re.sub(r" *([,.;:!?]) *(?=[,.;:!?]|$)", r"\1", re.sub(r"  +", " ", out))
         out = re.sub(r" +([,.;:!?])", r"\1", out)
     return out
+
+
+def _guarded(reader: Callable[[re.Match[str]], str], lang: str) -> Callable[[re.Match[str]], str]:
+    """`reader`, with any failure of it (cn2an raises on shapes it does not know) turned
+    into UnreadableNumber naming the number."""
+
+    def read(m: re.Match[str]) -> str:
+        try:
+            return reader(m)
+        except Exception:
+            raise UnreadableNumber(f"the number {m.group(0)[:40]!r} cannot be read out in {lang}") from None
+
+    return read
 
 
 def _zh_leftovers(text: str) -> str:

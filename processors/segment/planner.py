@@ -6,14 +6,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from streamtts.processors.segment.exceptions import SegmentationError, TextTooLong
+from streamtts.processors.segment.exceptions import (
+    ExpandedTooLong,
+    SegmentationError,
+    TextTooLong,
+    TooManySegments,
+    UnreadableNumber,
+)
 from streamtts.processors.segment.input_policy import check_text
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, Span, segment_text
 from streamtts.processors.segment.splitter import SENTENCE_END
+from streamtts.processors.segment.spoken_budget import SpokenBudget
 from streamtts.processors.segment.ssml import looks_like_ssml, parse_ssml
 from streamtts.processors.segment.voice_plan import VoiceChooser, VoicePlan, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
+from streamtts.schemas.request import MAX_SEGMENTS
 from streamtts.schemas.segment import Mark, SpanRun, TextBlock
 
 # Span languages the contract knows; anything else the segmenter reports is "other".
@@ -62,7 +70,9 @@ def plan_segments(
     Raises:
         InputRejected: markup or control characters (see `input_policy`).
         InvalidSsml: malformed or hostile SSML (reason "invalid_ssml", with the position).
-        SegmentationError: empty/unspeakable/too long text (a permanent failure: DLQ).
+        SegmentationError: empty/unspeakable/too long text, as written or as said once
+            lexicon, numbers and markup are read out (`spoken_budget`), or more than
+            `MAX_SEGMENTS` segments (a permanent failure: DLQ).
     """
     hint = None if request.language == "auto" else request.language
     notes: list[str] = []
@@ -76,6 +86,7 @@ def plan_segments(
             first_max_chars=first_max_chars,
             first_min_chars=first_min_chars,
             max_chars=max_chars,
+            spoken=SpokenBudget.for_text(len(request.text), max_text_chars),
             voices=voices,
             lexicon=lexicon,
             unknown=ssml_unknown,
@@ -99,6 +110,8 @@ def plan_segments(
             items = [_Planned(span, plan) for span, plan in plan_voices(spans, requested, voices)]
         else:
             items = [_Planned(span, None) for span in spans]
+    if len(items) > MAX_SEGMENTS:
+        raise TooManySegments(f"the text makes {len(items)} segments; a request makes at most {MAX_SEGMENTS}")
     ctx = RequestContext.of(
         request,
         lexicon_version=lexicon.version if lexicon else None,
@@ -151,6 +164,7 @@ def _ssml_plan(
     first_max_chars: int,
     first_min_chars: int,
     max_chars: int,
+    spoken: SpokenBudget,
     voices: VoiceChooser | None,
     lexicon: LexiconMatcher | None,
     unknown: str,
@@ -179,7 +193,10 @@ def _ssml_plan(
                 lexicon=lexicon,
                 given=doc.given,
                 first=not out,
+                spoken=spoken,
             )
+        except (ExpandedTooLong, UnreadableNumber):
+            raise  # the document says too much, or a number in it cannot be said
         except SegmentationError:  # nothing speakable in this block (only punctuation)
             if block.pause_after_ms and out:
                 last = out[-1]

@@ -25,6 +25,7 @@ from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.pronunciations import GivenTable, blank_placeholders, is_placeholder
 from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
+from streamtts.processors.segment.spoken_budget import SpokenBudget
 from streamtts.processors.segment.text_map import MappedText
 
 DEFAULT_FIRST_MAX_CHARS = 40
@@ -85,6 +86,7 @@ def segment_text(
     lexicon: LexiconMatcher | None = None,
     given: GivenTable | None = None,
     first: bool = True,
+    spoken: SpokenBudget | None = None,
 ) -> list[Span]:
     """Segment request text into spans.
 
@@ -108,13 +110,19 @@ def segment_text(
             placeholder in `text` is then forged and removed).
         first: the first span gets the short first-span budget (False for a later block
             of an SSML document).
+        spoken: what the request may still say, spent span by span (None: a budget for
+            `text` alone, see `spoken_budget`); checked after the lexicon too, so an
+            expansion past it stops there.
     Returns:
         Spans in speaking order, each with speakable text.
     Raises:
-        SegmentationError: empty text, nothing speakable, text too long, or unknown hint.
+        SegmentationError: empty text, nothing speakable, text too long (as written, or
+            as said: ExpandedTooLong), or unknown hint.
     """
     if len(text) > max_text_chars:
         raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
+    if spoken is None:
+        spoken = SpokenBudget.for_text(len(text), max_text_chars)
     hint = normalize_lang_hint(lang_hint)
     if given is None:
         given = GivenTable()
@@ -142,7 +150,7 @@ def segment_text(
         else:
             cursor = clean.text.find(sentence_text, cursor) + len(sentence_text)
         if lexicon:
-            sentence = _with_lexicon(sentence, hint, lexicon, given)
+            sentence = _with_lexicon(sentence, hint, lexicon, given, spoken)
         pieces = _sentence_pieces(
             sentence, hint, splitter, first=first and not spans, verbalize=verbalize, given=given
         )
@@ -155,6 +163,7 @@ def segment_text(
             if not piece_runs:
                 continue
             piece = "".join(r.text for r in piece_runs)
+            spoken.spend(len(piece))
             source = piece_map.without(CODE_OPEN + CODE_CLOSE).map_chars(given.display)
             last = k == len(pieces) - 1
             if last:
@@ -172,14 +181,20 @@ def segment_text(
 
 
 def _with_lexicon(
-    sentence: MappedText, hint: str | None, lexicon: LexiconMatcher, given: GivenTable
+    sentence: MappedText, hint: str | None, lexicon: LexiconMatcher, given: GivenTable, spoken: SpokenBudget
 ) -> MappedText:
     """The sentence with the lexicon applied; an entry applies where the front-end reads
-    its grapheme in the entry's language."""
+    its grapheme in the entry's language. Raises ExpandedTooLong as soon as the sentence
+    grows past what the request may still say."""
     langs: list[str] = []
     for run in tag_runs(sentence.text, hint):
         langs.extend([run.lang] * len(run.text))
-    return lexicon.apply(sentence, lambda i: langs[i] if i < len(langs) else "other", given)
+    out = lexicon.apply(
+        sentence, lambda i: langs[i] if i < len(langs) else "other", given, max_chars=spoken.left
+    )
+    if out is None:
+        raise spoken.exceeded()
+    return out
 
 
 # A stand-in of each language's script for a placeholder while runs are tagged: a given
@@ -293,11 +308,13 @@ def _sentence_pieces(
         langs = [r.lang for r in group for _ in r.text]
         clauses = splitter.clauses(text)
         pieces: list[str] = []
-        while first and not out and clauses and not any(has_speakable(p) for p in pieces):
+        at, spoken = 0, False
+        while first and not out and at < len(clauses) and not spoken:
             # The first *speakable* piece gets the first-span budget (a leading "," does not).
-            head, clauses = splitter.first_piece(clauses)
+            head, at = splitter.first_piece_at(clauses, at)
             pieces.append(head)
-        pieces.extend(splitter.pack(clauses))
+            spoken = has_speakable(head)
+        pieces.extend(splitter.pack(clauses[at:]))
         pos = 0
         for piece in pieces:
             piece = piece.strip()

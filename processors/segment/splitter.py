@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +14,15 @@ _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof st sr jr vs etc e.g i.e inc ltd co no fig approx dept est jan feb mar "
     "apr jun jul aug sep sept oct nov dec mt".split()
 )
-_WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
+# A word longer than every abbreviation is none of them (nor an initial): the word before a
+# period is looked for this far back at most, so each period costs O(1) (a search from the
+# start of the text at every period made "a"*2000 + " ."*500 cubic).
+_LONGEST_ABBREVIATION = max(len(a) for a in _ABBREVIATIONS)
+
+
+def _word_char(ch: str) -> bool:
+    """What the abbreviation check reads as a word: `[\\w.]` (alphanumerics, "_", ".")."""
+    return ch.isalnum() or ch == "_" or ch == "."
 
 
 def _is_cjk(ch: str) -> bool:
@@ -33,17 +40,18 @@ def _is_cjk(ch: str) -> bool:
 _CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
 
 
-def _outside_codes(text: str, cut: int, max_len: int) -> int:
-    """`cut` moved to the start of the code it falls in (or past its end when the code starts
-    the text and is at most `max_len` long), so a code is never read half in one span and
-    half in the next; a code longer than that is cut like any text."""
-    start = text.rfind(_CODE_OPEN, 0, cut)
-    if start < 0 or text.rfind(_CODE_CLOSE, 0, cut) > start:
+def _outside_codes(text: str, start: int, cut: int, max_len: int) -> int:
+    """`cut` (counted from `start`) moved to the start of the code it falls in (or past its
+    end when the code starts text[start:] and is at most `max_len` long), so a code is never
+    read half in one span and half in the next; a code longer than that is cut like any
+    text. Looks at most `max(cut, max_len)` characters past `start`."""
+    opened = text.rfind(_CODE_OPEN, start, start + cut)
+    if opened < 0 or text.rfind(_CODE_CLOSE, start, start + cut) > opened:
         return cut
-    if start > 0:
-        return start
-    end = text.find(_CODE_CLOSE, cut)
-    return end + 1 if 0 <= end < max_len else cut
+    if opened > start:
+        return opened - start
+    end = text.find(_CODE_CLOSE, start + cut, start + max_len)
+    return end + 1 - start if end >= 0 else cut
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,10 @@ class ClauseSplitter:
             raise ValueError(
                 "need 4 <= first_max_chars <= max_chars, got "
                 f"first_max_chars={self.first_max_chars}, max_chars={self.max_chars}"
+            )
+        if self.cjk_weight < 1:
+            raise ValueError(
+                f"need cjk_weight >= 1 (a piece's cost bounds its length), got {self.cjk_weight}"
             )
         if not 0 <= self.first_min_chars <= self.first_max_chars:
             raise ValueError(
@@ -127,14 +139,18 @@ class ClauseSplitter:
         nxt = text[i + 1] if i + 1 < len(text) else " "
         if not (nxt.isspace() or nxt in CLOSERS or nxt in SENTENCE_END):
             return False  # 3.14, example.com, e.g.
-        m = _WORD_BEFORE_RE.search(text, 0, i)
-        if m is None:
+        # The run of word characters before the period, read back one past the longest
+        # abbreviation: a longer run is a plain word.
+        start, lo = i, max(0, i - _LONGEST_ABBREVIATION - 1)
+        while start > lo and _word_char(text[start - 1]):
+            start -= 1
+        if start == i or i - start > _LONGEST_ABBREVIATION:
             return True
-        word = m.group(1).lower()
+        word = text[start:i].lower()
         if word in _ABBREVIATIONS:
             return False
         # A single capital letter is an initial ("J. K. Rowling").
-        return not (len(word) == 1 and text[m.start()].isupper())
+        return not (len(word) == 1 and text[start].isupper())
 
     # -- clauses --------------------------------------------------------------------------
 
@@ -169,31 +185,42 @@ class ClauseSplitter:
 
     # -- budget ---------------------------------------------------------------------------
 
+    def _fits(self, text: str, budget: int) -> bool:
+        """cost(text) <= budget, reading at most `budget` characters (every cost is >= 1)."""
+        return len(text) <= budget and self.cost(text) <= budget
+
     def cut_head(self, text: str, budget: int) -> tuple[str, str]:
         """Cut `text` into (head, tail) with cost(head) <= budget.
 
         Prefers the last space inside the budget (for Latin text); cuts at any character
         otherwise (CJK, or one very long word), never inside a combining sequence.
         """
-        if self.cost(text) <= budget:
-            return text, ""
-        used, limit = 0, 0
-        for k, ch in enumerate(text):
-            used += self._unit(ch)
+        cut = self._cut(text, 0, budget)
+        return (text, "") if cut is None else (text[:cut], text[cut:])
+
+    def _cut(self, text: str, start: int, budget: int) -> int | None:
+        """Where `cut_head(text[start:], budget)` cuts (an index into `text`), or None when
+        text[start:] fits the budget. Reads about `budget` characters from `start`, never
+        the whole rest: a long text is cut in one pass, not once per piece."""
+        limit = None
+        used = 0
+        for k in range(start, len(text)):
+            used += self._unit(text[k])
             if used > budget:
-                limit = k
+                limit = k - start
                 break
+        if limit is None:
+            return None
         limit = max(limit, 1)
-        space = text.rfind(" ", 0, limit + 1)
+        found = text.rfind(" ", start, start + limit + 1)
+        space = found - start if found >= 0 else -1
         if space > limit // 3:
             cut = space + 1 if space < limit else space
         else:
             cut = limit
-            while cut > 1 and unicodedata.combining(text[cut]):
+            while cut > 1 and unicodedata.combining(text[start + cut]):
                 cut -= 1
-        if _CODE_OPEN in text:
-            cut = _outside_codes(text, cut, budget * 3 // 2)
-        return text[:cut], text[cut:]
+        return start + _outside_codes(text, start, cut, budget * 3 // 2)
 
     def first_piece(self, clauses: list[str]) -> tuple[str, list[str]]:
         """The first piece of a request and the clauses left after it.
@@ -201,29 +228,40 @@ class ClauseSplitter:
         Whole clauses are taken until the piece costs at least `first_min_chars`, as long as
         they fit `first_max_chars`: a clause boundary keeps the prosody a fragment loses. If
         the rest of the sentence would then be a fragment itself (under twice that), the whole
-        sentence is taken
-        when it fits 1.5 × `first_max_chars` (and `max_chars`). A first clause over the budget is cut (at a
-        space where there is one).
+        sentence is taken when it fits 1.5 × `first_max_chars` (and `max_chars`). A first
+        clause over the budget is cut (at a space where there is one).
         """
-        head, k = clauses[0], 1
+        left = list(clauses)
+        head, k = self.first_piece_at(left, 0)
+        return head, left[k:]
+
+    def first_piece_at(self, clauses: list[str], start: int) -> tuple[str, int]:
+        """`first_piece` of clauses[start:], in place: returns the piece and the index of the
+        clauses left after it; a clause cut in two leaves its tail in its own slot. Reads
+        only the clauses it takes (and a bounded look at the next ones), so calling it again
+        on what is left costs no rescans."""
+        head, k = clauses[start], start + 1
         while (
             k < len(clauses)
-            and self.cost(head.strip()) < self.first_min_chars
-            and self.cost((head + clauses[k]).strip()) <= self.first_max_chars
+            and self._fits(head.strip(), self.first_min_chars - 1)
+            and self._fits((head + clauses[k]).strip(), self.first_max_chars)
         ):
             head, k = head + clauses[k], k + 1
-        rest = clauses[k:]
-        tail_cost = self.cost("".join(rest).strip())
+        tail = _joined_if_shorter(clauses, k, 2 * self.first_min_chars)
         whole_budget = min(self.first_max_chars * 3 // 2, self.max_chars)
         if (
-            0 < tail_cost < 2 * self.first_min_chars
-            and self.cost((head + "".join(rest)).strip()) <= whole_budget
+            tail is not None
+            and self._fits(tail[0], 2 * self.first_min_chars - 1)
+            and self._fits((head + tail[1]).strip(), whole_budget)
         ):
             # What is left of the sentence would be a fragment too ("…，请妥善保管。" spoken
             # alone came back garbled): the sentence goes whole, up to 1.5 × the budget.
-            return (head + "".join(rest)).strip(), []
-        head, tail = self.cut_head(head.strip(), self.first_max_chars)
-        return head, [tail, *rest] if tail.strip() else rest
+            return (head + tail[1]).strip(), len(clauses)
+        head, rest = self.cut_head(head.strip(), self.first_max_chars)
+        if rest.strip():
+            k -= 1
+            clauses[k] = rest
+        return head, k
 
     def pack(self, clauses: list[str], budget: int | None = None) -> list[str]:
         """Merge consecutive clauses into pieces of cost <= budget; cut clauses that are longer.
@@ -237,18 +275,39 @@ class ClauseSplitter:
         """
         budget = self.max_chars if budget is None else budget
         pieces: list[str] = []
-        current = ""
+        current, current_cost = "", 0  # cost(current), kept so no piece is costed twice
         for clause in clauses:
+            clause_cost = self.cost(clause)
             candidate = current + clause
-            if self.cost(candidate.strip()) <= budget:
-                current = candidate
+            # Stripped whitespace costs 1 a character.
+            if current_cost + clause_cost - (len(candidate) - len(candidate.strip())) <= budget:
+                current, current_cost = candidate, current_cost + clause_cost
                 continue
             if current.strip():
                 pieces.append(current.strip())
-            current = clause
-            while self.cost(current.strip()) > budget:
-                head, current = self.cut_head(current.strip(), budget)
-                pieces.append(head.strip())
+            current, current_cost = clause, clause_cost
+            text, at = clause.strip(), 0  # cut in one pass: each piece is read once
+            while (cut := self._cut(text, at, budget)) is not None:
+                pieces.append(text[at:cut].strip())
+                current = text[cut:]
+                at = cut
+                while at < len(text) and text[at].isspace():
+                    at += 1
+            if at:
+                current_cost = self.cost(current)
         if current.strip():
             pieces.append(current.strip())
         return [p for p in pieces if p]
+
+
+def _joined_if_shorter(parts: list[str], start: int, limit: int) -> tuple[str, str] | None:
+    """("".join(parts[start:]).strip(), "".join(parts[start:])) when the stripped join is
+    non-empty and shorter than `limit` characters, else None; joins only as many parts as
+    it takes to know (a stripped join only grows as parts are added)."""
+    joined = ""
+    for k in range(start, len(parts)):
+        joined += parts[k]
+        if len(joined.strip()) >= limit:
+            return None
+    stripped = joined.strip()
+    return (stripped, joined) if stripped else None

@@ -22,7 +22,7 @@ import xml.parsers.expat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from streamtts.processors.segment.exceptions import InputRejected, SegmentationError
+from streamtts.processors.segment.exceptions import InputRejected, SegmentationError, UnreadableNumber
 from streamtts.processors.segment.langid import normalize_lang_hint, script_of
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import Given, GivenTable, blank_placeholders
@@ -40,6 +40,12 @@ MAX_GIVEN_CHARS = MAX_GRAPHEME_CHARS
 """The text one `<phoneme>` pronounces: a word or a name, not a paragraph."""
 MAX_BREAK_MS = 5000
 """The longest pause a segment carries; longer breaks are cut to it (with a note)."""
+MAX_DOCUMENT_BREAK_MS = 120_000
+"""The silence all of a document's breaks add up to; breaks past it are dropped (with a
+note): 1,000 breaks of 5 s each asked for 5,000 s of silence, held by the sink in memory."""
+MAX_BLOCKS = 1000
+"""Blocks per document (each break, voice, language or rate change starts one; each is at
+least one segment)."""
 
 _STRENGTH_MS = {"none": 0, "x-weak": 100, "weak": 200, "medium": 400, "strong": 700, "x-strong": 1000}
 _RATE_WORDS = {"x-slow": 0.6, "slow": 0.8, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
@@ -136,6 +142,8 @@ class _Parser:
         self.given = GivenTable()
         self.notes: list[str] = []
         self.doc_lang: str | None = None
+        self.silence_ms = 0
+        """The breaks' silence so far (bounded by MAX_DOCUMENT_BREAK_MS)."""
         self.pending: tuple[str, int] | None = None
         """Character data whose end is known only at the next event."""
         self.saw_root = False
@@ -210,6 +218,11 @@ class _Parser:
         text = MappedText.join(self.current).sub(_SPACE_BEFORE_PUNCT_RE, lambda m: m.group(1))
         self._tail, self._letter_lang = "", None
         if text.text.strip():
+            if len(self.blocks) >= MAX_BLOCKS:
+                raise self._error(
+                    f"more than {MAX_BLOCKS} blocks of text "
+                    "(each break, voice, language or rate change starts one)"
+                )
             self.blocks.append(Block(text, self.current_style, pause_ms))
         elif pause_ms is not None and self.blocks:
             prev = self.blocks[-1]
@@ -357,6 +370,12 @@ class _Parser:
         if ms > MAX_BREAK_MS:
             self._note(f"a break of {ms:.0f} ms was shortened to {MAX_BREAK_MS} ms")
             ms = MAX_BREAK_MS
+        if self.silence_ms + ms > MAX_DOCUMENT_BREAK_MS:
+            self._note(f"breaks past {MAX_DOCUMENT_BREAK_MS // 1000} s of silence in all were dropped")
+            ms = MAX_DOCUMENT_BREAK_MS - self.silence_ms
+            if ms <= 0:
+                return  # as strength="none": no pause, no boundary
+        self.silence_ms += int(ms)
         self._close_block(int(ms))
 
     def _leaf_done(self, frame: _Frame) -> None:
@@ -379,7 +398,7 @@ class _Parser:
             else:
                 try:
                     spoken = say_as(kind, content, lang, frame.attrs.get("format"))
-                except SayAsError as err:
+                except (SayAsError, UnreadableNumber) as err:
                     self._note(f"{err}; read as written")
                     spoken = content
         else:  # phoneme

@@ -59,8 +59,14 @@ from streamtts.gateway.service import Gateway, SpeechOptions
 from streamtts.schemas.request import AudioFormat, Language
 
 # A sentence ends at . ! ? … followed by whitespace (so "3.5" and a half-written "Mr." at the
-# end of a fragment wait for more text), or at CJK full stops, which need no space.
-_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|[。！？；]+[”’」』）]*")
+# end of a fragment wait for more text), or at CJK full stops, which need no space. Linear:
+# a boundary is tried only where a run of stops begins (any later start in the run ends the
+# same way) and nothing backtracks, so "."*5000 is one pass, not one per position.
+_STOPS = ".!?…"
+_CLOSERS = "\"'”’)]"
+_BOUNDARY = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]]*+\s+|[。！？；]++[”’」』）]*+")
+# A new boundary ends in new text with one of these (see `split_new_sentences`).
+_BOUNDARY_END = re.compile(r"[\s。！？；]")
 _CLOSE = object()
 log = logging.getLogger("streamtts.gateway.websocket")
 
@@ -96,16 +102,56 @@ class StartMessage(BaseModel):
         return self
 
 
-def split_sentences(buffer: str) -> tuple[list[str], str]:
-    """Complete sentences at the start of `buffer`, and the unfinished rest."""
+def split_sentences(buffer: str, scan_from: int = 0) -> tuple[list[str], str]:
+    """Complete sentences at the start of `buffer`, and the unfinished rest.
+
+    `scan_from`: no boundary begins before it (what an earlier call already scanned)."""
     out: list[str] = []
     start = 0
-    for m in _BOUNDARY.finditer(buffer):
+    for m in _BOUNDARY.finditer(buffer, scan_from):
         sentence = buffer[start : m.end()].strip()
         if sentence:
             out.append(sentence)
         start = m.end()
     return out, buffer[start:]
+
+
+def split_new_sentences(buffer: str, new_from: int, pending: int) -> tuple[list[str], str, int]:
+    """`split_sentences` of a buffer whose text before `new_from` was split already,
+    looking only at the new text and the unfinished end of sentence before it.
+
+    Args:
+        buffer: the unfinished rest of the last call, then the new text.
+        new_from: where the new text begins.
+        pending: where the last call's unfinished end of sentence (stops and closers waiting
+            for their space) begins, or `new_from` when there is none.
+    Returns:
+        The completed sentences, the unfinished rest, and where its pending end of sentence
+        begins (the next call's `pending`).
+    """
+    sentences: list[str] = []
+    rest, start = buffer, new_from
+    if _BOUNDARY_END.search(buffer, new_from):  # otherwise nothing new can end a sentence
+        sentences, rest = split_sentences(buffer, pending)
+        if sentences:  # what is left lies in the new text
+            start, pending = 0, 0
+    return sentences, rest, _pending_stop(rest, start, pending)
+
+
+def _pending_stop(text: str, new_from: int, pending: int) -> int:
+    """Where the trailing stops-then-closers of `text` begin (len(text): none), reading only
+    text[new_from:]; `pending` is that place in text[:new_from]."""
+    end = i = len(text)
+    while i > new_from and text[i - 1] in _CLOSERS:
+        i -= 1
+    j = i
+    while j > new_from and text[j - 1] in _STOPS:
+        j -= 1
+    if j > new_from:  # the run starts in the new text (or there is none)
+        return j if j < i else end
+    if j < i:  # the new text opens with stops: they continue a run of stops before them
+        return pending if new_from and text[new_from - 1] in _STOPS else new_from
+    return pending if pending < new_from else end  # only closers (or nothing) were added
 
 
 class SlowConsumer(Exception):
@@ -120,6 +166,8 @@ class Session:
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     config: StartMessage = field(default_factory=StartMessage)
     buffer: str = ""
+    stop_at: int = 0
+    """Where `buffer`'s unfinished end of sentence begins (see `split_new_sentences`)."""
     count: int = 0
     pending: int = 0
     """Sentences submitted whose audio is not fully forwarded yet."""
@@ -244,16 +292,18 @@ class Session:
             if text.strip():
                 await self._submit(text)
             return
+        new_from = len(self.buffer)
         self.buffer += text
         if len(self.buffer) > self.gw.settings.max_text_chars:
-            self.buffer = ""
+            self.buffer, self.stop_at = "", 0
             raise ApiError(
                 413, "text_too_long", f"unfinished sentence over {self.gw.settings.max_text_chars} characters"
             )
-        sentences, self.buffer = split_sentences(self.buffer)
+        # Only the new text is split (re-splitting the whole buffer per frame was quadratic).
+        sentences, self.buffer, self.stop_at = split_new_sentences(self.buffer, new_from, self.stop_at)
         if flush and self.buffer.strip():
             sentences.append(self.buffer.strip())
-            self.buffer = ""
+            self.buffer, self.stop_at = "", 0
         for sentence in sentences:
             await self._submit(sentence)
 
@@ -262,7 +312,7 @@ class Session:
         of them is the one playing: `played_ms` (its playback position) goes with it."""
         if played_ms is not None and (not isinstance(played_ms, int | float) or played_ms < 0):
             raise ApiError(400, "invalid_message", "played_ms must be a number of milliseconds ≥ 0")
-        self.buffer = ""
+        self.buffer, self.stop_at = "", 0
         stopped: list[str] = []
         for state in self.submitted:
             position = float(played_ms) if played_ms is not None and not stopped else None

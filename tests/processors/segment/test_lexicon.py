@@ -3,11 +3,13 @@ boundaries, languages, and refusals that name the entry."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
 
 from streamtts.features.lexicons.files import LexiconFileError, read_entries
+from streamtts.processors.segment.exceptions import ExpandedTooLong
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher, check_lexicon
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.schemas import ContractError, Lexicon, TTSRequest
@@ -183,3 +185,22 @@ def test_request_text_cannot_forge_the_segmenters_code_marks() -> None:
     segs = _plan("价格\ue000一百元，好的，谢谢您的耐心等待\ue001。", None)
     assert all("\ue000" not in s.text and "\ue001" not in s.text for s in segs)
     assert _plan("0000\ue000\ue001", None)[-1].ends_sentence
+
+
+HUGE_ALIAS = _lexicon({"grapheme": "q", "alias": ("word " * 100).strip()})  # 499 characters
+
+
+def test_what_an_alias_says_counts_against_the_request_and_stops_its_expansion() -> None:
+    # Issue #30: "q "*1000 said 498,485 characters in 2,515 segments (487 s of planning):
+    # the limit was checked only on the text as written.
+    started = time.process_time()
+    with pytest.raises(ExpandedTooLong) as err:
+        _plan("q " * 1000, HUGE_ALIAS)
+    assert err.value.reason == "expanded_too_long"
+    assert "21000 characters" in str(err.value) and "2000 characters" in str(err.value)
+    assert time.process_time() - started < 1.0  # refused as it grows, not after
+
+
+def test_a_short_request_may_still_use_a_long_alias() -> None:
+    segs = _plan("Say q and q.", HUGE_ALIAS)
+    assert sum(s.text.count("word") for s in segs) == 200

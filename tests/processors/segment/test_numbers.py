@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import sys
+import unicodedata
+
 import pytest
 
-from streamtts.processors.segment.numbers import int_to_words_en, ordinal_en, verbalize_numbers, year_en
+from streamtts.processors.segment.exceptions import UnreadableNumber
+from streamtts.processors.segment.numbers import (
+    ascii_digits,
+    int_to_words_en,
+    ordinal_en,
+    verbalize_numbers,
+    year_en,
+)
+from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.segment.segmenter import segment_text
+from streamtts.schemas import TTSRequest
+
+LIMITS = {"first_max_chars": 40, "max_chars": 150, "max_text_chars": 1_000}
 
 
 @pytest.mark.parametrize(
@@ -88,3 +102,43 @@ def test_numbers_follow_the_language_of_their_run() -> None:
         ("I paid five dollars.", "en"),
         ("我付了五元。", "zh"),
     ]
+
+
+# One zero of every Unicode decimal digit class (category Nd: Arabic-Indic, Devanagari,
+# Thai, Adlam, mathematical …): its digits follow it in code point order.
+DIGIT_ZEROS = [
+    chr(c)
+    for c in range(sys.maxunicode + 1)
+    if unicodedata.category(chr(c)) == "Nd" and unicodedata.digit(chr(c)) == 0
+]
+
+
+def test_every_unicode_digit_class_is_found() -> None:
+    assert len(DIGIT_ZEROS) >= 60 and "٠" in DIGIT_ZEROS and "०" in DIGIT_ZEROS
+
+
+def test_arabic_indic_digits_in_chinese_are_read_as_the_number() -> None:
+    # Issue #30: dead-lettered with cn2an's own message ("输入的数据不在转化范围内：١！").
+    segs = plan_segments(TTSRequest.new("价格是١٢٣元。", language="zh"), **LIMITS)
+    assert [s.text for s in segs] == ["价格是一百二十三元。"]
+
+
+@pytest.mark.parametrize("zero", DIGIT_ZEROS, ids=lambda z: f"U+{ord(z):04X}")
+def test_digits_of_every_script_are_read_like_ascii_ones(zero: str) -> None:
+    num = "".join(chr(ord(zero) + d) for d in (1, 2, 3))
+    assert verbalize_numbers(f"价格是{num}元。", "zh") == "价格是一百二十三元。"
+    assert verbalize_numbers(f"It costs ${num}.", "en") == "It costs one hundred twenty-three dollars."
+    assert ascii_digits(num) == "123"
+
+
+def test_a_number_its_reader_fails_on_is_a_clear_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cn2an
+
+    def broken(*args: object) -> str:
+        raise ValueError("输入的数据不在转化范围内")
+
+    monkeypatch.setattr(cn2an, "an2cn", broken)
+    with pytest.raises(UnreadableNumber) as caught:
+        plan_segments(TTSRequest.new("价格是123元。", language="zh"), **LIMITS)
+    assert caught.value.reason == "unreadable_number"
+    assert str(caught.value) == "the number '123' cannot be read out in zh"

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from streamtts.processors.segment.exceptions import InputRejected, TextTooLong
+from streamtts.processors.segment.exceptions import (
+    ExpandedTooLong,
+    InputRejected,
+    TextTooLong,
+    TooManySegments,
+)
 from streamtts.processors.segment.planner import plan_segments
 from tests.factories import request
 
@@ -39,3 +44,19 @@ def test_bad_text_is_refused_with_its_reason(text: str, error: type[Exception], 
     with pytest.raises(error) as caught:
         plan_segments(request(text), **LIMITS)
     assert getattr(caught.value, "reason", None) == reason
+
+
+def test_more_segments_than_the_contract_allows_is_a_clear_refusal() -> None:
+    with pytest.raises(TooManySegments) as caught:
+        plan_segments(request("a\n" * 10_001), first_max_chars=40, max_chars=120, max_text_chars=30_000)
+    assert caught.value.reason == "too_many_segments" and "10001 segments" in str(caught.value)
+
+
+def test_numbers_read_out_count_against_what_the_request_may_say() -> None:
+    # "777,777 " says 64 characters for 8: twice the text limit at most (here 2 × 4,000).
+    dense = "777,777 " * 500
+    with pytest.raises(ExpandedTooLong) as caught:
+        plan_segments(request(dense), first_max_chars=40, max_chars=120, max_text_chars=4_000)
+    assert caught.value.reason == "expanded_too_long"
+    plain = plan_segments(request("I paid 1,234 dollars."), **LIMITS)
+    assert "one thousand two hundred thirty-four" in " ".join(s.text for s in plain)

@@ -7,9 +7,16 @@ import time
 
 import pytest
 
-from streamtts.processors.segment.exceptions import InputRejected
+from streamtts.processors.segment.exceptions import ExpandedTooLong, InputRejected
 from streamtts.processors.segment.planner import plan_segments
-from streamtts.processors.segment.ssml import InvalidSsml, looks_like_ssml, parse_ssml
+from streamtts.processors.segment.segmenter import PAUSE_PARAGRAPH_MS
+from streamtts.processors.segment.ssml import (
+    MAX_BLOCKS,
+    MAX_DOCUMENT_BREAK_MS,
+    InvalidSsml,
+    looks_like_ssml,
+    parse_ssml,
+)
 from streamtts.schemas import TTSRequest
 
 
@@ -271,3 +278,30 @@ def test_an_unknown_phoneme_alphabet_cannot_forge_a_placeholder() -> None:
     )
     assert [r.text for s in segs for r in s.runs or [] if r.phonemes] == ["Zorvex"]
     assert " ".join(s.text for s in segs).count("Zorvex") == 1
+
+
+def test_the_breaks_of_a_document_add_up_to_a_bounded_silence() -> None:
+    # Issue #30: each break was capped at 5 s, the document was not: 1,000 of them asked for
+    # 5,000 s of silence in 1,000 segments.
+    segs = _plan("<speak>" + 'a<break time="5s"/>' * 1000 + "</speak>")
+    breaks = sum(s.pause_after_ms for s in segs) - PAUSE_PARAGRAPH_MS
+    assert breaks == MAX_DOCUMENT_BREAK_MS
+    assert len(segs) < 50
+    assert any("in all were dropped" in note for note in segs[0].request.notes)
+
+
+def test_a_document_of_more_blocks_than_the_bound_is_invalid() -> None:
+    doc = "<speak>" + 'a <break time="1ms"/>' * (MAX_BLOCKS + 1) + "</speak>"
+    with pytest.raises(InvalidSsml, match=f"more than {MAX_BLOCKS} blocks"):
+        parse_ssml(doc)
+
+
+def test_what_say_as_reads_out_counts_against_the_document() -> None:
+    spell = '<say-as interpret-as="characters">' + "W" * 64 + "</say-as>"
+    with pytest.raises(ExpandedTooLong):
+        plan_segments(
+            TTSRequest.new("<speak>" + spell * 60 + "</speak>", text_type="ssml"),
+            first_max_chars=40,
+            max_chars=150,
+            max_text_chars=7_000,  # says at most 14,000; this says 46,080
+        )
