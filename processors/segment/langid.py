@@ -131,23 +131,32 @@ def _raw_pieces(sentence: str, han_lang: str) -> list[tuple[str, str | None, boo
     """Split into (text, lang or None for neutral, is_number) pieces, one per script change."""
     pieces: list[tuple[str, str | None, bool]] = []
     script_lang = {"kana": "ja", "han": han_lang, "hangul": "ko", "latin": "en", "other": "other"}
+    run_start, run_lang = -1, None  # the piece being extended (sliced once it ends: no re-joins)
     pos = 0
     while pos < len(sentence):
-        m = NUMBER_RE.match(sentence, pos)
-        # A number must not start inside a word ("abc123" keeps "123" neutral, not "c123").
+        # A number must not start inside a word ("abc123" keeps "123" neutral, not "c123");
+        # asked before matching, so a long digit run after a letter is not matched per digit.
         prev = sentence[pos - 1] if pos else " "
-        if m and (sentence[pos] in "$€£¥" or not (prev.isdigit() or script_of(prev) == "latin")):
+        m = (
+            NUMBER_RE.match(sentence, pos)
+            if sentence[pos] in "$€£¥" or not (prev.isdigit() or script_of(prev) == "latin")
+            else None
+        )
+        if m:
+            if run_start >= 0:
+                pieces.append((sentence[run_start:pos], run_lang, False))
+                run_start = -1
             pieces.append((m.group(0), None, True))
             pos = m.end()
             continue
-        ch = sentence[pos]
-        script = script_of(ch)
-        lang = script_lang.get(script)
-        if pieces and not pieces[-1][2] and pieces[-1][1] == lang:
-            pieces[-1] = (pieces[-1][0] + ch, lang, False)
-        else:
-            pieces.append((ch, lang, False))
+        lang = script_lang.get(script_of(sentence[pos]))
+        if run_start < 0 or run_lang != lang:
+            if run_start >= 0:
+                pieces.append((sentence[run_start:pos], run_lang, False))
+            run_start, run_lang = pos, lang
         pos += 1
+    if run_start >= 0:
+        pieces.append((sentence[run_start:], run_lang, False))
     return pieces
 
 
@@ -160,19 +169,22 @@ def _attach_neutral(pieces: list[tuple[str, str | None, bool]]) -> list[Run]:
     """
     langs: list[str | None] = [lang for _, lang, _ in pieces]
     n = len(pieces)
-
-    def neighbour(i: int, step: int) -> int | None:
-        j = i + step
-        while 0 <= j < n:
-            if pieces[j][1] is not None:
-                return j
-            j += step
-        return None
+    # The nearest language on each side of every piece, one pass each way (a walk from each
+    # neutral piece was quadratic in "a 1 , 1 , 1 , …").
+    before: list[str | None] = [None] * n
+    after: list[str | None] = [None] * n
+    seen: str | None = None
+    for i in range(n):
+        before[i] = seen
+        seen = pieces[i][1] if pieces[i][1] is not None else seen
+    seen = None
+    for i in range(n - 1, -1, -1):
+        after[i] = seen
+        seen = pieces[i][1] if pieces[i][1] is not None else seen
 
     for i, (_, lang, is_number) in enumerate(pieces):
         if lang is not None:
             continue
-        prev_i, next_i = neighbour(i, -1), neighbour(i, 1)
         chosen: str | None = None
         if is_number:
             touches_prev = i > 0 and pieces[i - 1][1] is not None
@@ -181,22 +193,19 @@ def _attach_neutral(pieces: list[tuple[str, str | None, bool]]) -> list[Run]:
                 chosen = pieces[i - 1][1]
             elif touches_next:
                 chosen = pieces[i + 1][1]
-        if chosen is None:
-            if prev_i is not None:
-                chosen = langs[prev_i]
-            elif next_i is not None:
-                chosen = langs[next_i]
-        langs[i] = chosen
+        langs[i] = chosen or before[i] or after[i]
 
-    runs: list[Run] = []
     fallback = next((lang for lang in langs if lang is not None), "other")
+    texts: list[list[str]] = []
+    run_langs: list[str] = []
     for (text, _, _), lang in zip(pieces, langs, strict=True):
         lang = lang or fallback
-        if runs and runs[-1].lang == lang:
-            runs[-1] = Run(runs[-1].text + text, lang)
+        if run_langs and run_langs[-1] == lang:
+            texts[-1].append(text)
         else:
-            runs.append(Run(text, lang))
-    return runs
+            texts.append([text])
+            run_langs.append(lang)
+    return [Run("".join(parts), lang) for parts, lang in zip(texts, run_langs, strict=True)]
 
 
 def tag_runs(sentence: str, lang_hint: str | None = None) -> list[Run]:

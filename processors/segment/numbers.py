@@ -257,7 +257,11 @@ def _digits_en(digits: str) -> str:
 
 
 def _number_en(int_part: str, frac: str | None) -> str:
-    words = int_to_words_en(int(int_part.replace(",", "")))
+    digits = int_part.replace(",", "")
+    if len(digits.lstrip("0")) > 15:  # what int_to_words_en does, without int() of a long run
+        words = _digits_en(digits.lstrip("0"))
+    else:
+        words = int_to_words_en(int(digits))
     return words + (f" point {_digits_en(frac)}" if frac else "")
 
 

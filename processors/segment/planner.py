@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -249,8 +251,9 @@ def _with_marks(items: list[_Planned], marks: list[tuple[str, int]]) -> list[_Pl
         item.span.source.source_range(0, len(item.span.source))[1] if item.span.source else 0
         for item in items
     ]
+    reach = list(itertools.accumulate(ends, max))  # how far the spans up to each one reach
     for name, at in marks:
-        k = next((i for i, end in enumerate(ends) if end > at), len(items) - 1)
+        k = min(bisect.bisect_right(reach, at), len(items) - 1)  # the first that reaches past
         by_item.setdefault(k, []).append(Mark(name=name, at=at))
     return [
         replace(item, marks=tuple(by_item.get(i, ()))) if i in by_item else item

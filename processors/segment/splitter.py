@@ -286,14 +286,14 @@ class ClauseSplitter:
             if current.strip():
                 pieces.append(current.strip())
             current, current_cost = clause, clause_cost
-            text, at = clause.strip(), 0  # cut in one pass: each piece is read once
+            text, at, rest = clause.strip(), 0, 0  # cut in one pass: each piece is read once
             while (cut := self._cut(text, at, budget)) is not None:
                 pieces.append(text[at:cut].strip())
-                current = text[cut:]
-                at = cut
+                at = rest = cut
                 while at < len(text) and text[at].isspace():
                     at += 1
-            if at:
+            if rest:
+                current = text[rest:]
                 current_cost = self.cost(current)
         if current.strip():
             pieces.append(current.strip())
