@@ -27,12 +27,14 @@ from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import TOPOLOGY
 from streamtts.schemas import AudioChunk, CompletionResult, ContractError, DeadLetter, Degradation
 
 log = logging.getLogger("streamtts.gateway.fanout")
 Status = Literal["queued", "streaming", "completed", "failed", "cancelled"]
-# The sink reports its own failures as results; earlier stages only dead-letter.
-DLQ_STAGES = ("segment", "synthesize", "encode")
+# The sink reports its own failures as results; the stages that write no results only
+# dead-letter, so their DLQs are where the gateway learns of their failures.
+DLQ_STAGES = tuple(spec.name for spec in TOPOLOGY if "results" not in spec.outputs)
 
 
 class StreamFailed(Exception):
