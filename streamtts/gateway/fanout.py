@@ -25,6 +25,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY
@@ -214,10 +215,7 @@ class Fanout:
         self._task = asyncio.create_task(self._run(), name="gateway-fanout")
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         if self._consumer:
             await self._consumer.stop()
 

@@ -10,7 +10,6 @@ segment stage (default) or alone as `streamtts release guard`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
@@ -21,7 +20,7 @@ from streamtts.features.releases.store import rolled_back, write_release
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
@@ -160,10 +159,7 @@ class AutoRollback(AsyncLifecycle):
         )
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self._consumer.stop()
         if self._own_watch:
             await self.releases.stop()
