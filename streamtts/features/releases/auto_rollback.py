@@ -21,10 +21,11 @@ from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
+from streamtts.runtime.records import parsed
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, ContractError, ReleaseConfig
+from streamtts.schemas import CompletionResult, ReleaseConfig
 from streamtts.schemas.release import BASE_RELEASE
 
 log = logging.getLogger("streamtts.release_guard")
@@ -91,15 +92,10 @@ class AutoRollback(AsyncLifecycle):
             for report in list(self.releases.canaries.values()):
                 if report.at >= since:  # a canary that failed before this canary rule is old news
                     guard.canary(report.release, report.ok, f"{report.worker}: {report.reason or 'failed'}")
-            for records in batch.values():
-                for record in records:
-                    try:
-                        result = CompletionResult.from_bytes(record.value)
-                    except ContractError:
-                        continue
-                    self.releases.in_flight.pop(result.request_id, None)
-                    if result.completed_at >= since:
-                        guard.observe(_outcome(result))
+            for result in parsed(batch, CompletionResult):
+                self.releases.in_flight.pop(result.request_id, None)
+                if result.completed_at >= since:
+                    guard.observe(_outcome(result))
             breach = self._stalled(guard) or guard.verdict()
             if breach is not None:
                 await self._roll_back(self.releases.current, guard, breach)
