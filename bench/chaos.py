@@ -25,7 +25,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
 from streamtts.infra.local.stack import LocalStack
-from streamtts.infra.topics import apply_spec, load_spec
+from streamtts.infra.topics import apply_topics
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.kafka import client_kwargs, describe_partitions, make_admin, make_consumer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
@@ -309,12 +309,7 @@ class ChaosRun:
     # -- run -------------------------------------------------------------------------------
     async def run(self) -> ChaosReport:
         started = time.monotonic()
-        admin = make_admin(self.kafka)
-        await admin.start()
-        try:
-            await apply_spec(admin, load_spec(prefix=self.kafka.topic_prefix))
-        finally:
-            await admin.close()
+        await apply_topics(self.kafka)
         await asyncio.to_thread(self.workers.start)
         observer = _Observer(self.kafka, self.topics)
         await observer.start()

@@ -12,7 +12,7 @@ import contextlib
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from streamtts.bench.stats import RequestRecord
@@ -149,24 +149,20 @@ class PipelineClient:
             rec.first_chunk_at = at
 
     async def _read_results(self) -> None:
-        from streamtts.schemas import CompletionResult, ContractError
+        from streamtts.runtime.records import parsed
+        from streamtts.schemas import CompletionResult
 
         while True:
             batch = await self._results.getmany(timeout_ms=500)
             now = time.monotonic()
-            for records in batch.values():
-                for record in records:
-                    try:
-                        result = CompletionResult.from_bytes(record.value)
-                    except ContractError:
-                        continue
-                    rec = self.records.get(result.request_id)
-                    if rec is None:
-                        continue
-                    rec.result_at = now
-                    rec.failed = result.status != "completed"
-                    rec.degraded = max(rec.degraded, len(result.degraded))
-                    self._check_done(rec)
+            for result in parsed(batch, CompletionResult):
+                rec = self.records.get(result.request_id)
+                if rec is None:
+                    continue
+                rec.result_at = now
+                rec.failed = result.status != "completed"
+                rec.degraded = max(rec.degraded, len(result.degraded))
+                self._check_done(rec)
 
     async def dlq_counts(self) -> dict[str, int]:
         """Records on each stage's dead-letter topic (the prefix is fresh: all of them are ours)."""
@@ -203,6 +199,22 @@ async def _ticker(client: PipelineClient, recs: list[RequestRecord], say: Progre
         say(f"{time.monotonic() - started:4.0f} s  sent {len(recs)}  done {done}")
 
 
+@contextlib.asynccontextmanager
+async def _watched(
+    client: PipelineClient, recs: list[RequestRecord], say: Progress | None
+) -> AsyncIterator[None]:
+    """A load's progress line every 5 s while it runs (with `say`); once it has run, each
+    request's first-chunk time copied in (the TTFA of requests that never completed)."""
+    ticker = asyncio.create_task(_ticker(client, recs, say, 5.0)) if say else None
+    try:
+        yield
+    finally:
+        if ticker:
+            ticker.cancel()
+    for rec in recs:
+        client.first_chunk_seen(rec)
+
+
 async def open_loop(
     client: PipelineClient,
     items: Sequence[WorkItem],
@@ -215,9 +227,8 @@ async def open_loop(
     """Send `items[i]` at `schedule[i]` seconds from now, then wait up to `drain_s` for all."""
     recs: list[RequestRecord] = []
     sends: list[asyncio.Task[RequestRecord]] = []
-    ticker = asyncio.create_task(_ticker(client, recs, say, 5.0)) if say else None
     start = time.monotonic()
-    try:
+    async with _watched(client, recs, say):
         for item, offset in zip(items, schedule, strict=False):
             delay = start + offset - time.monotonic()
             if delay > 0:
@@ -230,11 +241,6 @@ async def open_loop(
             sends.append(task)
         recs[:] = await asyncio.gather(*sends)  # schedule order, not ack order
         await client.wait_all(recs, drain_s)
-    finally:
-        if ticker:
-            ticker.cancel()
-    for rec in recs:
-        client.first_chunk_seen(rec)
     return recs
 
 
@@ -260,12 +266,6 @@ async def closed_loop(
             recs.append(rec)
             await client.wait(rec, request_timeout_s)
 
-    ticker = asyncio.create_task(_ticker(client, recs, say, 5.0)) if say else None
-    try:
+    async with _watched(client, recs, say):
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
-    finally:
-        if ticker:
-            ticker.cancel()
-    for rec in recs:
-        client.first_chunk_seen(rec)
     return recs

@@ -425,6 +425,29 @@ class Bench:
             duration_s=cost * (2 if slow else 1),
         )
 
+    async def _open_loop(
+        self,
+        workers: WorkerSet,
+        client: PipelineClient,
+        name: str,
+        section: str,
+        workload: str,
+        schedule: Sequence[float],
+    ) -> LoadRun:
+        """An open-loop load of the primary voice's mix sent on `schedule` (SUSTAIN_RATE on average)."""
+        primary = self.plan.voices[0]
+        return await self._measure(
+            workers,
+            client,
+            name=name,
+            section=section,
+            voice=primary,
+            workload=workload,
+            schedule=schedule,
+            offered=SUSTAIN_RATE,
+            items=draw_mix(self.pools[primary], len(schedule), self.rng),
+        )
+
     async def _main_pipeline(self) -> None:
         plan = self.plan
         primary = plan.voices[0]
@@ -437,16 +460,13 @@ class Bench:
             # 100k requests/day of customer-service traffic, open loop.
             if self.fits("sustained load", plan.sustain_s + plan.drain_s):
                 schedule = poisson_schedule(SUSTAIN_RATE, plan.sustain_s, self.rng)
-                await self._measure(
+                await self._open_loop(
                     workers,
                     client,
-                    name=f"sustained {SUSTAIN_RATE:g} req/s",
-                    section="sustained",
-                    voice=primary,
-                    workload="customer_service",
-                    schedule=schedule,
-                    offered=SUSTAIN_RATE,
-                    items=draw_mix(self.pools[primary], len(schedule), self.rng),
+                    f"sustained {SUSTAIN_RATE:g} req/s",
+                    "sustained",
+                    "customer_service",
+                    schedule,
                 )
             phases = [
                 dataclasses.replace(p, duration_s=p.duration_s * plan.burst_scale)
@@ -455,17 +475,7 @@ class Bench:
             burst_s = sum(p.duration_s for p in phases)
             if self.fits("burst", burst_s + plan.drain_s):
                 schedule = burst_schedule(SUSTAIN_RATE, phases, self.rng)
-                await self._measure(
-                    workers,
-                    client,
-                    name="burst",
-                    section="burst",
-                    voice=primary,
-                    workload="burst",
-                    schedule=schedule,
-                    offered=SUSTAIN_RATE,
-                    items=draw_mix(self.pools[primary], len(schedule), self.rng),
-                )
+                await self._open_loop(workers, client, "burst", "burst", "burst", schedule)
             paragraphs = self.overhead_items.get("long_form", [])
             if paragraphs and self.fits("long-form", 30):
                 await self._measure(

@@ -311,20 +311,14 @@ async def _pipeline_part(
     """Topics on a fresh prefix, all stages in this process sharing the loaded model."""
     import dataclasses
 
-    from streamtts.infra.topics import apply_spec, load_spec
-    from streamtts.runtime.kafka import make_admin
+    from streamtts.infra.topics import apply_topics
     from streamtts.runtime.settings import PipelineSettings, Settings
     from streamtts.schemas.names import STAGES
     from streamtts.worker import Worker
 
     prefix = f"eval{time.strftime('%Y%m%d%H%M%S')}-"
     kafka = dataclasses.replace(settings.kafka, topic_prefix=prefix)
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
-        await apply_spec(admin, load_spec(prefix=prefix))
-    finally:
-        await admin.close()
+    await apply_topics(kafka)
     worker = Worker(
         list(STAGES), Settings(kafka=kafka, s3=settings.s3), PipelineSettings.from_env(), renderer=renderer
     )

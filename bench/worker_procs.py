@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtts.errors import StreamTTSError
+from streamtts.runtime.topology import TOPOLOGY
 
-FRONT_STAGES = ("segment", "encode", "sink")
+# The "front" process runs every stage that needs no model; the others get processes of their own.
+FRONT_STAGES = tuple(spec.name for spec in TOPOLOGY if "model" not in spec.services)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 

@@ -17,7 +17,8 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import for_code
 
 from streamtts.errors import ConfigError, InfraError
-from streamtts.runtime.kafka import describe_partitions
+from streamtts.runtime.kafka import describe_partitions, make_admin
+from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, topology_topics
 
@@ -163,6 +164,17 @@ async def apply_spec(
     if not dry_run:
         await wait_for_leaders(admin, specs)
     return report
+
+
+async def apply_topics(kafka: KafkaSettings, specs: list[TopicSpec] | None = None) -> ApplyReport:
+    """`apply_spec` through an admin client of its own: `specs`, or (None) the whole topic
+    spec under `kafka`'s topic prefix."""
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        return await apply_spec(admin, load_spec(prefix=kafka.topic_prefix) if specs is None else specs)
+    finally:
+        await admin.close()
 
 
 async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import TypedDict, Unpack
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.exceptions import EmptyText
@@ -39,6 +40,15 @@ log = logging.getLogger(__name__)
 
 _PLACEHOLDER_RATE = 24_000
 """The request's rate while the first speaking voice is not known yet (see `plan_text`)."""
+
+
+class SplitLimits(TypedDict, total=False):
+    """The segmenter's sizes, passed on to `plan_text` (each left out: the pipeline's default)."""
+
+    first_max_chars: int
+    first_min_chars: int
+    max_chars: int
+    max_text_chars: int
 
 
 def plan_text(
@@ -139,14 +149,11 @@ def synthesize_text(
     speed: float | None = None,
     sample_rate: int | None = None,
     *,
-    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
-    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
-    max_chars: int = DEFAULT_MAX_CHARS,
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     lexicon: LexiconMatcher | None = None,
+    **limits: Unpack[SplitLimits],
 ) -> Iterator[tuple[Segment, AudioChunk]]:
     """Plan `text` and stream its audio segment by segment (see `plan_text` for the
-    arguments and errors; all are raised before any audio).
+    arguments, `limits` included, and errors; all are raised before any audio).
 
     voice_id: the requested voice ("auto" or None: one voice for the whole request where
     one speaks all its languages, see `voice_plan`); a sentence it cannot speak gets the
@@ -156,19 +163,7 @@ def synthesize_text(
         (segment, its audio as one chunk) in order; a segment is rendered only after the
         previous one was taken.
     """
-    segments = plan_text(
-        synth,
-        text,
-        lang_hint,
-        voice_id,
-        speed,
-        sample_rate,
-        first_max_chars=first_max_chars,
-        first_min_chars=first_min_chars,
-        max_chars=max_chars,
-        max_text_chars=max_text_chars,
-        lexicon=lexicon,
-    )
+    segments = plan_text(synth, text, lang_hint, voice_id, speed, sample_rate, lexicon=lexicon, **limits)
     for segment, rendered in _rendered(synth, segments):
         yield segment, _chunk(rendered)
 
@@ -202,9 +197,7 @@ def warm_cache(
     speed: float | None = None,
     *,
     markup: str = "reject",
-    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
-    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
-    max_chars: int = DEFAULT_MAX_CHARS,
+    **limits: Unpack[SplitLimits],
 ) -> tuple[int, int]:
     """Render `text` into `synth.cache` segment by segment, planned as the pipeline plans it
     (the same settings give the same segments, plans and keys).
@@ -217,17 +210,7 @@ def warm_cache(
     """
     if synth.cache is None:
         raise ValueError("the synthesizer has no render cache")
-    segments = plan_text(
-        synth,
-        text,
-        lang_hint,
-        voice_id,
-        speed,
-        markup=markup,
-        first_max_chars=first_max_chars,
-        first_min_chars=first_min_chars,
-        max_chars=max_chars,
-    )
+    segments = plan_text(synth, text, lang_hint, voice_id, speed, markup=markup, **limits)
     rendered = cached = 0
     for segment in segments:
         _, status = render_plan(synth, plan_span(synth, segment))

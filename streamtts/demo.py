@@ -68,6 +68,7 @@ class Row:
 
 def run_demo(out_dir: str, timeout_s: float) -> int:
     from streamtts.infra.local.stack import LocalStack
+    from streamtts.infra.topics import apply_topics
     from streamtts.runtime import jsonlog
 
     jsonlog.configure("WARNING")
@@ -75,21 +76,9 @@ def run_demo(out_dir: str, timeout_s: float) -> int:
     say("1/4 local stack: Apache Kafka + MinIO (first run installs them)")
     LocalStack.from_settings(settings).up()
     say("2/4 topics from infra/topics.yaml")
-    asyncio.run(_apply_topics(settings))
+    asyncio.run(apply_topics(settings.kafka))
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     return asyncio.run(_run_pipeline(settings, Path(out_dir), timeout_s))
-
-
-async def _apply_topics(settings: Settings) -> None:
-    from streamtts.infra.topics import apply_spec, load_spec
-    from streamtts.runtime.kafka import make_admin
-
-    admin = make_admin(settings.kafka)
-    await admin.start()
-    try:
-        await apply_spec(admin, load_spec(prefix=settings.kafka.topic_prefix))
-    finally:
-        await admin.close()
 
 
 async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:

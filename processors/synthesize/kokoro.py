@@ -6,7 +6,7 @@ import hashlib
 import importlib.resources as resources
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,43 +75,40 @@ def split_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[str]:
     """
     if len(phonemes) <= limit:
         return [phonemes] if phonemes.strip() else []
-    pieces: list[str] = []
-    current = ""
-    for part in _BREAK_RE.split(phonemes):
-        for word in _fit(part, limit):
-            joined = f"{current} {word}" if current else word
-            if len(joined) <= limit:
-                current = joined
-            else:
-                pieces.append(current)
-                current = word
-    if current:
-        pieces.append(current)
-    return [p for p in pieces if p.strip()]
+    words = (word for part in _BREAK_RE.split(phonemes) for word in _fit(part, limit))
+    return [p for p in _pack(words, limit) if p.strip()]
 
 
 def _fit(text: str, limit: int) -> list[str]:
     """Pieces of `text` of at most `limit` chars: at spaces, else hard cuts."""
     if len(text) <= limit:
         return [text]
-    out: list[str] = []
+    return _pack((piece for word in text.split(" ") for piece in _cut(word, limit)), limit)
+
+
+def _cut(word: str, limit: int) -> Iterator[str]:
+    """`word` in consecutive pieces of at most `limit` chars (the last one the rest)."""
+    while len(word) > limit:
+        yield word[:limit]
+        word = word[limit:]
+    yield word
+
+
+def _pack(words: Iterable[str], limit: int) -> list[str]:
+    """Words of at most `limit` chars joined by spaces, greedily, into pieces of at most
+    `limit` chars: a word that does not fit starts the next piece."""
+    pieces: list[str] = []
     current = ""
-    for word in text.split(" "):
-        while len(word) > limit:
-            if current:
-                out.append(current)
-                current = ""
-            out.append(word[:limit])
-            word = word[limit:]
+    for word in words:
         joined = f"{current} {word}" if current else word
         if len(joined) <= limit:
             current = joined
         else:
-            out.append(current)
+            pieces.append(current)
             current = word
     if current:
-        out.append(current)
-    return out
+        pieces.append(current)
+    return pieces
 
 
 @dataclass

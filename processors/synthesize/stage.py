@@ -9,7 +9,6 @@ One agent per process keeps each request's segments in order; scale out with pro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrd
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
@@ -114,9 +114,7 @@ class SynthesizeStage(FaustStage):
                 if worker.done():  # surface a crashed drain task instead of filling the queue
                     worker.result()
         finally:
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            await cancel_and_wait(worker)
 
     async def _served_from_cache(self, event: EventT, manual: StreamT[bytes]) -> bool:
         """Publish a first segment right away if the render cache has its audio.

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.errors import ConfigError
@@ -51,6 +52,25 @@ def _rewrite(
         }
     fields["created_at"] = fields["created_at"] if not new_id else datetime.now(UTC).isoformat()
     return TTSRequest.from_obj(fields)
+
+
+async def _resubmit(
+    producer: AIOKafkaProducer,
+    ledger: ReplayLedger,
+    topics: TopicNames,
+    replay: TTSRequest,
+    origin: str,
+    ledger_key: str,
+) -> None:
+    """Submit `replay` to the requests topic, marked as a replay of `origin` addressed to the
+    segment stage, then record `ledger_key` so the same replay is not submitted twice."""
+    await producer.send_and_wait(
+        topics.requests,
+        key=replay.request_id.encode(),
+        value=replay.to_bytes(),
+        headers=replay_headers(origin, stage="segment"),
+    )
+    await ledger.record(producer, ledger_key, topics.requests)
 
 
 async def replay_requests(
@@ -119,13 +139,7 @@ async def replay_requests(
                     f"request {rid} → {replay.request_id} voice={replay.voice} format={replay.format}"
                 )
                 continue
-            await producer.send_and_wait(
-                topics.requests,
-                key=replay.request_id.encode(),
-                value=replay.to_bytes(),
-                headers=replay_headers(f"request:{rid}", stage="segment"),
-            )
-            await ledger.record(producer, ledger_key, topics.requests)
+            await _resubmit(producer, ledger, topics, replay, f"request:{rid}", ledger_key)
     finally:
         await producer.stop()
     return summary, mapping
@@ -175,13 +189,7 @@ async def replay_window(
                 summary.planned.append(f"{request.request_id} ({record.partition}@{record.offset})")
                 continue
             await pacer.wait()
-            await producer.send_and_wait(
-                topics.requests,
-                key=replay.request_id.encode(),
-                value=replay.to_bytes(),
-                headers=replay_headers(f"{window}", stage="segment"),
-            )
-            await ledger.record(producer, ledger_key, topics.requests)
+            await _resubmit(producer, ledger, topics, replay, window, ledger_key)
             bar.update(summary.read, summary.redriven)
     finally:
         await producer.stop()

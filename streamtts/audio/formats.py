@@ -259,14 +259,6 @@ def _av_decoder(name: str, demuxer: str) -> Decoder:
     return decode
 
 
-def _mp3_chunk(samples: np.ndarray, sample_rate: int, *, serial: int | None = None, codec: str = "") -> bytes:
-    return ffmpeg.encode(_MP3, samples, sample_rate, chunk=True)
-
-
-def _mp3_file(samples: np.ndarray, sample_rate: int, *, codec: str = "") -> bytes:
-    return ffmpeg.encode(_MP3, samples, sample_rate, chunk=False)
-
-
 def _opus_chunk(
     samples: np.ndarray, sample_rate: int, *, serial: int | None = None, codec: str = ""
 ) -> bytes:
@@ -277,18 +269,39 @@ def _opus_chunk(
     return ffmpeg.encode(_OPUS, samples, sample_rate, chunk=True, options={"serial_offset": str(serial)})
 
 
-def _opus_file(samples: np.ndarray, sample_rate: int, *, codec: str = "") -> bytes:
-    return ffmpeg.encode(_OPUS, samples, sample_rate, chunk=False)
+def _av_codec(
+    encoding: ffmpeg.AvEncoding,
+    *,
+    content_type: str,
+    extension: str,
+    concatenable: bool,
+    encode_chunk: ChunkEncoder | None = None,
+    assemble: Assembler | None = None,
+    suffixes: tuple[str, ...] = (),
+) -> AudioCodec:
+    """A format FFmpeg encodes and decodes: its name, demuxer and encoders come from `encoding`
+    (`encode_chunk` replaces the plain chunk encoder where a chunk needs more)."""
 
+    def plain_chunk(
+        samples: np.ndarray, sample_rate: int, *, serial: int | None = None, codec: str = ""
+    ) -> bytes:
+        return ffmpeg.encode(encoding, samples, sample_rate, chunk=True)
 
-def _flac_chunk(
-    samples: np.ndarray, sample_rate: int, *, serial: int | None = None, codec: str = ""
-) -> bytes:
-    return ffmpeg.encode(_FLAC, samples, sample_rate, chunk=True)
+    def encode_file(samples: np.ndarray, sample_rate: int, *, codec: str = "") -> bytes:
+        return ffmpeg.encode(encoding, samples, sample_rate, chunk=False)
 
-
-def _flac_file(samples: np.ndarray, sample_rate: int, *, codec: str = "") -> bytes:
-    return ffmpeg.encode(_FLAC, samples, sample_rate, chunk=False)
+    return AudioCodec(
+        name=encoding.name,
+        content_type=content_type,
+        extension=extension,
+        concatenable=concatenable,
+        encode_chunk=encode_chunk or plain_chunk,
+        encode_file=encode_file,
+        decode=_av_decoder(encoding.name, encoding.container),
+        assemble=assemble,
+        openai_name=encoding.name,
+        suffixes=suffixes,
+    )
 
 
 def _flac_assemble(chunks: Sequence[bytes]) -> bytes:
@@ -304,7 +317,7 @@ def _flac_assemble(chunks: Sequence[bytes]) -> bytes:
         # decode scales s16 by 1/32768: undo exactly (not to_int16's 32767) so that
         # re-encoding FLAC is bit-exact.
         pieces.append(np.clip(np.round(samples * 32768.0), -32768, 32767).astype(np.int16))
-    return _flac_file(np.concatenate(pieces), rate)
+    return ffmpeg.encode(_FLAC, np.concatenate(pieces), rate, chunk=False)
 
 
 def _g711(
@@ -376,37 +389,17 @@ for _codec in (
         silence=b"\x00\x00",
         suffixes=(".raw",),
     ),
-    AudioCodec(
-        name="mp3",
-        content_type="audio/mpeg",
-        extension=".mp3",
-        concatenable=True,
-        encode_chunk=_mp3_chunk,
-        encode_file=_mp3_file,
-        decode=_av_decoder("mp3", "mp3"),
-        openai_name="mp3",
-    ),
-    AudioCodec(
-        name="opus",
+    _av_codec(_MP3, content_type="audio/mpeg", extension=".mp3", concatenable=True),
+    _av_codec(
+        _OPUS,
         content_type="audio/ogg; codecs=opus",
         extension=".opus",
         concatenable=True,
         encode_chunk=_opus_chunk,
-        encode_file=_opus_file,
-        decode=_av_decoder("opus", "ogg"),
-        openai_name="opus",
         suffixes=(".ogg",),
     ),
-    AudioCodec(
-        name="flac",
-        content_type="audio/flac",
-        extension=".flac",
-        concatenable=False,
-        encode_chunk=_flac_chunk,
-        encode_file=_flac_file,
-        decode=_av_decoder("flac", "flac"),
-        assemble=_flac_assemble,
-        openai_name="flac",
+    _av_codec(
+        _FLAC, content_type="audio/flac", extension=".flac", concatenable=False, assemble=_flac_assemble
     ),
     _g711(
         "mulaw",

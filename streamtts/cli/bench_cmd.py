@@ -6,9 +6,11 @@ Module-level imports stay light: the model and Kafka stacks are imported inside 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streamtts.errors import ConfigError
@@ -188,38 +190,27 @@ def run(args: argparse.Namespace) -> int:
 
 def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     import asyncio
-    import json
 
     from streamtts.bench.barge_in import VOICE_LANG, markdown, run_barge_in_bench
 
-    unknown = [v for v in voices if v not in VOICE_LANG]
-    if unknown:
-        raise ConfigError(f"--barge-in benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")
+    _check_section_voices("--barge-in", voices, VOICE_LANG)
     rates = {"en_joe": args.rate or 0.8, "jm_kumo": args.rate or 0.12}
     duration = args.duration or (30.0 if args.quick else 90.0)
-    out = args.out or Path("results") / "bench" / time.strftime("barge-in-%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _section_out(args, "barge-in")
     runs = asyncio.run(run_barge_in_bench(voices, rates, duration, args.seed, out, threads=args.threads))
-    table = markdown(runs)
-    (out / "barge-in.md").write_text(table + "\n", "utf-8")
-    (out / "barge-in.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")
-    print(table)
+    _publish_section(out, "barge-in", markdown(runs), [r.row() for r in runs])
     return 0 if all(r.row()["lost"] == 0 for r in runs) else 1
 
 
 def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     import asyncio
-    import json
 
     from streamtts.bench.cache_bench import VOICE_LANG, markdown, run_cache_bench
 
-    unknown = [v for v in voices if v not in VOICE_LANG]
-    if unknown:
-        raise ConfigError(f"--cache benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")
+    _check_section_voices("--cache", voices, VOICE_LANG)
     rates = {"en_joe": args.rate or 4.0, "jm_kumo": args.rate or 1.2}
     duration = args.duration or (30.0 if args.quick else 90.0)
-    out = args.out or Path("results") / "bench" / time.strftime("cache-%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _section_out(args, "cache")
     modes = [m for m in args.cache_modes.split(",") if m]
     if not modes or set(modes) - {"off", "cold", "warm"}:
         raise ConfigError(f"--cache-modes takes off,cold,warm; got {args.cache_modes!r}")
@@ -228,8 +219,26 @@ def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
             voices, rates, duration, args.seed, out, drain_s=90.0, modes=modes, threads=args.threads
         )
     )
-    table = markdown(runs)
-    (out / "cache.md").write_text(table + "\n", "utf-8")
-    (out / "cache.json").write_text(json.dumps([r.row() for r in runs], indent=1), "utf-8")
-    print(table)
+    _publish_section(out, "cache", markdown(runs), [r.row() for r in runs])
     return 0 if all(r.summary.lost == 0 for r in runs) else 1
+
+
+def _check_section_voices(flag: str, voices: tuple[str, ...], known: Mapping[str, str]) -> None:
+    """A single-section bench runs only the voices it has texts for."""
+    unknown = [v for v in voices if v not in known]
+    if unknown:
+        raise ConfigError(f"{flag} benches {', '.join(known)}; not {', '.join(unknown)}")
+
+
+def _section_out(args: argparse.Namespace, name: str) -> Path:
+    """The section's results folder (--out, else a timestamped one), created."""
+    out: Path = args.out or Path("results") / "bench" / time.strftime(f"{name}-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _publish_section(out: Path, name: str, table: str, rows: Sequence[Mapping[str, object]]) -> None:
+    """The section's table as <name>.md and its rows as <name>.json in `out`; the table on stdout."""
+    (out / f"{name}.md").write_text(table + "\n", "utf-8")
+    (out / f"{name}.json").write_text(json.dumps(rows, indent=1), "utf-8")
+    print(table)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamtts.schemas import ReleaseConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -124,28 +128,33 @@ async def _set(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
-async def _promote(args: argparse.Namespace, settings: Any) -> int:
-    from streamtts.features.releases.store import promoted, write_release
+async def _next_rule(
+    settings: Any, change: Callable[[ReleaseConfig], ReleaseConfig]
+) -> tuple[ReleaseConfig, ReleaseConfig]:
+    """Read the rule in force and write `change(rule)` as the next one: (in force, written)."""
+    from streamtts.features.releases.store import write_release
     from streamtts.features.releases.watch import read_release
     from streamtts.runtime.topics import TopicNames
 
     topics = TopicNames(settings.kafka.topic_prefix)
     current, _ = await read_release(settings.kafka, topics.config)
-    rule = promoted(current)
+    rule = change(current)
     await write_release(settings.kafka, topics.config, rule)
+    return current, rule
+
+
+async def _promote(args: argparse.Namespace, settings: Any) -> int:
+    from streamtts.features.releases.store import promoted
+
+    current, rule = await _next_rule(settings, promoted)
     print(f"version {rule.version}: {rule.stable} is stable; {current.stable}'s lane drains what it holds")
     return 0
 
 
 async def _rollback(args: argparse.Namespace, settings: Any) -> int:
-    from streamtts.features.releases.store import rolled_back, write_release
-    from streamtts.features.releases.watch import read_release
-    from streamtts.runtime.topics import TopicNames
+    from streamtts.features.releases.store import rolled_back
 
-    topics = TopicNames(settings.kafka.topic_prefix)
-    current, _ = await read_release(settings.kafka, topics.config)
-    rule = rolled_back(current, reason=args.reason)
-    await write_release(settings.kafka, topics.config, rule)
+    current, rule = await _next_rule(settings, lambda current: rolled_back(current, reason=args.reason))
     print(
         f"version {rule.version}: {current.candidate} rolled back; new requests go to {rule.stable}, "
         "requests already routed to it finish on its lane"

@@ -5,29 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Coroutine
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from streamtts.audio import formats
+from streamtts.cli.arg_types import when
 from streamtts.errors import ConfigError
 
 if TYPE_CHECKING:
     from streamtts.producers.replay.summary import ReplaySummary
-
-
-def _when(text: str) -> datetime:
-    """ISO 8601 (naive = UTC) or a relative '-15m', '-2h', '-1d'."""
-    from datetime import timedelta
-
-    text = text.strip()
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    if text.startswith("-") and text[-1:] in units and text[1:-1].replace(".", "", 1).isdigit():
-        return datetime.now(UTC) - timedelta(seconds=float(text[1:-1]) * units[text[-1]])
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a time: {text!r} (use ISO 8601 or -15m/-2h/-1d)") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--exception-class", help="only this exception class")
     d.add_argument("--tenant")
     d.add_argument("--request-id", action="append", dest="request_ids", metavar="ID")
-    d.add_argument("--since", type=_when, help="failed at or after (ISO 8601 or -2h)")
-    d.add_argument("--until", type=_when, help="failed before")
+    d.add_argument("--since", type=when, help="failed at or after (ISO 8601 or -2h)")
+    d.add_argument("--until", type=when, help="failed before")
     d.add_argument("--max-attempts", type=int, default=5, help="skip records that failed this often")
     _common(d)
     d.set_defaults(func=_dlq)
@@ -64,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_request)
 
     w = kinds.add_parser("window", help="replay every request between two times")
-    w.add_argument("--from", dest="since", type=_when, required=True)
-    w.add_argument("--to", dest="until", type=_when, required=True)
+    w.add_argument("--from", dest="since", type=when, required=True)
+    w.add_argument("--to", dest="until", type=when, required=True)
     w.add_argument("--namespace", help="store outputs under NAMESPACE/… (compare models safely)")
     _common(w)
     w.set_defaults(func=_window)

@@ -13,11 +13,12 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from streamtts.gateway import routes_openai, routes_ops, routes_speech, websocket
 from streamtts.gateway.audit_trail import AuditMiddleware
 from streamtts.gateway.errors import ApiError, api_error_handler, http_error_handler
+from streamtts.gateway.middleware import HttpMiddleware
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.runtime.settings import Settings
@@ -27,17 +28,10 @@ from streamtts.runtime.settings import Settings
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Counts responses per route template (not raw path: ids would explode cardinality)."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
-        self.app = app
-        self.gateway = gateway
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.monotonic()
         status = 500
 

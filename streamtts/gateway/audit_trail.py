@@ -12,11 +12,12 @@ import time
 from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from streamtts.gateway.clientaddr import client_address
 from streamtts.gateway.errors import AUDIT_SCOPE_KEY
 from streamtts.gateway.keyring import Address
+from streamtts.gateway.middleware import HttpMiddleware
 from streamtts.gateway.service import Gateway
 from streamtts.schemas.audit import AuditEvent
 
@@ -77,15 +78,8 @@ def outcome_of(ctx: AuditContext, status: int) -> str:
     return "ok" if status < 400 else f"http_{status}"
 
 
-class AuditMiddleware:
-    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
-        self.app = app
-        self.gateway = gateway
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+class AuditMiddleware(HttpMiddleware):
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         ctx = scope[SCOPE_KEY] = AuditContext(client_address(scope, self.gateway.trusted_proxies))
         status: int | None = None
         sent = 0

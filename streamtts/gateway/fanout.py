@@ -25,14 +25,17 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import TOPOLOGY
 from streamtts.schemas import AudioChunk, CompletionResult, ContractError, DeadLetter, Degradation
 
 log = logging.getLogger("streamtts.gateway.fanout")
 Status = Literal["queued", "streaming", "completed", "failed", "cancelled"]
-# The sink reports its own failures as results; earlier stages only dead-letter.
-DLQ_STAGES = ("segment", "synthesize", "encode")
+# The sink reports its own failures as results; the stages that write no results only
+# dead-letter, so their DLQs are where the gateway learns of their failures.
+DLQ_STAGES = tuple(spec.name for spec in TOPOLOGY if "results" not in spec.outputs)
 
 
 class StreamFailed(Exception):
@@ -212,10 +215,7 @@ class Fanout:
         self._task = asyncio.create_task(self._run(), name="gateway-fanout")
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         if self._consumer:
             await self._consumer.stop()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
@@ -26,6 +25,7 @@ from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.captions import render as render_captions
@@ -140,10 +140,7 @@ class Gateway:
             self._key_reloader = asyncio.create_task(self._reload_keys(), name="keys-reload")
 
     async def stop(self) -> None:
-        if self._key_reloader is not None:
-            self._key_reloader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._key_reloader
+        await cancel_and_wait(self._key_reloader)
         await self.producer.stop()
         await self.fanout.stop()
         await self.audit.stop()  # last: sessions closing during shutdown are recorded too

@@ -8,7 +8,6 @@ model swapped underneath) flips readiness and is logged with the reason.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.lifecycle import cancel_and_wait
 
 log = logging.getLogger("streamtts.canary")
 CANARY_TEXT = "The quick brown fox jumps over the lazy dog."
@@ -109,7 +109,4 @@ class Canary:
             await self.run_once()
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from aiokafka import TopicPartition
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import describe_partitions, make_admin, make_consumer
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.telemetry import Telemetry
 
@@ -35,10 +35,7 @@ class LagMonitor:
         self._task = asyncio.create_task(self._loop(), name="lag-monitor")
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def _loop(self) -> None:
         while True:

@@ -1,9 +1,22 @@
-"""One async lifecycle shape for clients: `async with x:` means `await x.start()` … `x.stop()`."""
+"""One async lifecycle shape for clients: `async with x:` means `await x.start()` … `x.stop()`;
+and how a client's `stop()` ends a background task it started (`cancel_and_wait`)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
+
+
+async def cancel_and_wait(task: asyncio.Future[Any] | None) -> None:
+    """Cancel `task` (None: none was started) and wait until it has unwound: its
+    CancelledError is how it is meant to end, so it is not raised here."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 class AsyncLifecycle:

@@ -7,12 +7,12 @@ loop's measured lag. /readyz names every unmet condition. /metrics is Prometheus
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import orjson
 from aiohttp import web
 
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.telemetry import Telemetry
 
@@ -52,10 +52,7 @@ class OpsServer:
         return self.port
 
     async def stop(self) -> None:
-        if self._lag_task:
-            self._lag_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._lag_task
+        await cancel_and_wait(self._lag_task)
         if self._runner:
             await self._runner.cleanup()
 

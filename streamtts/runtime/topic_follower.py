@@ -11,14 +11,13 @@ Subclasses say where to start (`_seek`, default: the beginning) and what a batch
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from aiokafka import ConsumerRecord, TopicPartition
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 
 
@@ -81,8 +80,5 @@ class TopicFollower(AsyncLifecycle):
                 await self._take_batch(records)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self._consumer.stop()

@@ -10,7 +10,6 @@ segment stage (default) or alone as `streamtts release guard`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
@@ -21,11 +20,12 @@ from streamtts.features.releases.store import rolled_back, write_release
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
+from streamtts.runtime.records import parsed
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, ContractError, ReleaseConfig
+from streamtts.schemas import CompletionResult, ReleaseConfig
 from streamtts.schemas.release import BASE_RELEASE
 
 log = logging.getLogger("streamtts.release_guard")
@@ -92,15 +92,10 @@ class AutoRollback(AsyncLifecycle):
             for report in list(self.releases.canaries.values()):
                 if report.at >= since:  # a canary that failed before this canary rule is old news
                     guard.canary(report.release, report.ok, f"{report.worker}: {report.reason or 'failed'}")
-            for records in batch.values():
-                for record in records:
-                    try:
-                        result = CompletionResult.from_bytes(record.value)
-                    except ContractError:
-                        continue
-                    self.releases.in_flight.pop(result.request_id, None)
-                    if result.completed_at >= since:
-                        guard.observe(_outcome(result))
+            for result in parsed(batch, CompletionResult):
+                self.releases.in_flight.pop(result.request_id, None)
+                if result.completed_at >= since:
+                    guard.observe(_outcome(result))
             breach = self._stalled(guard) or guard.verdict()
             if breach is not None:
                 await self._roll_back(self.releases.current, guard, breach)
@@ -160,10 +155,7 @@ class AutoRollback(AsyncLifecycle):
         )
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self._consumer.stop()
         if self._own_watch:
             await self.releases.stop()

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from streamtts.infra.topics import apply_spec, load_spec
-from streamtts.runtime.kafka import make_admin
+from streamtts.infra.topics import apply_topics, load_spec
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas.release import BASE_RELEASE
@@ -26,10 +25,5 @@ async def create_release_lanes(kafka: KafkaSettings, release: str) -> list[str]:
         )
         for pool in ("short", "long")
     ]
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
-        await apply_spec(admin, specs)
-    finally:
-        await admin.close()
+    await apply_topics(kafka, specs)
     return [s.name for s in specs]

@@ -1,0 +1,24 @@
+"""The shape of the gateway's ASGI middlewares: they see HTTP calls only (WebSocket sessions
+and the lifespan pass through untouched) and reach the `Gateway` for metrics and settings."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from streamtts.gateway.service import Gateway
+
+
+class HttpMiddleware:
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One HTTP call: the subclass's work around `self.app(scope, receive, send)`."""
+        raise NotImplementedError
