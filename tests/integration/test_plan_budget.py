@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.integration]
 # 2,500 sentences of Chinese with numbers to read: ~0.7–1.4 s to plan on the 2-core CI machine.
 ADVERSARIAL_20K = ("价格是123元。" * 2500)[:20_000]
 BUDGET_S = 0.2
+LIMITS = {"first_max_chars": 40, "max_chars": 150, "max_text_chars": 20_000}
 
 
 async def _send_on_one_partition(kafka: KafkaSettings, topic: str, *requests: TTSRequest) -> float:
@@ -57,7 +58,7 @@ async def test_an_adversarial_request_costs_the_stage_at_most_its_budget(
     seen: dict[str, float] = {}
     letter: DeadLetter | None = None
     started = time.perf_counter()
-    plan_segments(hostile, first_max_chars=40, max_chars=150, max_text_chars=20_000)
+    plan_segments(hostile, **LIMITS)
     whole_s = time.perf_counter() - started  # what it costs unbounded, on this machine now
     assert whole_s > 2 * BUDGET_S, "the adversarial text must cost more than the budget here"
     await worker.start()
@@ -98,7 +99,11 @@ async def test_an_adversarial_request_costs_the_stage_at_most_its_budget(
 async def test_a_segment_worker_busy_planning_stops_on_sigterm(
     kafka_settings: KafkaSettings, topics: TopicNames
 ) -> None:
-    # The longest text the contract allows, and a budget that lets its plan run (~4-8 s).
+    # The longest text the contract allows, and a budget that lets its plan run (~4-14 s).
+    costly = TTSRequest.new((ADVERSARIAL_20K * 10)[:200_000], language="zh")
+    started = time.perf_counter()
+    plan_segments(TTSRequest.new(ADVERSARIAL_20K, language="zh"), **LIMITS)
+    whole_s = 10 * (time.perf_counter() - started)  # planning is linear: the 200,000's cost here
     env = dict(
         cli_env(kafka_settings),
         STREAMTTS_PLAN_BUDGET_S="60",
@@ -128,7 +133,6 @@ async def test_a_segment_worker_busy_planning_stops_on_sigterm(
         async with asyncio.timeout(90):
             await wait_for("partitions_assigned")
         first = TTSRequest.new("Hello there.", language="en")
-        costly = TTSRequest.new((ADVERSARIAL_20K * 10)[:200_000], language="zh")
         await _send_on_one_partition(kafka_settings, topics.requests, first, costly)
         async with asyncio.timeout(60):
             await wait_for("segmented")  # the first is done: the stage is planning the costly one
@@ -143,7 +147,9 @@ async def test_a_segment_worker_busy_planning_stops_on_sigterm(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    print(f"segment worker stopped {stopped_s:.2f} s after SIGTERM while planning")
+    print(
+        f"segment worker stopped {stopped_s:.2f} s after SIGTERM while planning (the plan: ~{whole_s:.1f} s)"
+    )
     assert proc.returncode in (0, -signal.SIGTERM)
-    # Planning on the loop, the signal waited for the whole plan (4 s or more here).
-    assert stopped_s < 3.0
+    # Planning on the loop, the signal waited for the whole plan (15 s measured so).
+    assert stopped_s < min(10.0, whole_s / 2)
