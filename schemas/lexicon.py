@@ -1,8 +1,10 @@
 """The lexicon contract on `tts.lexicons`: a tenant's pronunciations, versioned.
 
 The topic is compacted. Key `TENANT` holds the tenant's current lexicon (a null value deletes
-it); key `TENANT@vN` keeps version N for good, so a replay can say a request again exactly as
-it was said (requests and results record the version used).
+it); key `TENANT@vN` keeps version N, so a replay can say a request again exactly as it was
+said (requests and results record the version used). The last `HISTORY_VERSIONS` versions
+are kept: each put writes a null (a tombstone) for every older version key, so compaction
+removes them and a worker's start does not re-read every version ever written.
 """
 
 from __future__ import annotations
@@ -23,6 +25,22 @@ MAX_ENTRIES = 5000
 MAX_GRAPHEME_CHARS = 100
 MAX_ALIAS_CHARS = 500
 MAX_PHONEME_CHARS = 500
+ALIAS_PER_GRAPHEME_CHAR = 10
+ALIAS_ALLOWANCE = 40
+"""An alias says at most 10 characters per grapheme character, plus 40 ("WHO" → "World
+Health Organization" fits; "q" → 500 characters, said 250 times the text, does not)."""
+MAX_LEXICON_BYTES = 2 * 1024 * 1024
+"""Largest lexicon record (the topic allows 4 MiB; one record is read whole by every worker):
+refused by `lexicon put` and, already on the topic, by every worker's book, unparsed."""
+HISTORY_VERSIONS = 16
+"""Versions of each tenant kept under `TENANT@vN` for replays; `lexicon put` writes a
+tombstone for each older one, so compaction removes them."""
+
+
+def max_alias_chars(grapheme: str) -> int:
+    """The longest alias `grapheme` may have."""
+    return min(MAX_ALIAS_CHARS, ALIAS_PER_GRAPHEME_CHAR * len(fold(grapheme)) + ALIAS_ALLOWANCE)
+
 
 # What an IPA string may hold: Latin letters, IPA extensions and modifiers (stress, length,
 # tone letters, aspiration), combining diacritics, the few Greek letters IPA uses, the schwa
@@ -75,6 +93,11 @@ class LexiconEntry(BaseModel):
             raise ValueError("grapheme is blank")
         if self.alias is not None and not fold(self.alias).strip():
             raise ValueError("alias is blank (it would delete the word)")
+        if self.alias is not None and len(self.alias) > (most := max_alias_chars(self.grapheme)):
+            raise ValueError(
+                f"alias has {len(self.alias)} characters for a grapheme of {len(fold(self.grapheme))}; "
+                f"at most {most} ({ALIAS_PER_GRAPHEME_CHAR} per grapheme character + {ALIAS_ALLOWANCE})"
+            )
         for name, value in (("grapheme", self.grapheme), ("alias", self.alias or "")):
             bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Co", "Cs", "Cn")), None)
             if bad is not None:

@@ -46,3 +46,10 @@ class UnreadableNumber(SegmentationError):
     """A number the reader of its language cannot say (the message names it)."""
 
     reason = "unreadable_number"
+
+
+class TooCostly(SegmentationError):
+    """Planning the request took longer than its budget (`plan_budget`); the message says
+    how far it got."""
+
+    reason = "too_costly"

@@ -17,6 +17,7 @@ from streamtts.processors.segment.exceptions import (
 )
 from streamtts.processors.segment.input_policy import check_text
 from streamtts.processors.segment.lexicon import LexiconMatcher
+from streamtts.processors.segment.plan_budget import PlanDeadline
 from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, Span, segment_text
 from streamtts.processors.segment.splitter import SENTENCE_END
 from streamtts.processors.segment.spoken_budget import SpokenBudget
@@ -62,19 +63,22 @@ def plan_segments(
     lexicon: LexiconMatcher | None = None,
     ssml_unknown: str = "ignore",
     known_voice: Callable[[str], bool] | None = None,
+    deadline: PlanDeadline | None = None,
 ) -> list[Segment]:
     """Split a request into segments numbered 0..total-1 with `last` on the final one.
 
     With `voices`, each segment also carries the voice planned for it (see `voice_plan`).
     With `lexicon` (the tenant's), its entries are applied and every segment records its
-    version. An SSML request (see `is_ssml`) is parsed by `ssml.parse_ssml` first.
+    version. An SSML request (see `is_ssml`) is parsed by `ssml.parse_ssml` first. With
+    `deadline`, planning stops at the first sentence, block or span past it (`plan_budget`).
 
     Raises:
         InputRejected: markup or control characters (see `input_policy`).
         InvalidSsml: malformed or hostile SSML (reason "invalid_ssml", with the position).
         SegmentationError: empty/unspeakable/too long text, as written or as said once
             lexicon, numbers and markup are read out (`spoken_budget`), or more than
-            `MAX_SEGMENTS` segments (a permanent failure: DLQ).
+            `MAX_SEGMENTS` segments, or planning past `deadline` (TooCostly); all
+            permanent failures: DLQ.
     """
     hint = None if request.language == "auto" else request.language
     notes: list[str] = []
@@ -94,6 +98,7 @@ def plan_segments(
             unknown=ssml_unknown,
             known_voice=known_voice,
             notes=notes,
+            deadline=deadline,
         )
     else:
         check_text(request.text, markup="reject" if markup == "ssml" else markup)
@@ -106,6 +111,7 @@ def plan_segments(
             max_text_chars=max_text_chars,
             mapped=request.timestamps,
             lexicon=lexicon,
+            deadline=deadline,
         )
         requested = None if request.voice == "auto" else request.voice
         if voices is not None:
@@ -124,6 +130,8 @@ def plan_segments(
     total = len(items)
     segments: list[Segment] = []
     for i, item in enumerate(items):
+        if deadline is not None:
+            deadline.check(_start(item, len(request.text)))
         text_map, source_text, source_start = _source(request, item)
         segments.append(
             Segment(
@@ -172,6 +180,7 @@ def _ssml_plan(
     unknown: str,
     known_voice: Callable[[str], bool] | None,
     notes: list[str],
+    deadline: PlanDeadline | None = None,
 ) -> list[_Planned]:
     """Spans of an SSML request: each block segmented on its own (a break, a voice, a rate
     or a language change is a span boundary), its map carried back into the document."""
@@ -182,6 +191,9 @@ def _ssml_plan(
     open_sentence = False  # the last block ended inside a sentence
     requested = None if request.voice == "auto" else request.voice
     for k, block in enumerate(doc.blocks):
+        at = block.text.source_range(0, 1)[0]
+        if deadline is not None:
+            deadline.check(at)
         try:
             spans = segment_text(
                 block.text.text,
@@ -196,6 +208,7 @@ def _ssml_plan(
                 given=doc.given,
                 first=not out,
                 spoken=spoken,
+                deadline=deadline.within(at) if deadline is not None else None,
             )
         except (ExpandedTooLong, UnreadableNumber):
             raise  # the document says too much, or a number in it cannot be said
@@ -259,6 +272,14 @@ def _with_marks(items: list[_Planned], marks: list[tuple[str, int]]) -> list[_Pl
         replace(item, marks=tuple(by_item.get(i, ()))) if i in by_item else item
         for i, item in enumerate(items)
     ]
+
+
+def _start(item: _Planned, text_chars: int) -> int:
+    """Where the item's span starts in the request text (all of it, if not mapped)."""
+    source = item.span.source
+    if source is None or not source.tracked or not len(source):
+        return text_chars
+    return source.source_range(0, 1)[0]
 
 
 def _source(request: TTSRequest, item: _Planned) -> tuple[list[TextBlock] | None, str | None, int]:

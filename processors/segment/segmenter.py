@@ -23,6 +23,7 @@ from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.numbers import verbalize_numbers
+from streamtts.processors.segment.plan_budget import PlanDeadline
 from streamtts.processors.segment.pronunciations import GivenTable, blank_placeholders, is_placeholder
 from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
 from streamtts.processors.segment.spoken_budget import SpokenBudget
@@ -87,6 +88,7 @@ def segment_text(
     given: GivenTable | None = None,
     first: bool = True,
     spoken: SpokenBudget | None = None,
+    deadline: PlanDeadline | None = None,
 ) -> list[Span]:
     """Segment request text into spans.
 
@@ -113,11 +115,12 @@ def segment_text(
         spoken: what the request may still say, spent span by span (None: a budget for
             `text` alone, see `spoken_budget`); checked after the lexicon too, so an
             expansion past it stops there.
+        deadline: checked before each sentence (see `plan_budget`).
     Returns:
         Spans in speaking order, each with speakable text.
     Raises:
         SegmentationError: empty text, nothing speakable, text too long (as written, or
-            as said: ExpandedTooLong), or unknown hint.
+            as said: ExpandedTooLong), unknown hint, or past the deadline (TooCostly).
     """
     if len(text) > max_text_chars:
         raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
@@ -144,6 +147,8 @@ def segment_text(
     sentence_index = 0
     cursor = 0
     for sentence_text, ends_paragraph in splitter.sentences(clean.text):
+        if deadline is not None:
+            deadline.check(cursor)
         sentence = clean.find(sentence_text, cursor)
         if sentence is None:  # unreachable: sentences are stripped substrings, in order
             sentence = MappedText.of(sentence_text, tracked=False)

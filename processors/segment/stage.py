@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from faust.types import EventT
@@ -14,7 +16,9 @@ from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.routing import Route, route
 from streamtts.features.releases.watch import ReleaseWatch
+from streamtts.processors.segment.exceptions import TooCostly
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
+from streamtts.processors.segment.plan_budget import PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
@@ -96,6 +100,18 @@ class SegmentStage(FaustStage):
         self.out_short = self.topic(self.topics.segments)
         self.out_long = self.topic(self.topics.segments_long)
         self._known_topics: dict[str, float] = {}
+        # Planning runs here, off the event loop, so a costly request cannot stop heartbeats,
+        # SIGTERM or the side services. Two threads: one planning, one spare should a plan
+        # overrun its budget where no check reaches (see `_plan`).
+        self._planning = ThreadPoolExecutor(max_workers=2, thread_name_prefix="segment-plan")
+        self._stopping = threading.Event()
+
+    async def stop(self) -> None:
+        # 1. the agent stops (a plan it awaited is dropped, its record not acked); 2. a plan
+        # still running ends at its next check (the process exits only once its threads do).
+        await super().stop()
+        self._stopping.set()
+        self._planning.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()
@@ -106,18 +122,7 @@ class SegmentStage(FaustStage):
                 self.voices.spec(request.voice)  # unknown voice: permanent, before any work
             if request.delivery.reply_topic:
                 await self._check_topic(request.delivery.reply_topic)
-            segments = plan_segments(
-                request,
-                first_max_chars=self.pipeline.text.first_max_chars,
-                first_min_chars=self.pipeline.text.first_min_chars,
-                max_chars=self.pipeline.text.max_chars,
-                max_text_chars=self.pipeline.text.max_text_chars,
-                markup=self.pipeline.text.markup,
-                voices=self.voices,
-                lexicon=await self._lexicon(request),
-                ssml_unknown=self.pipeline.text.ssml_unknown,
-                known_voice=self._known_voice,
-            )
+            segments = await self._plan(request, await self._lexicon(request))
         except (RecordError, ValueError) as err:  # permanent: this record can never succeed
             return await self.dead_letter(
                 source_of(event),
@@ -176,6 +181,42 @@ class SegmentStage(FaustStage):
             text=snippet(request.text),
         )
         return "ok"
+
+    async def _plan(self, request: TTSRequest, lexicon: LexiconMatcher | None) -> list[Segment]:
+        """`plan_segments` in the planning thread, within the request's budget.
+
+        The planner checks its deadline once per sentence, block and span and stops there
+        (TooCostly, with the position reached). Should it still not return by twice the
+        budget (a step between checks that never ends), the stage stops waiting: the record
+        is dead-lettered all the same and that thread ends at its next check.
+        """
+        text = self.pipeline.text
+        budget = text.plan_budget_s
+
+        def plan() -> list[Segment]:
+            # The clock starts when planning starts, not while the record waits for a thread.
+            return plan_segments(
+                request,
+                first_max_chars=text.first_max_chars,
+                first_min_chars=text.first_min_chars,
+                max_chars=text.max_chars,
+                max_text_chars=text.max_text_chars,
+                markup=text.markup,
+                voices=self.voices,
+                lexicon=lexicon,
+                ssml_unknown=text.ssml_unknown,
+                known_voice=self._known_voice,
+                deadline=PlanDeadline.start(budget, len(request.text), stopping=self._stopping),
+            )
+
+        work = asyncio.get_running_loop().run_in_executor(self._planning, plan)
+        try:
+            return await asyncio.wait_for(asyncio.shield(work), 2 * budget)
+        except TimeoutError:
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no warning
+            raise TooCostly(
+                f"planning took longer than its budget of {budget:g} s and did not stop at a check"
+            ) from None
 
     async def _lexicon(self, request: TTSRequest) -> LexiconMatcher | None:
         """The tenant's lexicon (the pinned version for a replay), compiled once per version."""

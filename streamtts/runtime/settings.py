@@ -171,8 +171,13 @@ class TextSettings:
     ssml_unknown: Literal["ignore", "reject"] = "ignore"
     """SSML elements outside the subset: "ignore" (their text is read, with a note on the
     result) or "reject" (dead-letter: unsupported_ssml)."""
+    plan_budget_s: float = 2.0
+    """Longest time the segment stage spends planning one request (off its event loop);
+    past it the request is dead-lettered (too_costly) and the stage goes on with the next."""
 
     def __post_init__(self) -> None:
+        if not self.plan_budget_s > 0:
+            raise ConfigError(f"{ENV_PREFIX}PLAN_BUDGET_S must be above 0, got {self.plan_budget_s}")
         _check_fields(
             self, at_least_one=("first_max_chars", "max_chars", "max_text_chars", "long_text_chars")
         )

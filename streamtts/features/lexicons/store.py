@@ -1,6 +1,7 @@
 """Tenant lexicons on `tts.lexicons` (aiokafka): read the current one, write a new version,
 delete. Writing keeps every version under its own key (`TENANT@vN`) before the current one
-moves, so a worker that sees version N can always find it again (see `schemas.lexicon`)."""
+moves, so a worker that sees version N can always find it again, and then tombstones the
+versions older than the kept history, so compaction can remove them (see `schemas.lexicon`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ from aiokafka import TopicPartition
 
 from streamtts.runtime.kafka import make_consumer, make_producer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas.lexicon import Lexicon, LexiconEntry, lexicon_key, version_key
+from streamtts.schemas.lexicon import (
+    HISTORY_VERSIONS,
+    MAX_LEXICON_BYTES,
+    Lexicon,
+    LexiconEntry,
+    lexicon_key,
+    version_key,
+)
 
-MAX_LEXICON_BYTES = 2 * 1024 * 1024
-"""Largest lexicon record (the topic allows 4 MiB; one record is read whole by every worker)."""
+__all__ = ["MAX_LEXICON_BYTES", "LexiconStore", "LexiconTooLarge", "superseded"]
 
 
 class LexiconTooLarge(ValueError):
@@ -24,9 +31,11 @@ class LexiconTooLarge(ValueError):
 class LexiconStore:
     """Reads and writes one topic of lexicons."""
 
-    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+    def __init__(self, kafka: KafkaSettings, topic: str, *, keep: int = HISTORY_VERSIONS) -> None:
+        """keep: versions kept per tenant for replays (older ones are tombstoned by `put`)."""
         self.kafka = kafka
         self.topic = topic
+        self.keep = keep
 
     async def read(self) -> dict[str, bytes | None]:
         """Every key's latest value, from the beginning to the end offsets at call time."""
@@ -63,7 +72,7 @@ class LexiconStore:
             LexiconTooLarge: over `MAX_LEXICON_BYTES` encoded.
         """
         latest = await self.read()
-        versions = [int(k.rpartition("@v")[2]) for k in latest if k.startswith(f"{tenant}@v")]
+        versions = _versions(latest, tenant)
         lexicon = Lexicon(
             tenant=tenant, version=max(versions, default=0) + 1, entries=entries, updated_at=datetime.now(UTC)
         )
@@ -80,6 +89,12 @@ class LexiconStore:
                 self.topic, key=version_key(tenant, lexicon.version).encode(), value=value
             )
             await producer.send_and_wait(self.topic, key=lexicon_key(tenant).encode(), value=value)
+            # 3. tombstones for versions past the kept history (and any left by an older
+            #    writer that kept them all): compaction removes them, workers stop re-reading them.
+            live = [v for v in versions if latest.get(version_key(tenant, v)) is not None]
+            for old in superseded([*live, lexicon.version], self.keep):
+                await producer.send(self.topic, key=version_key(tenant, old).encode(), value=None)
+            await producer.flush()
         finally:
             await producer.stop()
         return lexicon
@@ -95,6 +110,17 @@ class LexiconStore:
         finally:
             await producer.stop()
         return True
+
+
+def superseded(versions: list[int], keep: int = HISTORY_VERSIONS) -> list[int]:
+    """The versions past the newest `keep`: the ones to tombstone."""
+    return sorted(versions)[:-keep] if len(versions) > keep else []
+
+
+def _versions(latest: dict[str, bytes | None], tenant: str) -> list[int]:
+    """Every version number written for `tenant` (tombstoned ones too: numbers never repeat)."""
+    prefix = f"{tenant}@v"
+    return [int(k[len(prefix) :]) for k in latest if k.startswith(prefix) and k[len(prefix) :].isdigit()]
 
 
 async def _behind(consumer: Any, tps: list[TopicPartition], ends: dict[TopicPartition, int]) -> bool:

@@ -32,7 +32,7 @@ from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.planner import plan_segments
-from streamtts.schemas import Lexicon, TTSRequest
+from streamtts.schemas import Lexicon, LexiconEntry, TTSRequest
 
 SIZES = (500, 1000, 2000, 4000)
 """Input sizes in characters (about: a family rounds to its unit). Small enough for the
@@ -60,7 +60,16 @@ def _lexicon(*entries: dict[str, object]) -> LexiconMatcher:
     )
 
 
-HUGE_ALIAS = _lexicon({"grapheme": "q", "alias": ("word " * 100).strip()})
+# 499 characters for "q": the contract refuses it now (at most 50 for one character), so it
+# is built unvalidated, as a record written before that limit: the spoken budget still holds.
+HUGE_ALIAS = LexiconMatcher(
+    Lexicon.model_construct(
+        tenant="acme",
+        version=1,
+        entries=[LexiconEntry.model_construct(grapheme="q", alias=("word " * 100).strip(), phonemes=None)],
+        updated_at=NOW,
+    )
+)
 SHORT_ALIASES = _lexicon(
     {"grapheme": "q", "alias": "queue"},
     {"grapheme": "招行", "alias": "招商银行"},
