@@ -26,6 +26,7 @@ import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
+from streamtts.infra.local import processes
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_spec, load_spec
 from streamtts.runtime.faust_app import group_id
@@ -164,7 +165,7 @@ class ResultObserver:
         await self._consumer.stop()
 
 
-async def _sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
+async def sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
     """The sink group has committed everything on tts.pcm: no result can still be on its way."""
     admin = make_admin(kafka)
     consumer = make_consumer(kafka, group_id=None)
@@ -199,13 +200,16 @@ async def leader_with_most_partitions(kafka: KafkaSettings, topic: str, exclude:
 
 
 async def kill_broker(stack: LocalStack, node_id: int) -> None:
-    """SIGKILL broker `node_id` of the local cluster and wait until it is gone."""
+    """SIGKILL broker `node_id` of the local cluster and wait until it is gone, ports included
+    (a dying process loses its command line before its sockets: "not ours" is not yet "gone")."""
     node = next(n for n in stack.brokers if n.node_id == node_id)
     pid = node.pid()
     assert pid is not None, f"{node.name} is not running"
     os.kill(pid, signal.SIGKILL)
     async with asyncio.timeout(30):
-        while node.pid() is not None:  # noqa: ASYNC110 - a foreign pid has no event
+        while processes.is_running(pid) or any(  # noqa: ASYNC110 - a foreign pid has no event
+            processes.port_in_use(node.host, port) for port in (node.port, node.controller_port)
+        ):
             await asyncio.sleep(0.1)
 
 
@@ -425,7 +429,7 @@ class ChaosRun:
             async with asyncio.timeout(self.plan.drain_timeout_s):
                 while True:
                     done = all(k in observer.results for k in good)
-                    if done and await _sink_caught_up(self.kafka, self.topics):
+                    if done and await sink_caught_up(self.kafka, self.topics):
                         break
                     await asyncio.sleep(0.5)  # polling an external system's progress
         except TimeoutError:
