@@ -4,10 +4,12 @@ consumer of tts.results and the DLQs).
 
 Faults, in turn, each followed by steady load: SIGKILL of the synthesize worker (restarted),
 SIGKILL of the segment+encode+sink worker (restarted), SIGKILL of Kafka (restarted), MinIO
-stopped for a while, and a burst of poison and hostile records. Counted per guarantee: sent
-(acknowledged by the broker), completed, failed, lost, duplicated results, flipped results
-(`completed` then `failed`), dead letters, and the longest a request waited after the fault
-that delayed it had ended.
+stopped for a while, and a burst of poison and hostile records. On a three-broker cluster
+(`--brokers 3`, CLUSTER_FAULTS): SIGKILL of the broker leading most partitions of tts.requests
+(restarted, then back in every ISR), then of another one, leading most of tts.pcm, briefly.
+Counted per guarantee: sent (acknowledged by the broker), completed, failed, lost, duplicated
+results, flipped results (`completed` then `failed`), dead letters, the longest a request took
+from send to result (settle), and the longest it waited after the fault that delayed it ended.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,16 +26,20 @@ import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
+from streamtts.infra.local import processes
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
 from streamtts.runtime.faust_app import group_id
-from streamtts.runtime.kafka import client_kwargs, describe_partitions, make_admin, make_consumer
+from streamtts.runtime.kafka import describe_partitions, make_admin, make_consumer, make_producer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.schemas.names import STAGES
 
 FAULTS = ("kill_synthesize", "kill_front", "kill_kafka", "stop_minio", "poison")
+CLUSTER_FAULTS = ("kill_requests_leader", "kill_pcm_leader")
+"""For a multi-broker cluster: SIGKILL the leader of tts.requests, restart it, and once it is
+back in every ISR, SIGKILL the leader of tts.pcm (another broker) briefly."""
 TEXTS = (
     "Thank you for calling. How can I help you today?",
     "Your order has shipped and will arrive on Friday.",
@@ -52,6 +58,7 @@ class ChaosPlan:
     gap_s: float = 8.0
     """Steady load after each fault before the next one."""
     kafka_down_s: float = 3.0
+    """How long a SIGKILLed broker stays down before it is restarted."""
     minio_down_s: float = 15.0
     poison: int = 10
     """Poison and hostile records in the poison fault."""
@@ -64,6 +71,12 @@ class FaultWindow:
     name: str
     started: float
     ended: float = 0.0
+    target: str = ""
+    """What the fault hit, when the plan does not say (the broker that led the partitions)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.target})" if self.target else self.name
 
 
 @dataclass
@@ -79,6 +92,8 @@ class ChaosReport:
     poison_sent: int = 0
     poison_dead_lettered: int = 0
     longest_wait_after_fault_s: float = 0.0
+    longest_settle_s: float = 0.0
+    """The longest any request took from acknowledged send to its first result."""
     wait_after: dict[str, float] = field(default_factory=dict)
     """Per fault: the longest a request waited after that fault ended (it was the last one
     before the request's result). For `poison`, what hostile records cost the others."""
@@ -101,15 +116,16 @@ class ChaosReport:
             "flips": self.flips,
             "dead letters (poison)": f"{self.poison_dead_lettered}/{self.poison_sent}",
             "dead letters (all)": self.dead_letters,
+            "longest settle s": round(self.longest_settle_s, 1),
             "longest wait after a fault s": round(self.longest_wait_after_fault_s, 1),
             "longest wait by fault s": ", ".join(f"{k} {v:.1f}" for k, v in self.wait_after.items()),
             "unplanned restarts": self.unplanned_restarts,
             "drained": not self.drain_timed_out,
-            "faults s": ", ".join(f"{f.name} {f.ended - f.started:.1f}" for f in self.faults),
+            "faults s": ", ".join(f"{f.label} {f.ended - f.started:.1f}" for f in self.faults),
         }
 
 
-class _Observer:
+class ResultObserver:
     """The independent subscriber: results and dead letters as a read_committed client sees them."""
 
     def __init__(self, kafka: KafkaSettings, topics: TopicNames) -> None:
@@ -149,7 +165,7 @@ class _Observer:
         await self._consumer.stop()
 
 
-async def _sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
+async def sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
     """The sink group has committed everything on tts.pcm: no result can still be on its way."""
     admin = make_admin(kafka)
     consumer = make_consumer(kafka, group_id=None)
@@ -163,6 +179,54 @@ async def _sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
         return all(ends[tp] == 0 or (tp in committed and committed[tp].offset >= ends[tp]) for tp in parts)
     finally:
         await consumer.stop()
+        await admin.close()
+
+
+async def leader_with_most_partitions(kafka: KafkaSettings, topic: str, exclude: Collection[int] = ()) -> int:
+    """The broker (node id) that leads most partitions of `topic`, other than those in `exclude`."""
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    led: dict[int, int] = {}
+    for part in described["partitions"]:
+        if part["leader"] >= 0 and part["leader"] not in exclude:
+            led[part["leader"]] = led.get(part["leader"], 0) + 1
+    if not led:
+        raise RuntimeError(f"no broker outside {sorted(exclude)} leads a partition of {topic}")
+    return max(led, key=lambda node: (led[node], -node))
+
+
+async def kill_broker(stack: LocalStack, node_id: int) -> None:
+    """SIGKILL broker `node_id` of the local cluster and wait until it is gone, ports included
+    (a dying process loses its command line before its sockets: "not ours" is not yet "gone")."""
+    node = next(n for n in stack.brokers if n.node_id == node_id)
+    pid = node.pid()
+    assert pid is not None, f"{node.name} is not running"
+    os.kill(pid, signal.SIGKILL)
+    async with asyncio.timeout(30):
+        while processes.is_running(pid) or any(  # noqa: ASYNC110 - a foreign pid has no event
+            processes.port_in_use(node.host, port) for port in (node.port, node.controller_port)
+        ):
+            await asyncio.sleep(0.1)
+
+
+async def wait_in_sync(kafka: KafkaSettings, topics: TopicNames, timeout_s: float = 60.0) -> None:
+    """Until every partition of the run's data topics has all its replicas in sync."""
+    names = [topics.requests, topics.segments, topics.pcm, topics.results]
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                described = await admin.describe_topics(names)
+                parts = [p for t in described for p in t["partitions"]]
+                if parts and all(len(p["isr"]) == len(p["replicas"]) for p in parts):
+                    return
+                await asyncio.sleep(0.2)  # polling the cluster's metadata: no event to await
+    finally:
         await admin.close()
 
 
@@ -180,11 +244,11 @@ class ChaosRun:
         self.stack = stack
         self.plan = plan
         self.say = say
-        self.kafka = KafkaSettings(bootstrap_servers=stack.kafka.bootstrap, topic_prefix=prefix)
+        self.kafka = KafkaSettings(bootstrap_servers=stack.bootstrap, topic_prefix=prefix)
         self.topics = TopicNames(prefix)
         self.env = {
             **os.environ,
-            "STREAMTTS_KAFKA_BOOTSTRAP": stack.kafka.bootstrap,
+            "STREAMTTS_KAFKA_BOOTSTRAP": stack.bootstrap,
             "STREAMTTS_S3_ENDPOINT": s3.endpoint,
             "STREAMTTS_S3_ACCESS_KEY": s3.access_key,
             "STREAMTTS_S3_SECRET_KEY": s3.secret_key,
@@ -202,6 +266,7 @@ class ChaosRun:
         self._load: asyncio.Task[None] | None = None
         self._n = 0
         self._restarting = False
+        self._killed_brokers: set[int] = set()
 
     # -- load ------------------------------------------------------------------------------
     async def _send(self, key: str, value: bytes) -> None:
@@ -266,7 +331,19 @@ class ChaosRun:
             while self.stack.kafka.pid() is not None:  # noqa: ASYNC110 - a foreign pid has no event
                 await asyncio.sleep(0.1)
         await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None)
+        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=False)
+
+    async def _kill_leader(self, topic: str, window: FaultWindow, spare: set[int]) -> None:
+        """SIGKILL the broker leading most partitions of `topic` (none in `spare`), restart it
+        after the outage, and return once every partition of this run is fully replicated
+        again (so the next fault cannot take a second replica of any of them)."""
+        node_id = await leader_with_most_partitions(self.kafka, topic, exclude=spare)
+        spare.add(node_id)
+        window.target = f"kafka-{node_id}"
+        await kill_broker(self.stack, node_id)
+        await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
+        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=False)
+        await wait_in_sync(self.kafka, self.topics)
 
     async def _stop_minio(self) -> None:
         await asyncio.to_thread(self.stack.minio.stop)
@@ -301,8 +378,12 @@ class ChaosRun:
             await self._stop_minio()
         elif name == "poison":
             await self._poison()
+        elif name == "kill_requests_leader":
+            await self._kill_leader(self.topics.requests, window, self._killed_brokers)
+        elif name == "kill_pcm_leader":
+            await self._kill_leader(self.topics.pcm, window, self._killed_brokers)
         else:
-            raise ValueError(f"unknown fault {name!r}; faults are {', '.join(FAULTS)}")
+            raise ValueError(f"unknown fault {name!r}; faults are {', '.join(FAULTS + CLUSTER_FAULTS)}")
         window.ended = time.monotonic()
         self.report.faults.append(window)
 
@@ -311,11 +392,9 @@ class ChaosRun:
         started = time.monotonic()
         await apply_topics(self.kafka)
         await asyncio.to_thread(self.workers.start)
-        observer = _Observer(self.kafka, self.topics)
+        observer = ResultObserver(self.kafka, self.topics)
         await observer.start()
-        self._producer = AIOKafkaProducer(
-            **client_kwargs(self.kafka), enable_idempotence=True, acks="all", request_timeout_ms=40_000
-        )
+        self._producer = make_producer(self.kafka)  # idempotent, acks=all, rides out an election
         await self._producer.start()
         supervisor = asyncio.create_task(self._supervise())
         try:
@@ -339,13 +418,13 @@ class ChaosRun:
         self.report.duration_s = time.monotonic() - started
         return self.report
 
-    async def _drain(self, observer: _Observer) -> None:
+    async def _drain(self, observer: ResultObserver) -> None:
         good = [k for k in self.sent_at if k not in self.poison_ids]
         try:
             async with asyncio.timeout(self.plan.drain_timeout_s):
                 while True:
                     done = all(k in observer.results for k in good)
-                    if done and await _sink_caught_up(self.kafka, self.topics):
+                    if done and await sink_caught_up(self.kafka, self.topics):
                         break
                     await asyncio.sleep(0.5)  # polling an external system's progress
         except TimeoutError:
@@ -355,7 +434,7 @@ class ChaosRun:
         # One more read to the end of tts.results: anything the sink committed is now visible.
         await asyncio.sleep(1.0)
 
-    def _count(self, observer: _Observer) -> None:
+    def _count(self, observer: ResultObserver) -> None:
         r = self.report
         good = [k for k in self.sent_at if k not in self.poison_ids]
         r.sent = len(good)
@@ -374,6 +453,7 @@ class ChaosRun:
             r.duplicate_results += len(seen) > 1
             r.flips += "completed" in statuses and statuses[-1] != "completed"
             at = seen[0][1]
+            r.longest_settle_s = max(r.longest_settle_s, at - self.sent_at[key])
             before = [f for f in windows if f.ended <= at]
             last = before[-1] if before else None
             origin = max(self.sent_at[key], last.ended if last else 0.0)

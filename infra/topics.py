@@ -1,13 +1,16 @@
 """Declarative topic spec (infra/topics.yaml) and its reconciliation with a live cluster.
 
 `apply` is safe to run repeatedly: it creates missing topics, grows partition counts, aligns
-configs, and reports what it could not fix (a partition count above the spec cannot shrink).
+configs, and reports what it could not fix (a partition count above the spec cannot shrink, a
+replication factor is not changed by apply). A *profile* of the spec (replication factor 3 and
+`min.insync.replicas=2` on a cluster of three or more) is chosen from the cluster's size.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +20,15 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import for_code
 
 from streamtts.errors import ConfigError, InfraError
-from streamtts.runtime.kafka import describe_partitions, make_admin
+from streamtts.runtime.kafka import make_admin
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, topology_topics
 
 SPEC_PATH = Path(__file__).resolve().parent / "topics.yaml"
+AUTO_PROFILE = "auto"
+"""Profile choice: the one whose `brokers` is the largest the cluster reaches."""
+NO_PROFILE = "none"
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,22 @@ class TopicSpec:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TopicProfile:
+    """Overrides for every topic on a cluster of at least `brokers` brokers."""
+
+    name: str
+    brokers: int
+    replication_factor: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+    def apply(self, specs: list[TopicSpec]) -> list[TopicSpec]:
+        return [
+            replace(s, replication_factor=self.replication_factor, configs={**s.configs, **self.configs})
+            for s in specs
+        ]
+
+
 @dataclass
 class ApplyReport:
     created: list[str] = field(default_factory=list)
@@ -41,6 +63,8 @@ class ApplyReport:
     unchanged: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
     """Differences that apply cannot fix, described in one line each."""
+    profile: str | None = None
+    """The profile applied (None: the plain spec)."""
 
 
 def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
@@ -74,6 +98,47 @@ def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
             )
         )
     return specs
+
+
+def load_profiles(path: Path = SPEC_PATH) -> dict[str, TopicProfile]:
+    """The spec's `profiles` section. Raises ConfigError naming the offending profile/key."""
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"cannot read topic spec {path}: {err}") from None
+    profiles = {}
+    for name, body in (raw.get("profiles") or {}).items():
+        body = body or {}
+        unknown = set(body) - {"brokers", "replication_factor", "configs"}
+        if unknown:
+            raise ConfigError(f"topic spec: profile {name!r} has unknown key {sorted(unknown)[0]!r}")
+        brokers, rf = body.get("brokers"), body.get("replication_factor")
+        if not isinstance(brokers, int) or not isinstance(rf, int) or not 1 <= rf <= brokers:
+            raise ConfigError(f"topic spec: profile {name!r} needs 1 ≤ 'replication_factor' ≤ 'brokers'")
+        configs = {str(k): str(v) for k, v in (body.get("configs") or {}).items()}
+        profiles[str(name)] = TopicProfile(str(name), brokers, rf, configs)
+    return profiles
+
+
+def choose_profile(profiles: Mapping[str, TopicProfile], brokers: int) -> TopicProfile | None:
+    """The profile for a cluster of `brokers`: the largest `brokers` it reaches, None if none."""
+    fitting = [p for p in profiles.values() if p.brokers <= brokers]
+    return max(fitting, key=lambda p: p.brokers, default=None)
+
+
+async def resolve_profile(
+    admin: AIOKafkaAdminClient, profile: str, profiles: Mapping[str, TopicProfile]
+) -> TopicProfile | None:
+    """`profile` by name, none for NO_PROFILE, or (AUTO_PROFILE) the one the cluster's size picks."""
+    if profile == NO_PROFILE:
+        return None
+    if profile == AUTO_PROFILE:
+        cluster = await admin.describe_cluster()
+        return choose_profile(profiles, len(cluster.get("brokers") or []))
+    if profile not in profiles:
+        known = ", ".join([AUTO_PROFILE, NO_PROFILE, *profiles])
+        raise ConfigError(f"unknown topic profile {profile!r}; profiles are {known}")
+    return profiles[profile]
 
 
 KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1048588
@@ -117,11 +182,24 @@ def _retention_ms(spec: TopicSpec) -> float:
 
 
 async def apply_spec(
-    admin: AIOKafkaAdminClient, specs: list[TopicSpec], *, dry_run: bool = False
+    admin: AIOKafkaAdminClient,
+    specs: list[TopicSpec],
+    *,
+    dry_run: bool = False,
+    profile: str = AUTO_PROFILE,
+    profiles: Mapping[str, TopicProfile] | None = None,
 ) -> ApplyReport:
-    """Create or reconcile `specs` on the cluster behind `admin` (already started)."""
+    """Create or reconcile `specs` on the cluster behind `admin` (already started), under
+    `profile` (default: the one the cluster's size picks from `profiles`, by default those
+    of infra/topics.yaml)."""
     report = ApplyReport()
-    existing = await _partition_counts(admin, [s.name for s in specs])
+    # 0. The profile first: every topic's replication and configs follow the cluster's shape.
+    chosen = await resolve_profile(admin, profile, load_profiles() if profiles is None else profiles)
+    if chosen is not None:
+        specs = chosen.apply(specs)
+        report.profile = chosen.name
+    described = await _describe(admin, [s.name for s in specs])
+    existing = {name: count for name, (count, _rf) in described.items()}
     # 1. Create what is missing, in one request.
     missing = [s for s in specs if s.name not in existing]
     if missing and not dry_run:
@@ -143,6 +221,11 @@ async def apply_spec(
             grow[s.name] = NewPartitions(total_count=s.partitions)
         elif have > s.partitions:
             report.drift.append(f"{s.name}: has {have} partitions, spec says {s.partitions} (cannot shrink)")
+        if (rf := described[s.name][1]) < s.replication_factor:
+            report.drift.append(
+                f"{s.name}: replication factor {rf}, spec says {s.replication_factor} "
+                "(reassign its partitions: kafka-reassign-partitions)"
+            )
     if grow and not dry_run:
         await admin.create_partitions(grow)
     report.partitions_grown = sorted(grow)
@@ -158,6 +241,9 @@ async def apply_spec(
             )
     if to_alter and not dry_run:
         await admin.alter_configs(to_alter)
+        # On a cluster each broker learns the change from the metadata log a moment later; a
+        # read that races it would see the old values (and the next apply would skip them).
+        await _wait_for_configs(admin, [s for s in present if s.name in {c.name for c in to_alter}])
     changed = set(report.created) | set(grow) | {c.name for c in to_alter}
     report.unchanged = [s.name for s in specs if s.name not in changed]
     # 4. Wait until every partition has a leader, so producers can write right away.
@@ -177,8 +263,14 @@ async def apply_topics(kafka: KafkaSettings, specs: list[TopicSpec] | None = Non
         await admin.close()
 
 
-async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
-    return {name: len(ids) for name, ids in (await describe_partitions(admin, names)).items()}
+async def _describe(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, tuple[int, int]]:
+    """(partition count, smallest replica count) of each existing topic in `names`."""
+    described = await admin.describe_topics(names)
+    return {
+        t["topic"]: (len(t["partitions"]), min((len(p["replicas"]) for p in t["partitions"]), default=0))
+        for t in described
+        if t["error_code"] == 0
+    }
 
 
 async def _topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
@@ -192,6 +284,23 @@ async def _topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[s
             name, entries = resource[3], resource[4]
             out[name] = {e[0]: e[1] for e in entries}
     return out
+
+
+async def _wait_for_configs(
+    admin: AIOKafkaAdminClient, specs: list[TopicSpec], timeout_s: float = 30
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        actual = await _topic_configs(admin, [s.name for s in specs])
+        stale = [
+            s.name for s in specs if any(actual.get(s.name, {}).get(k) != v for k, v in s.configs.items())
+        ]
+        if not stale:
+            return
+        if loop.time() > deadline:
+            raise InfraError(f"topic configs not visible after {timeout_s:.0f} s: {stale}")
+        await asyncio.sleep(0.1)  # polling the cluster's metadata: no event to await
 
 
 async def wait_for_leaders(admin: AIOKafkaAdminClient, specs: list[TopicSpec], timeout_s: float = 30) -> None:

@@ -1,7 +1,9 @@
-"""A single-node Apache Kafka 4.x (KRaft broker+controller) run from Maven Central jars.
+"""One Apache Kafka 4.x KRaft node (combined broker+controller) run from Maven Central jars.
 
 No Docker, no tarball: `infra/kafka/pom.xml` names the broker artifacts; Maven copies them
 into the per-machine cache once, and the broker runs with the machine's Java via `java -cp`.
+A node is either the whole local cluster (the default) or one voter of a multi-node quorum
+(`infra/local/kafka_cluster.py`), with its own ports, state dir, pid file and log.
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ class KafkaNode:
     port: int = 9092
     controller_port: int = 9093
     heap: str = "512m"
+    node_id: int = 1
+    name: str = "kafka"
+    """Service name: the state subdir, the pid file and the log file are named after it."""
+    voters: str = ""
+    """`controller.quorum.voters` of a multi-node quorum; empty: this node alone."""
+    cluster_size: int = 1
+    """Brokers in the cluster: internal topics are replicated across all of them."""
 
     @property
     def bootstrap(self) -> str:
@@ -42,15 +51,19 @@ class KafkaNode:
 
     @property
     def data_dir(self) -> Path:
-        return self.paths.state_dir / "kafka" / "data"
+        return self.paths.state_dir / self.name / "data"
 
     @property
     def config_file(self) -> Path:
-        return self.paths.state_dir / "kafka" / "server.properties"
+        return self.paths.state_dir / self.name / "server.properties"
 
     @property
     def pid_file(self) -> Path:
-        return self.paths.pid_file("kafka")
+        return self.paths.pid_file(self.name)
+
+    @property
+    def log_file(self) -> Path:
+        return self.paths.log_file(self.name)
 
     @property
     def marker(self) -> str:
@@ -95,19 +108,22 @@ class KafkaNode:
     def pid(self) -> int | None:
         return processes.running_pid(self.pid_file, self.marker)
 
-    def start(self, say: Say) -> int:
+    def start(self, say: Say, cluster_id: str | None = None) -> int:
+        """Start this node unless it runs. `cluster_id` formats fresh storage (every voter of
+        a quorum must carry the same one); None draws a new id for a node of its own."""
         if (pid := self.pid()) is not None:
             return pid
         java = require_tool("java", "install a JDK 17+ (e.g. apt-get install openjdk-17-jre-headless)")
         for port in (self.port, self.controller_port):
             if processes.port_in_use(self.host, port):
                 raise InfraError(
-                    f"port {port} is already in use by another process; stop it or set "
-                    "STREAMTTS_KAFKA_BOOTSTRAP to a free port (the controller uses port+1)"
+                    f"port {port} ({self.name}) is already in use by another process; stop it or "
+                    "set STREAMTTS_KAFKA_BOOTSTRAP to a free port (see docs/local-stack.md for "
+                    "the ports a node and a cluster use)"
                 )
         self._write_config()
-        self._format_storage(java, say)
-        say(f"starting Kafka {KAFKA_VERSION} (KRaft) on {self.bootstrap}")
+        self._format_storage(java, say, cluster_id or new_cluster_id())
+        say(f"starting Kafka {KAFKA_VERSION} (KRaft, node {self.node_id}) on {self.bootstrap}")
         argv = [
             java,
             f"-Xmx{self.heap}",
@@ -120,7 +136,7 @@ class KafkaNode:
             "kafka.Kafka",
             str(self.config_file),
         ]
-        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file("kafka"))
+        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file)
 
     def stop(self) -> bool:
         return processes.stop(self.pid_file, self.marker)
@@ -128,10 +144,13 @@ class KafkaNode:
     def _write_config(self) -> None:
         self.config_file.parent.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Internal topics (offsets, transactions) are replicated like the data: a transaction
+        # coordinator must survive the loss of one broker, and never accept a lone replica.
+        rf, min_isr = str(self.cluster_size), str(min(2, self.cluster_size))
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters or f"{self.node_id}@{self.host}:{self.controller_port}",
             "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
@@ -139,12 +158,15 @@ class KafkaNode:
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.data_dir),
             "num.partitions": "3",
-            # Single node: internal topics cannot have more replicas than brokers.
-            "offsets.topic.replication.factor": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            "default.replication.factor": rf,
+            "min.insync.replicas": min_isr,
+            # A replica that fell out of the ISR never becomes leader: that would lose records.
+            "unclean.leader.election.enable": "false",
             # Tests and local runs join groups immediately instead of waiting 3 s.
             "group.initial.rebalance.delay.ms": "0",
             # Topics are code (infra/topics.yaml): never let a typo create one.
@@ -154,10 +176,21 @@ class KafkaNode:
         }
         self.config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
-    def _format_storage(self, java: str, say: Say) -> None:
+    def formatted_cluster_id(self) -> str | None:
+        """The cluster id this node's storage was formatted with, None if not formatted."""
+        try:
+            lines = (self.data_dir / "meta.properties").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            key, _, value = line.partition("=")
+            if key.strip() == "cluster.id":
+                return value.strip()
+        return None
+
+    def _format_storage(self, java: str, say: Say, cluster_id: str) -> None:
         if (self.data_dir / "meta.properties").exists():
             return
-        cluster_id = _cluster_id()
         say(f"formatting KRaft storage in {self.data_dir}")
         run_step(
             [
@@ -174,13 +207,13 @@ class KafkaNode:
                 str(self.config_file),
             ],
             what="formatting Kafka storage",
-            log_file=self.paths.log_file("kafka-format"),
+            log_file=self.paths.log_file(f"{self.name}-format"),
             say=say,
             timeout_s=120,
         )
 
 
-def _cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+def new_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
     """A KRaft cluster id: 16 random bytes, base64url without padding (22 chars).
 
     Like Kafka's own Uuid.randomUuid, ids beginning with "-" are redrawn: command-line

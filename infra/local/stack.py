@@ -1,19 +1,28 @@
-"""The local default stack: one Kafka node and one MinIO server, managed as a unit.
+"""The local stack: Kafka (one node, or a quorum of N on loopback) and one MinIO server,
+managed as a unit.
 
 `up` is idempotent: it installs what is missing, starts what is not running, and waits until
-both answer real requests (a Kafka metadata round-trip, MinIO's readiness probe).
+both answer real requests (a Kafka metadata round-trip with every broker registered, MinIO's
+readiness probe).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from streamtts.errors import InfraError
 from streamtts.infra.local import processes
 from streamtts.infra.local.installer import Say, say_stderr
-from streamtts.infra.local.kafka_server import KAFKA_VERSION, KafkaNode
+from streamtts.infra.local.kafka_cluster import (
+    cluster_nodes,
+    forget_brokers,
+    record_brokers,
+    recorded_brokers,
+)
+from streamtts.infra.local.kafka_server import KAFKA_VERSION, KafkaNode, new_cluster_id
 from streamtts.infra.local.minio_server import MINIO_VERSION, MinioNode, minio_credentials_valid
 from streamtts.infra.local.paths import LocalPaths
 from streamtts.runtime.settings import Settings
@@ -44,17 +53,23 @@ class ServiceStatus:
 @dataclass(frozen=True)
 class LocalStack:
     kafka: KafkaNode
+    """The first (or only) Kafka node."""
     minio: MinioNode
+    extra_brokers: tuple[KafkaNode, ...] = ()
+    """The other voters of a multi-node cluster (`infra up --brokers 3`)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, paths: LocalPaths | None = None) -> LocalStack:
+    def from_settings(
+        cls, settings: Settings, paths: LocalPaths | None = None, brokers: int | None = None
+    ) -> LocalStack:
+        """The stack the settings point at; `brokers` None: as many as `up` last started here."""
         paths = paths or LocalPaths.from_env()
         k_host, k_port = _host_port(settings.kafka.bootstrap_servers, 9092)
         m_host, m_port = _host_port(settings.s3.endpoint, 9000)
         for host in (k_host, m_host):
             if host not in ("127.0.0.1", "localhost", "::1"):
                 raise InfraError(f"the local stack only runs on loopback, not {host!r}")
-        kafka = KafkaNode(paths=paths, host="127.0.0.1", port=k_port, controller_port=k_port + 1)
+        first, *others = cluster_nodes(paths, "127.0.0.1", k_port, brokers or recorded_brokers(paths))
         minio = MinioNode(
             paths=paths,
             access_key=settings.s3.access_key,
@@ -63,44 +78,63 @@ class LocalStack:
             port=m_port,
             console_port=m_port + 1,
         )
-        return cls(kafka=kafka, minio=minio)
+        return cls(kafka=first, minio=minio, extra_brokers=tuple(others))
 
-    def up(self, say: Say = say_stderr, timeout_s: float = 90.0) -> list[ServiceStatus]:
-        """Install, start and wait for both services. Returns their status."""
+    @property
+    def brokers(self) -> tuple[KafkaNode, ...]:
+        return (self.kafka, *self.extra_brokers)
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker, so a client can bootstrap while any one of them is down."""
+        return ",".join(node.bootstrap for node in self.brokers)
+
+    def up(
+        self, say: Say = say_stderr, timeout_s: float = 90.0, *, with_minio: bool = True
+    ) -> list[ServiceStatus]:
+        """Install, start and wait for all services (Kafka alone: `with_minio=False`, for a
+        cluster beside an object store that runs already). Returns their status."""
         started = time.monotonic()
         self.kafka.paths.ensure()
-        minio_credentials_valid(self.minio.access_key, self.minio.secret_key)
+        if with_minio:
+            minio_credentials_valid(self.minio.access_key, self.minio.secret_key)
         # 1. Install before starting anything, so a failed build leaves nothing half-running.
         self.kafka.install(say)
-        self.minio.install(say)
-        # 2. Start both; they boot in parallel (Kafka's JVM start dominates).
+        if with_minio:
+            self.minio.install(say)
+        # 2. Start everything; they boot in parallel (Kafka's JVM start dominates). The voters
+        #    of one quorum share one cluster id: a restarted node keeps the one it has.
         boot = time.monotonic()
-        pids = {"Kafka": self.kafka.start(say), "MinIO": self.minio.start(say)}
+        cluster_id = self._cluster_id()
+        with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
+            started_pids = list(pool.map(lambda node: node.start(say, cluster_id), self.brokers))
+        pids = {node.name: pid for node, pid in zip(self.brokers, started_pids, strict=True)}
+        if with_minio:
+            pids["MinIO"] = self.minio.start(say)
+        if self.extra_brokers:
+            record_brokers(self.kafka.paths, len(self.brokers))
         # 3. Wait for real readiness, failing fast if a process died.
-        self._wait_ready(pids, deadline=boot + timeout_s)
+        self._wait_ready(pids, deadline=boot + timeout_s, with_minio=with_minio)
         say(f"local stack ready in {time.monotonic() - started:.1f} s")
         return self.status()
 
     def down(self, say: Say = say_stderr) -> None:
         # Stop MinIO first: nothing in MinIO depends on Kafka, and Kafka's shutdown is slower.
-        for name, node in (("MinIO", self.minio), ("Kafka", self.kafka)):
-            if node.stop():
-                say(f"stopped {name}")
-            else:
-                say(f"{name} was not running")
+        if self.minio.stop():
+            say("stopped MinIO")
+        else:
+            say("MinIO was not running")
+        # The voters stop together: one by one, the last would wait for a quorum that is gone.
+        with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
+            stopped = list(pool.map(lambda node: node.stop(), self.brokers))
+        for node, was_running in zip(self.brokers, stopped, strict=True):
+            say(f"stopped {node.name}" if was_running else f"{node.name} was not running")
+        forget_brokers(self.kafka.paths)
 
     def status(self) -> list[ServiceStatus]:
-        k_pid, m_pid = self.kafka.pid(), self.minio.pid()
+        m_pid = self.minio.pid()
         return [
-            ServiceStatus(
-                name="kafka",
-                version=KAFKA_VERSION,
-                endpoint=self.kafka.bootstrap,
-                pid=k_pid,
-                ready=k_pid is not None and asyncio.run(_kafka_ready(self.kafka.bootstrap)),
-                rss_mib=_rss_mib(k_pid),
-                log=str(self.kafka.paths.log_file("kafka")),
-            ),
+            *(self._broker_status(node) for node in self.brokers),
             ServiceStatus(
                 name="minio",
                 version=MINIO_VERSION,
@@ -112,17 +146,37 @@ class LocalStack:
             ),
         ]
 
-    def _wait_ready(self, pids: dict[str, int], deadline: float) -> None:
-        kafka_ok = minio_ok = False
-        logs = {
-            "Kafka": self.kafka.paths.log_file("kafka"),
-            "MinIO": self.minio.paths.log_file("minio"),
-        }
+    def _broker_status(self, node: KafkaNode) -> ServiceStatus:
+        pid = node.pid()
+        return ServiceStatus(
+            name=node.name,
+            version=KAFKA_VERSION,
+            endpoint=node.bootstrap,
+            pid=pid,
+            ready=pid is not None and asyncio.run(_kafka_ready(node.bootstrap)),
+            rss_mib=_rss_mib(pid),
+            log=str(node.log_file),
+        )
+
+    def _cluster_id(self) -> str:
+        """The id the formatted nodes share; a new one when none is formatted yet."""
+        ids = {cid for node in self.brokers if (cid := node.formatted_cluster_id())}
+        if len(ids) > 1:
+            raise InfraError(
+                f"the Kafka nodes in {self.kafka.paths.state_dir} belong to different clusters "
+                f"({', '.join(sorted(ids))}): remove their data dirs to start afresh"
+            )
+        return next(iter(ids), None) or new_cluster_id()
+
+    def _wait_ready(self, pids: dict[str, int], deadline: float, with_minio: bool) -> None:
+        kafka_ok, minio_ok = False, not with_minio
+        logs = {node.name: node.log_file for node in self.brokers}
+        logs["MinIO"] = self.minio.paths.log_file("minio")
         while time.monotonic() < deadline:
             for name, pid in pids.items():
                 if not processes.is_running(pid):
                     raise InfraError(f"{name} exited during start-up (log: {logs[name]})")
-            kafka_ok = kafka_ok or asyncio.run(_kafka_ready(self.kafka.bootstrap))
+            kafka_ok = kafka_ok or asyncio.run(_kafka_ready(self.bootstrap, brokers=len(self.brokers)))
             minio_ok = minio_ok or self.minio.ready()
             if kafka_ok and minio_ok:
                 return
@@ -131,17 +185,18 @@ class LocalStack:
         raise InfraError(f"{' and '.join(missing)} not ready before the start-up deadline")
 
 
-async def _kafka_ready(bootstrap: str) -> bool:
-    """A metadata round-trip with a registered broker: the listener is really serving."""
+async def _kafka_ready(bootstrap: str, brokers: int = 1) -> bool:
+    """A metadata round-trip listing `brokers` registered brokers: the listeners really serve
+    (and every voter of a cluster has joined)."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    if not processes.port_in_use(*_host_port(bootstrap, 9092)):
+    if not all(processes.port_in_use(*_host_port(b, 9092)) for b in bootstrap.split(",")):
         return False
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000)
     try:
         await asyncio.wait_for(admin.start(), timeout=4)
         cluster = await asyncio.wait_for(admin.describe_cluster(), timeout=4)
-        return bool(cluster.get("brokers"))
+        return len(cluster.get("brokers") or []) >= brokers
     except Exception:  # not ready yet: any client error means "try again"
         return False
     finally:

@@ -1,4 +1,5 @@
-"""`streamtts infra up|down|status`: the local Kafka + MinIO stack."""
+"""`streamtts infra up|down|status`: the local Kafka + MinIO stack (Kafka: one node, or
+`--brokers 3` KRaft voters on loopback; down/status find what up started)."""
 
 from __future__ import annotations
 
@@ -16,35 +17,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     up = actions.add_parser("up", help="install what is missing, start, wait until ready")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")
     up.set_defaults(func=_up)
-    actions.add_parser("down", help="stop the processes `up` started").set_defaults(func=_down)
-    actions.add_parser("status", help="show endpoints, pids, readiness, RSS").set_defaults(func=_status)
+    down = actions.add_parser("down", help="stop the processes `up` started")
+    down.set_defaults(func=_down)
+    status = actions.add_parser("status", help="show endpoints, pids, readiness, RSS")
+    status.set_defaults(func=_status)
+    for action in (up, down, status):
+        action.add_argument(
+            "--brokers",
+            type=int,
+            default=None,
+            help="Kafka nodes: 1, or 3 (a KRaft quorum on ports P..P+2, controllers P+100..P+102); "
+            "default: as many as the last `up` started here, else 1",
+        )
 
 
-def _stack() -> LocalStack:
+def _stack(brokers: int | None) -> LocalStack:
     from streamtts.infra.local.stack import LocalStack
     from streamtts.runtime.settings import Settings
 
-    return LocalStack.from_settings(Settings.from_env())
+    return LocalStack.from_settings(Settings.from_env(), brokers=brokers)
 
 
 def _print_status(rows: list[ServiceStatus]) -> None:
     for r in rows:
         state = "ready" if r.ready else ("starting" if r.pid else "stopped")
         rss = f"{r.rss_mib:.0f} MiB" if r.rss_mib is not None else "-"
-        print(f"{r.name:<6} {state:<8} {r.endpoint:<24} pid={r.pid or '-':<8} rss={rss:<9} {r.version}")
+        print(f"{r.name:<8} {state:<8} {r.endpoint:<24} pid={r.pid or '-':<8} rss={rss:<9} {r.version}")
 
 
 def _up(args: argparse.Namespace) -> int:
-    _print_status(_stack().up(timeout_s=args.timeout))
+    stack = _stack(args.brokers)
+    _print_status(stack.up(timeout_s=args.timeout))
+    if stack.extra_brokers:
+        print(f"export STREAMTTS_KAFKA_BOOTSTRAP={stack.bootstrap}")
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    _stack().down()
+    _stack(args.brokers).down()
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    rows = _stack().status()
+    rows = _stack(args.brokers).status()
     _print_status(rows)
     return 0 if all(r.ready for r in rows) else 3

@@ -8,12 +8,28 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 import faust
+from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from streamtts.runtime.kafka import faust_credentials
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+
+
+class IdempotentProducer(faust_aiokafka.Producer):
+    """faust's aiokafka producer, idempotent under every guarantee (faust makes it so only in
+    transactions): a send retried after a leader election is written once and in order, not
+    once per attempt. Its batches are retried for `producer_request_timeout` (faust's default
+    20 min), far longer than an election takes."""
+
+    def _settings_extra(self) -> Mapping[str, Any]:
+        return {"acks": "all", "enable_idempotence": True}
+
+
+class IdempotentTransport(faust_aiokafka.Transport):
+    Producer = IdempotentProducer
 
 
 def group_id(kafka: KafkaSettings, stage: str) -> str:
@@ -60,4 +76,7 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         loghandlers=[],
     )
     conf.update(overrides)
-    return faust.App(group_id(kafka, stage), **conf)
+    app = faust.App(group_id(kafka, stage), **conf)
+    # Before anything asks for it: the app builds its transport (and so producers) lazily.
+    app.transport = IdempotentTransport(app.conf.broker_consumer, app)
+    return app

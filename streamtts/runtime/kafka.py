@@ -11,6 +11,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 from streamtts.runtime.settings import KafkaSettings
 
 SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+DELIVERY_TIMEOUT_MS = 60_000
+"""How long a producer retries a batch (aiokafka's `request_timeout_ms` is Kafka's
+`delivery.timeout.ms` too): a SIGKILLed leader is replaced after the broker session timeout
+(9 s) plus a metadata refresh, and a controller failover adds seconds; 60 s rides out more than
+one election in a row, and still fails a send to a cluster that is really gone within a minute."""
 
 
 def _ssl_context(kafka: KafkaSettings) -> Any:
@@ -57,14 +62,16 @@ def faust_credentials(kafka: KafkaSettings) -> Any:
 def make_producer(
     kafka: KafkaSettings, *, transactional_id: str | None = None, **overrides: Any
 ) -> AIOKafkaProducer:
-    """An idempotent, acks=all producer: retries can neither lose nor duplicate records."""
+    """An idempotent, acks=all producer: retries can neither lose nor duplicate records, and
+    they go on long enough (DELIVERY_TIMEOUT_MS) to outlast a leader election. With the
+    replicated topic profile (min.insync.replicas=2) an acknowledged record is on two brokers."""
     kwargs: dict[str, Any] = dict(
         client_kwargs(kafka),
         enable_idempotence=True,
         acks="all",
         linger_ms=5,
         max_request_size=4 * 1024 * 1024,
-        request_timeout_ms=30000,
+        request_timeout_ms=DELIVERY_TIMEOUT_MS,
     )
     if transactional_id:
         kwargs["transactional_id"] = transactional_id
