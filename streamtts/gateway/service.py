@@ -100,7 +100,7 @@ class Gateway:
 
     @classmethod
     def build(cls, settings: GatewaySettings, pipeline: Settings) -> Gateway:
-        metrics = GatewayMetrics()
+        metrics = GatewayMetrics(hash_tenants=settings.hash_tenant_labels)
         return cls(
             settings=settings,
             pipeline=pipeline,
@@ -230,7 +230,7 @@ class Gateway:
             raise ApiError(
                 503, "unavailable", f"could not queue the request ({type(err).__name__})"
             ) from None
-        self.metrics.submitted.labels(endpoint, tenant).inc()
+        self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
 
     async def lookup(self, tenant: str, request_id: str) -> RequestState:

@@ -77,6 +77,8 @@ class GatewaySettings:
     tls_keyfile: str | None = None
     audit_queue: int = 10_000
     """Audit events waiting for Kafka; beyond it the Kafka copy is dropped (counted)."""
+    hash_tenant_labels: bool = False
+    """Write tenants in metric labels as `t-` + 12 hex digits of their SHA-256, not by name."""
 
     @property
     def ws_max_frame_bytes(self) -> int:
@@ -162,6 +164,7 @@ class GatewaySettings:
             tls_certfile=_get("TLS_CERT", "") or None,
             tls_keyfile=_get("TLS_KEY", "") or None,
             audit_queue=env_int("AUDIT_QUEUE", d.audit_queue, PREFIX),
+            hash_tenant_labels=env_bool("HASH_TENANT_LABELS", d.hash_tenant_labels, PREFIX),
         )
 
 
