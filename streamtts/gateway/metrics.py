@@ -65,6 +65,11 @@ class GatewayMetrics:
             "streamtts_gateway_audio_bytes", "Audio bytes sent to clients", ["endpoint"], registry=r
         )
 
+        self.audit_suppressed = Counter(
+            "streamtts_gateway_audit_suppressed",
+            "Audit events of unauthenticated callers past their budget: counted, not queued",
+            registry=r,
+        )
         self.key_reloads = Counter(
             "streamtts_gateway_key_reloads",
             "Keys file re-reads: ok (new keys in force), invalid (old keys kept)",
