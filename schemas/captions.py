@@ -9,6 +9,7 @@ word with what followed it: spaces, punctuation).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,9 +82,18 @@ def _clock(ms: float, sep: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{seconds:02d}{sep}{millis:03d}"
 
 
+_LINE_BREAKS_RE = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
+"""What ends a line somewhere: CR (alone or in CRLF) and LF end one in SRT and WebVTT, the
+others in players that read Unicode line breaks. A cue is written as one line."""
+
+
+def _one_line(text: str) -> str:
+    return _LINE_BREAKS_RE.sub(" ", text)
+
+
 def _cue_text(text: str) -> str:
     # "-->" would end a cue's timing line early; "<" and "&" start markup in WebVTT.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    return _one_line(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def to_vtt(words: Sequence[WordTiming]) -> str:
@@ -103,7 +113,7 @@ def to_srt(words: Sequence[WordTiming]) -> str:
         lines += [
             str(i),
             f"{_clock(cue.start_ms, ',')} --> {_clock(end, ',')}",
-            cue.text.replace("\n", " "),
+            _one_line(cue.text),
             "",
         ]
     return "\n".join(lines)

@@ -27,6 +27,10 @@ RELEASE_KEY = b"release"
 CANARY_KEY_PREFIX = b"canary/"
 """Keys `canary/<release>/<worker>` on the config topic: each worker's latest canary state."""
 
+MAX_RELEASE_VERSION = 2**63 - 1
+"""A signed 64-bit integer: what every consumer (orjson, a JVM `long`) can carry. A record
+past it would make the next writer's increment unwritable."""
+
 _TENANT = re.compile(TENANT_PATTERN)
 
 ReleaseState = Literal["stable", "canary", "promoted", "rolled_back"]
@@ -63,7 +67,7 @@ class ReleaseConfig(Contract):
     contract_name: ClassVar[str] = "release"
 
     schema_version: Literal[1] = 1
-    version: int = Field(ge=0)
+    version: int = Field(ge=0, le=MAX_RELEASE_VERSION)
     """Incremented by every writer; readers follow the newest record on the topic."""
     stable: str = Field(default=BASE_RELEASE, pattern=RELEASE_PATTERN)
     candidate: str | None = Field(default=None, pattern=RELEASE_PATTERN)

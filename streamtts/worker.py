@@ -175,7 +175,12 @@ class Worker:
     async def _start_ops(self) -> None:
         from streamtts.runtime.ops_server import OpsServer
 
-        self.ops = OpsServer(self.readiness, self.telemetry, port=self.pipeline.operations.ops_port)
+        self.ops = OpsServer(
+            self.readiness,
+            self.telemetry,
+            port=self.pipeline.operations.ops_port,
+            metrics_token=self.settings.metrics_token,
+        )
         port = await self.ops.start()
         self._on_stop("ops", self.ops.stop)
         log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])

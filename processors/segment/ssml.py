@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streamtts.processors.segment.exceptions import InputRejected, SegmentationError, UnreadableNumber
+from streamtts.processors.segment.input_policy import check_characters, control_rejection, is_control
 from streamtts.processors.segment.langid import normalize_lang_hint, script_of
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import Given, GivenTable, blank_placeholders
@@ -179,6 +180,8 @@ class _Parser:
             piece = MappedText.of(data, start)
         else:  # an entity or character reference, CDATA, a normalized newline: whole for whole
             piece = MappedText(data, (start,) * len(data), (end,) * len(data))
+        # The decoded text, not only the source: `&#x202E;` is U+202E once parsed.
+        check_characters(data, positions=piece.starts, how=" (in SSML)")
         if self._in_leaf():
             leaf = self._leaf()
             assert leaf is not None
@@ -260,6 +263,8 @@ class _Parser:
                 raise self._error(
                     f"attribute {key!r} of <{name}> is longer than {MAX_ATTRIBUTE_CHARS} characters"
                 )
+            # Aliases are spoken and mark names returned: the same characters are refused.
+            check_characters(value, positions=self._pos(), how=f" (in attribute {key!r})")
         tag = name.rpartition(":")[2]
         if not self.saw_root:
             self.saw_root = True
@@ -493,6 +498,7 @@ class _Parser:
         try:
             p.Parse(self.source, True)
         except xml.parsers.expat.ExpatError as err:
+            self._refuse_bad_reference(err)
             raise InvalidSsml(
                 f"invalid SSML at line {err.lineno}, column {err.offset + 1}: "
                 f"{xml.parsers.expat.ErrorString(err.code)}"
@@ -503,7 +509,22 @@ class _Parser:
         lang = self.doc_lang or self._document_lang()
         return SsmlDocument(self.blocks, self.marks, self.given, self.notes, lang)
 
+    def _refuse_bad_reference(self, err: xml.parsers.expat.ExpatError) -> None:
+        """`&#7;`: XML has no such character, and expat stops there. When the character is
+        one the input policy refuses, refuse it for that reason (as in plain text)."""
+        if err.code != xml.parsers.expat.errors.codes[xml.parsers.expat.errors.XML_ERROR_BAD_CHAR_REF]:
+            return
+        at = bisect.bisect_left(self._char_bytes, self.p.ErrorByteIndex)
+        ref = _CHAR_REF_RE.match(self.source, at)
+        if ref is None:
+            return
+        digits = ref.group(1)
+        number = int(digits[1:], 16) if digits[0] in "xX" else int(digits)
+        if number <= 0x10FFFF and is_control(chr(number)):
+            raise control_rejection(chr(number), at, how=" (in SSML)") from None
 
+
+_CHAR_REF_RE = re.compile(r"&#([xX][0-9a-fA-F]{1,8}|[0-9]{1,10});")
 _SCRIPT_LANG = {"han": "zh", "kana": "ja", "hangul": "ko", "latin": "en"}
 
 

@@ -2,7 +2,8 @@
 
 A cache must never make the hot path slower than a miss: each call has tight timeouts and no
 retries, an error counts as a miss, and after an error the tier stays off for `backoff_s`
-(one slow S3 call per backoff, not one per span)."""
+(one slow S3 call per backoff, not one per span). A bucket that does not exist yet is an
+empty cache (a first start), not an error: the first write creates it."""
 
 from __future__ import annotations
 
@@ -90,6 +91,14 @@ class BlobTier:
         """Up to `limit` keys, most recently written first (what a worker preloads)."""
         try:
             objects = list(self.client.list_objects(self.bucket, prefix=self.prefix, recursive=True))
+        except S3Error as err:
+            if err.code == "NoSuchBucket":
+                # A first start (the first `make demo`): nothing cached yet, not an outage; the
+                # first `put` creates the bucket.
+                log_event(log, "cache_tier_empty", logging.DEBUG, bucket=self.bucket, reason="no bucket yet")
+                return []
+            self._failed("list", err)
+            return []
         except Exception as err:
             self._failed("list", err)
             return []

@@ -28,6 +28,24 @@ G2P_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
 _ZH_SPLIT_RE = re.compile(r"([\u3400-\u9fff\uf900-\ufaff]+)|([A-Za-z][A-Za-z'\-]*)")
 
 
+class _NoWordCountMismatch(logging.Filter):
+    """Drops phonemizer's "words count mismatch" warnings: espeak reading "21st" as two words
+    is expected, and harmless here (`word_timing` aligns words itself), yet it was a warning
+    in every worker's log (50 in a 200-request run). Its other warnings pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("words count mismatch")
+
+
+_WORD_COUNT_FILTER = _NoWordCountMismatch()
+
+
+def quiet_word_count_warnings() -> None:
+    """Put the filter on phonemizer's logger (where its espeak backends log; a logger holds
+    a filter once, so every phonemizer may call this)."""
+    logging.getLogger("phonemizer").addFilter(_WORD_COUNT_FILTER)
+
+
 # A run of Latin text inside a Chinese or Japanese sentence keeps the sentence's punctuation
 # ("…的app。"); espeak drops full-width marks, and without its final "." the model cuts the
 # sentence's falling end short (ASR lost whole words). Map them to what espeak reads.
@@ -53,6 +71,7 @@ class EnglishG2P:
     def __init__(self) -> None:
         from misaki.espeak import EspeakFallback
 
+        quiet_word_count_warnings()
         self._fallback = EspeakFallback(british=False)
         self._lock = threading.Lock()
 
@@ -142,6 +161,7 @@ class KoreanG2P:
     def __init__(self) -> None:
         from misaki.espeak import EspeakG2P
 
+        quiet_word_count_warnings()
         self._g2p = EspeakG2P(language="ko")
         self._lock = threading.Lock()
 

@@ -21,7 +21,7 @@ import numpy as np
 from streamtts.processors.synthesize.durations import PIPER_DURATIONS, phoneme_bounds, with_duration_output
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
-from streamtts.processors.synthesize.g2p import ascii_punctuation
+from streamtts.processors.synthesize.g2p import ascii_punctuation, quiet_word_count_warnings
 from streamtts.processors.synthesize.ipa import espeak_phonemes
 
 _BOS, _EOS, _PAD = "^", "$", "_"
@@ -35,6 +35,7 @@ class _EspeakPhonemizer:
         import misaki.espeak  # noqa: F401  (points phonemizer at espeakng-loader's lib)
         from phonemizer.backend import EspeakBackend
 
+        quiet_word_count_warnings()
         self._backend = EspeakBackend(
             voice, preserve_punctuation=True, with_stress=True, language_switch="remove-flags"
         )

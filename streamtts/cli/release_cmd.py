@@ -175,7 +175,7 @@ async def _guard(args: argparse.Namespace, settings: Any) -> int:
     jsonlog.configure("INFO", quiet_clients=True)
     telemetry = Telemetry()
     readiness = Readiness(stages_started=True)
-    ops = OpsServer(readiness, telemetry, port=args.ops_port)
+    ops = OpsServer(readiness, telemetry, port=args.ops_port, metrics_token=settings.metrics_token)
     port = await ops.start()
     guard = AutoRollback(settings.kafka, telemetry)
     stop = asyncio.Event()

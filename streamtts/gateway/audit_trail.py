@@ -8,8 +8,11 @@ id of a submit, why a call was refused (the error handler) — in a per-call `Au
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import HTTPConnection
 from starlette.types import Message, Receive, Scope, Send
@@ -18,8 +21,15 @@ from streamtts.gateway.clientaddr import client_address
 from streamtts.gateway.errors import AUDIT_SCOPE_KEY
 from streamtts.gateway.keyring import Address
 from streamtts.gateway.middleware import HttpMiddleware
-from streamtts.gateway.service import Gateway
+from streamtts.gateway.ratelimit import RateLimiter
+from streamtts.gateway.settings import RateLimit
+from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas.audit import AuditEvent
+
+if TYPE_CHECKING:  # the Gateway holds a ThrottledAudit: imported for types only
+    from streamtts.gateway.service import Gateway
+
+log = logging.getLogger("streamtts.audit")
 
 SCOPE_KEY = AUDIT_SCOPE_KEY
 
@@ -33,6 +43,85 @@ ROUTE_ACTIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/speech/{request_id}/audio"): "audio_read",
     ("GET", "/v1/speech/{request_id}/captions"): "captions_read",
 }
+
+
+class AuditRecorder(Protocol):
+    """What the gateway needs of an audit log (features.audit.log.AuditLog)."""
+
+    def record(self, event: AuditEvent) -> None: ...
+    async def start(self) -> None: ...
+    async def flush(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class ThrottledAudit:
+    """The gateway's audit trail with a budget for unauthenticated callers.
+
+    An event without a tenant (no key, or a key nobody issued) costs a token from its client
+    address's bucket and from one bucket shared by all such callers; past either, the event
+    is counted (`streamtts_gateway_audit_suppressed_total`), logged once as it starts, and
+    not queued, so bad keys sent at line rate cannot fill the audit queue and push out real
+    tenants' events. Events of identified callers are always recorded.
+    """
+
+    def __init__(
+        self,
+        inner: AuditRecorder,
+        *,
+        per_client: RateLimit,
+        overall: RateLimit,
+        clock: Callable[[], float] = time.monotonic,
+        max_clients: int = 10_000,
+        on_suppressed: Callable[[], None] | None = None,
+    ) -> None:
+        self.inner = inner
+        self._clients = RateLimiter(lambda _: per_client, clock, max_keys=max_clients)
+        self._overall = RateLimiter(lambda _: overall, clock)
+        self._on_suppressed = on_suppressed
+        self._quiet: set[str] = set()
+        """Clients whose suppression was logged and has not ended yet (bounded like the buckets)."""
+        self._max_clients = max_clients
+        self.suppressed = 0
+
+    @property
+    def tracked_clients(self) -> int:
+        return len(self._clients.buckets)
+
+    def record(self, event: AuditEvent) -> None:
+        if event.tenant is None:
+            client = event.client or "unknown"
+            # Both budgets are asked, and in this order: a client past its own budget does
+            # not spend the shared one that other clients' first refusals need.
+            if self._clients.take(client) > 0 or self._overall.take("*") > 0:
+                self._suppress(client, event)
+                return
+            self._quiet.discard(client)
+        self.inner.record(event)
+
+    def _suppress(self, client: str, event: AuditEvent) -> None:
+        self.suppressed += 1
+        if self._on_suppressed is not None:
+            self._on_suppressed()
+        if client not in self._quiet and len(self._quiet) < self._max_clients:
+            self._quiet.add(client)
+            log_event(
+                log,
+                "audit_throttled",
+                logging.WARNING,
+                client=client,
+                action=event.action,
+                outcome=event.outcome,
+            )
+
+    # The lifecycle is the inner log's.
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def stop(self) -> None:
+        await self.inner.stop()
 
 
 @dataclass

@@ -1,14 +1,27 @@
-"""The gateway's Prometheus metrics, in a registry the app owns (no global state)."""
+"""The gateway's Prometheus metrics, in a registry the app owns (no global state).
+
+Tenant names are labels (`submitted`); with `hash_tenants` each is written as `t-` and the
+first 12 hex digits of its SHA-256, so a dashboard or a scrape shows no customer names
+(an operator matches one with `printf %s NAME | sha256sum | cut -c1-12`).
+"""
 
 from __future__ import annotations
+
+import hashlib
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from streamtts.runtime.telemetry import LATENCY_BUCKETS
 
 
+def hashed_tenant(tenant: str) -> str:
+    """The label a tenant gets under `hash_tenant_labels`."""
+    return "t-" + hashlib.sha256(tenant.encode()).hexdigest()[:12]
+
+
 class GatewayMetrics:
-    def __init__(self) -> None:
+    def __init__(self, *, hash_tenants: bool = False) -> None:
+        self.hash_tenants = hash_tenants
         r = self.registry = CollectorRegistry()
         self.http_requests = Counter(
             "streamtts_gateway_http_requests",
@@ -52,12 +65,21 @@ class GatewayMetrics:
             "streamtts_gateway_audio_bytes", "Audio bytes sent to clients", ["endpoint"], registry=r
         )
 
+        self.audit_suppressed = Counter(
+            "streamtts_gateway_audit_suppressed",
+            "Audit events of unauthenticated callers past their budget: counted, not queued",
+            registry=r,
+        )
         self.key_reloads = Counter(
             "streamtts_gateway_key_reloads",
             "Keys file re-reads: ok (new keys in force), invalid (old keys kept)",
             ["outcome"],
             registry=r,
         )
+
+    def tenant_label(self, tenant: str) -> str:
+        """What a tenant is called in a label: its name, or its hash (see the module)."""
+        return hashed_tenant(tenant) if self.hash_tenants else tenant
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

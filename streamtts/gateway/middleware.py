@@ -3,9 +3,12 @@ and the lifespan pass through untouched) and reach the `Gateway` for metrics and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from streamtts.gateway.service import Gateway
+if TYPE_CHECKING:  # the Gateway's audit log is a middleware's neighbour: types only, no cycle
+    from streamtts.gateway.service import Gateway
 
 
 class HttpMiddleware:

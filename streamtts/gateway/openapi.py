@@ -238,7 +238,7 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         {
                             "name": "played_ms",
                             "in": "query",
-                            "description": "how much of the audio the client had played",
+                            "description": "how much of the audio the client had played (finite ms)",
                             "schema": {"type": "number", "minimum": 0},
                         },
                         {

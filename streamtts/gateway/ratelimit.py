@@ -1,8 +1,9 @@
-"""Per-tenant token buckets (in memory, per gateway process)."""
+"""Token buckets per key (a tenant, a client address), in memory, per gateway process."""
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,12 +30,20 @@ class TokenBucket:
 class RateLimiter:
     rate_for: Callable[[str], RateLimit]
     clock: Callable[[], float] = time.monotonic
-    buckets: dict[str, TokenBucket] = field(default_factory=dict)
+    buckets: OrderedDict[str, TokenBucket] = field(default_factory=OrderedDict)
+    max_keys: int | None = None
+    """Buckets kept, least recently used dropped first: keys a client chooses (its address)
+    must not grow memory without bound. None: every key is kept (tenants are configured)."""
 
-    def take(self, tenant: str, cost: float = 1.0) -> float:
+    def take(self, key: str, cost: float = 1.0) -> float:
+        """0.0 if `key` may go ahead (its tokens are taken), else seconds until it may."""
         now = self.clock()
-        bucket = self.buckets.get(tenant)
+        bucket = self.buckets.get(key)
         if bucket is None:
-            rate = self.rate_for(tenant)
-            bucket = self.buckets[tenant] = TokenBucket(rate, rate.burst, now)
+            rate = self.rate_for(key)
+            bucket = self.buckets[key] = TokenBucket(rate, rate.burst, now)
+            if self.max_keys is not None and len(self.buckets) > self.max_keys:
+                self.buckets.popitem(last=False)
+        elif self.max_keys is not None:
+            self.buckets.move_to_end(key)
         return bucket.take(now, cost)

@@ -11,10 +11,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from streamtts.gateway.errors import ApiError
 from streamtts.gateway.http import gateway
 from streamtts.gateway.openapi import openapi_document
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.voices import OPENAI_VOICES
+from streamtts.runtime.ops_server import bearer_matches
 
 # Worker metrics the page shows: sample name → label to group by (None: one total).
 PIPELINE_SAMPLES: dict[str, str | None] = {
@@ -41,8 +43,17 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    body = gateway(request).metrics.exposition()
-    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+    """Prometheus text; with STREAMTTS_METRICS_TOKEN set, only for `Bearer <token>`."""
+    gw = gateway(request)
+    token = gw.pipeline.metrics_token
+    if token and not bearer_matches(request.headers.get("authorization"), token):
+        raise ApiError(
+            401,
+            "unauthorized",
+            "/metrics needs Authorization: Bearer <metrics token>",
+            {"WWW-Authenticate": 'Bearer realm="metrics"'},
+        )
+    return Response(gw.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 async def voices(request: Request) -> Response:
@@ -75,7 +86,8 @@ async def pipeline(request: Request) -> Response:
 
 
 async def _pipeline_summary(gw: Gateway) -> dict[str, Any]:
-    workers = await asyncio.gather(*(_scrape(u) for u in gw.settings.worker_metrics_urls))
+    token = gw.pipeline.metrics_token
+    workers = await asyncio.gather(*(_scrape(u, token) for u in gw.settings.worker_metrics_urls))
     own = await asyncio.to_thread(  # parsing expositions is CPU work: off the event loop
         _summarise,
         gw.metrics.exposition().decode(),
@@ -91,12 +103,13 @@ async def _pipeline_summary(gw: Gateway) -> dict[str, Any]:
     return {"gateway": own, "workers": workers, "ready": gw.fanout.healthy}
 
 
-async def _scrape(url: str) -> dict[str, Any]:
+async def _scrape(url: str, token: str | None) -> dict[str, Any]:
     import httpx
 
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with httpx.AsyncClient(timeout=2.0) as client:
-            resp = await client.get(url)
+            resp = await client.get(url, headers=headers)
             resp.raise_for_status()
     except httpx.HTTPError as err:
         return {"url": url, "up": False, "error": type(err).__name__}

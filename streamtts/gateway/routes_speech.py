@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -147,15 +148,9 @@ async def cancel(request: Request) -> Response:
     """Barge-in: stop a request in flight. 202 while it stops (or the final status with
     `wait`), 200 with `cancelled: false` when it had already finished."""
     tenant = authenticate(request)
+    played = _played_ms(request)
     gw = gateway(request)
     state = await gw.lookup(tenant, request.path_params["request_id"])
-    raw = request.query_params.get("played_ms")
-    try:
-        played = float(raw) if raw is not None else None
-    except ValueError:
-        raise ApiError(400, "invalid_request", "played_ms must be a number of milliseconds") from None
-    if played is not None and played < 0:
-        raise ApiError(400, "invalid_request", "played_ms must be ≥ 0")
     if not await gw.cancel(state, played):
         return JSONResponse({**status_body(state), "cancelled": False, "message": f"already {state.status}"})
     wait = _wait_s(request)
@@ -165,6 +160,22 @@ async def cancel(request: Request) -> Response:
         if state.terminal:
             return JSONResponse({**status_body(state), "cancelled": state.status == "cancelled"})
     return JSONResponse({**status_body(state), "status": "cancelling", "cancelled": True}, status_code=202)
+
+
+def _played_ms(request: Request) -> float | None:
+    """The client's playback position: a finite number of milliseconds ≥ 0, or absent.
+    `float()` also reads "nan" and "inf"; neither is a position (and NaN fails every
+    comparison, so it would slip past a `< 0` check into the control message)."""
+    raw = request.query_params.get("played_ms")
+    if raw is None:
+        return None
+    try:
+        played = float(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_request", "played_ms must be a number of milliseconds") from None
+    if not math.isfinite(played) or played < 0:
+        raise ApiError(400, "invalid_request", "played_ms must be a finite number of milliseconds ≥ 0")
+    return played
 
 
 async def captions(request: Request) -> Response:

@@ -16,13 +16,14 @@ from minio.error import S3Error
 from streamtts.audio import formats
 from streamtts.features.audit.log import AuditLog
 from streamtts.features.retention.policy import expiry_marker_key
+from streamtts.gateway.audit_trail import ThrottledAudit
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
 from streamtts.gateway.keyring import KeyRing, Network, parse_networks
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.ratelimit import RateLimiter
-from streamtts.gateway.settings import GatewaySettings
+from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.lifecycle import cancel_and_wait
@@ -64,6 +65,10 @@ there yet, or never will be, costs one search per 10 s, not one per poll)."""
 MISS_MEMORY_ENTRIES = 10_000
 
 
+UNAUTHENTICATED_CLIENTS = 50
+"""The shared budget of unauthenticated audit events is this many clients' worth."""
+
+
 @dataclass
 class Gateway:
     settings: GatewaySettings
@@ -75,7 +80,7 @@ class Gateway:
     producer: RequestProducer
     fanout: Fanout
     store: ObjectStore
-    audit: AuditLog
+    audit: ThrottledAudit
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
@@ -100,7 +105,7 @@ class Gateway:
 
     @classmethod
     def build(cls, settings: GatewaySettings, pipeline: Settings) -> Gateway:
-        metrics = GatewayMetrics()
+        metrics = GatewayMetrics(hash_tenants=settings.hash_tenant_labels)
         return cls(
             settings=settings,
             pipeline=pipeline,
@@ -118,7 +123,15 @@ class Gateway:
                 history_lookback_s=settings.history_lookback_s,
             ),
             store=ObjectStore(pipeline.s3),
-            audit=AuditLog(pipeline.kafka, metrics.registry, queue_size=settings.audit_queue),
+            audit=ThrottledAudit(
+                AuditLog(pipeline.kafka, metrics.registry, queue_size=settings.audit_queue),
+                per_client=settings.unauthenticated_audit_rate,
+                overall=RateLimit(
+                    settings.unauthenticated_audit_rate.per_s * UNAUTHENTICATED_CLIENTS,
+                    settings.unauthenticated_audit_rate.burst * UNAUTHENTICATED_CLIENTS,
+                ),
+                on_suppressed=metrics.audit_suppressed.inc,
+            ),
             trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
@@ -227,7 +240,7 @@ class Gateway:
             raise ApiError(
                 503, "unavailable", f"could not queue the request ({type(err).__name__})"
             ) from None
-        self.metrics.submitted.labels(endpoint, tenant).inc()
+        self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
 
     async def lookup(self, tenant: str, request_id: str) -> RequestState:

@@ -77,6 +77,11 @@ class GatewaySettings:
     tls_keyfile: str | None = None
     audit_queue: int = 10_000
     """Audit events waiting for Kafka; beyond it the Kafka copy is dropped (counted)."""
+    unauthenticated_audit_rate: RateLimit = RateLimit(per_s=1.0, burst=20.0)
+    """Per client address: audit events of callers without a valid key (the rest are counted,
+    not queued); all such callers together get 50 times this."""
+    hash_tenant_labels: bool = False
+    """Write tenants in metric labels as `t-` + 12 hex digits of their SHA-256, not by name."""
 
     @property
     def ws_max_frame_bytes(self) -> int:
@@ -101,7 +106,7 @@ class GatewaySettings:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
-        for rate in (self.default_rate, *self.tenant_rates.values()):
+        for rate in (self.default_rate, *self.tenant_rates.values(), self.unauthenticated_audit_rate):
             if rate.per_s <= 0 or rate.burst < 1:
                 raise ConfigError(f"{PREFIX} rate limits need tokens/s > 0 and burst ≥ 1, got {rate}")
 
@@ -162,6 +167,11 @@ class GatewaySettings:
             tls_certfile=_get("TLS_CERT", "") or None,
             tls_keyfile=_get("TLS_KEY", "") or None,
             audit_queue=env_int("AUDIT_QUEUE", d.audit_queue, PREFIX),
+            unauthenticated_audit_rate=RateLimit(
+                env_float("UNAUTHENTICATED_AUDIT_PER_S", d.unauthenticated_audit_rate.per_s, PREFIX),
+                env_float("UNAUTHENTICATED_AUDIT_BURST", d.unauthenticated_audit_rate.burst, PREFIX),
+            ),
+            hash_tenant_labels=env_bool("HASH_TENANT_LABELS", d.hash_tenant_labels, PREFIX),
         )
 
 

@@ -1,12 +1,15 @@
 """/healthz, /readyz and /metrics of a worker (aiohttp, on the worker's event loop).
 
 /healthz answers from the event loop itself, so a blocked loop fails it; it also reports the
-loop's measured lag. /readyz names every unmet condition. /metrics is Prometheus text.
+loop's measured lag. /readyz names every unmet condition. /metrics is Prometheus text; with
+a token (`STREAMTTS_METRICS_TOKEN`) it answers only `Authorization: Bearer <token>` (the
+probes stay open: the orchestrator that calls them has no token).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import time
 
 import orjson
@@ -19,14 +22,27 @@ from streamtts.runtime.telemetry import Telemetry
 LOOP_LAG_LIMIT_S = 5.0
 
 
+def bearer_matches(authorization: str | None, token: str) -> bool:
+    """Whether an Authorization header carries `Bearer <token>` (compared in constant time)."""
+    scheme, _, given = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 class OpsServer:
     def __init__(
-        self, readiness: Readiness, telemetry: Telemetry, host: str = "0.0.0.0", port: int = 0
+        self,
+        readiness: Readiness,
+        telemetry: Telemetry,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        *,
+        metrics_token: str | None = None,
     ) -> None:
         self.readiness = readiness
         self.telemetry = telemetry
         self.host = host
         self.port = port
+        self._metrics_token = metrics_token
         self.loop_lag_s = 0.0
         self._runner: web.AppRunner | None = None
         self._lag_task: asyncio.Task[None] | None = None
@@ -81,6 +97,14 @@ class OpsServer:
         )
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if self._metrics_token and not bearer_matches(
+            request.headers.get("Authorization"), self._metrics_token
+        ):
+            return web.json_response(
+                {"error": "unauthorized", "message": "/metrics needs Authorization: Bearer <token>"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            )
         return web.Response(
             body=self.telemetry.exposition(),
             content_type="text/plain",

@@ -93,6 +93,10 @@ class S3Settings:
 class Settings:
     kafka: KafkaSettings
     s3: S3Settings
+    metrics_token: str | None = field(default=None, repr=False)
+    """A secret every /metrics this deployment serves asks for (`Authorization: Bearer …`),
+    the workers' and the gateway's, and the gateway sends when it reads the workers'
+    (STREAMTTS_METRICS_TOKEN; unset: /metrics is open). A credential, so environment only."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -117,7 +121,7 @@ class Settings:
             bucket=_env("S3_BUCKET", S3Settings.bucket),
         )
         _refuse_default_credentials_off_host(s3)
-        return cls(kafka=kafka, s3=s3)
+        return cls(kafka=kafka, s3=s3, metrics_token=os.environ.get(ENV_PREFIX + "METRICS_TOKEN") or None)
 
 
 _LOOPBACK = ("127.", "localhost", "[::1]", "::1")

@@ -4,6 +4,7 @@ watch (`tts.control`), the lexicon book (`tts.lexicons`) and the release watch (
 No consumer group, so every process sees every record. `caught_up` is set once everything
 up to the end offsets at start has been read; then the topic is followed, one poll at a
 time. Kafka trouble is logged and retried: whatever was read last stays in use meanwhile.
+A record the subclass cannot take (any exception) is logged and skipped; the follow goes on.
 Subclasses say where to start (`_seek`, default: the beginning) and what a batch means
 (`_take_batch`).
 """
@@ -77,7 +78,36 @@ class TopicFollower(AsyncLifecycle):
                 continue
             records = [r for rs in batch.values() for r in rs]
             if records:
-                await self._take_batch(records)
+                await self._take_guarded(records)
+
+    async def _take_guarded(self, records: list[ConsumerRecord]) -> None:
+        """`_take_batch`, with no exception ending the follow: a batch that raises is taken
+        again one record at a time, so only the records that raise are skipped (logged with
+        their offsets). `_take_batch` must therefore tolerate seeing a record twice."""
+        try:
+            await self._take_batch(records)
+            return
+        except Exception as err:
+            log_event(
+                self._log,
+                f"{self.what}_batch_failed",
+                logging.WARNING,
+                records=len(records),
+                error=f"{type(err).__name__}: {err}"[:200],
+            )
+        for record in records:
+            try:
+                await self._take_batch([record])
+            except Exception as err:
+                log_event(
+                    self._log,
+                    f"{self.what}_record_skipped",
+                    logging.ERROR,
+                    topic=record.topic,
+                    partition=record.partition,
+                    offset=record.offset,
+                    error=f"{type(err).__name__}: {err}"[:200],
+                )
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)

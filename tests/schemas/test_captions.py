@@ -105,3 +105,49 @@ def test_words_split_across_spans_keep_their_space_and_are_one_word() -> None:
     out = retimed([(400.0, 0.0, [first]), (600.0, 0.0, [second])])
     assert len(out) == 1 and (out[0].start_ms, out[0].end_ms) == (100, 900) and out[0].trailing == " "
     assert text[out[0].char_start : out[0].char_end] == "123"
+
+
+def _timed(text: str, spans: list[tuple[str, float, float]]) -> list[WordTiming]:
+    out, at = [], 0
+    for i, (word, start, end) in enumerate(spans):
+        pos = text.index(word, at)
+        nxt = text.index(spans[i + 1][0], pos + len(word)) if i + 1 < len(spans) else len(text)
+        trailing = text[pos + len(word) : nxt]
+        out.append(
+            WordTiming(
+                text=word,
+                start_ms=start,
+                end_ms=end,
+                char_start=pos,
+                char_end=pos + len(word),
+                trailing=trailing,
+            )
+        )
+        at = pos + len(word)
+    return out
+
+
+def test_a_carriage_return_in_the_request_never_ends_a_caption_line() -> None:
+    """CR (alone or in CRLF) ends a line in SRT and WebVTT, like LF: a request's "\\r" inside
+    a cue would cut it, or (doubled) end the cue and start a malformed one."""
+    text = "Hello\rworld\r\rthere\u2028friend, again. More\r\ntext."
+    words = _timed(
+        text,
+        [
+            ("Hello", 0, 300),
+            ("world", 300, 600),
+            ("there", 600, 900),
+            ("friend", 900, 1200),
+            ("again", 1200, 1500),
+            ("More", 1600, 1800),
+            ("text", 1800, 2000),
+        ],
+    )
+    for rendered in (to_vtt(words), to_srt(words)):
+        assert "\r" not in rendered and "\u2028" not in rendered
+    # A line feed in the request ends a cue (as before); CR and U+2028 are spaces in one.
+    expected = ["Hello world there friend, again.", "More", "text."]
+    vtt = webvtt.from_string(to_vtt(words), strict=True)
+    assert [c.raw_text for c in vtt] == expected
+    srt = webvtt.from_buffer(io.StringIO(to_srt(words)), format="srt")
+    assert [c.raw_text for c in srt] == expected

@@ -281,3 +281,23 @@ def test_json_schema_accepts_valid_and_rejects_what_python_rejects(name: str) ->
     assert not validator.is_valid(payload)
     with pytest.raises(ContractError):
         CONTRACTS[name].from_obj(payload)
+
+
+@pytest.mark.parametrize("version", [2**63, 2**64, 10**30])
+def test_a_release_version_past_64_bits_is_refused_in_python_and_in_the_json_schema(version: int) -> None:
+    """Writers increment `version`; one past what a 64-bit consumer (or orjson) can carry
+    would make every later rule unwritable: refused where it is read."""
+    record = orjson.loads(_examples()["release"])
+    validator = jsonschema.Draft202012Validator(orjson.loads((SCHEMA_DIR / "release.v1.json").read_bytes()))
+    record["version"] = 2**63 - 1
+    validator.validate(record)
+    assert ReleaseConfig.from_obj(record).version == 2**63 - 1
+    record["version"] = version
+    assert not validator.is_valid(record)
+    with pytest.raises(ContractError) as refused:
+        ReleaseConfig.from_obj(record)
+    assert refused.value.field == "version"
+    with pytest.raises(ContractError):
+        ReleaseConfig.from_bytes(
+            _examples()["release"].replace(b'"version":3', f'"version":{version}'.encode())
+        )

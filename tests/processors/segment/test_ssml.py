@@ -305,3 +305,32 @@ def test_what_say_as_reads_out_counts_against_the_document() -> None:
             max_chars=150,
             max_text_chars=7_000,  # says at most 14,000; this says 46,080
         )
+
+
+@pytest.mark.parametrize(
+    ("ssml", "code"),
+    [
+        ("<speak>pay &#x202E;001 321&#x202C; now</speak>", "U+202E"),  # right-to-left override
+        ("<speak>isolate &#x2067;here&#x2069;.</speak>", "U+2067"),
+        ("<speak>bell &#7; here</speak>", "U+0007"),  # XML refuses it; the reason is the same
+        ("<speak>escape &#27;[2J here</speak>", "U+001B"),
+        ("<speak>del &#127; here</speak>", "U+007F"),
+        ("<speak>c1 &#x85; here</speak>", "U+0085"),
+        ('<speak>Say <sub alias="evil &#x202E;txt">it</sub>.</speak>', "U+202E"),  # spoken alias
+        ('<speak>A <mark name="m&#x202D;x"/>mark.</speak>', "U+202D"),  # a mark name goes to results
+        ("<speak><![CDATA[raw \u202e here]]></speak>", "U+202E"),
+    ],
+)
+def test_control_and_bidi_characters_by_reference_are_refused_like_plain_text(ssml: str, code: str) -> None:
+    """Plain text with U+202E is refused (`input_policy`); a character reference must not be
+    the way around it: the parsed document holds the same characters."""
+    with pytest.raises(InputRejected) as err:
+        _plan(ssml)
+    assert err.value.reason == "control_characters" and code in str(err.value)
+    with pytest.raises(InputRejected) as direct:
+        parse_ssml(ssml)  # the parser itself refuses, whoever calls it
+    assert direct.value.reason == "control_characters"
+
+
+def test_ordinary_character_references_are_still_read() -> None:
+    assert "Hi, tab and é" in _spoken("<speak>&#x48;i, tab&#9;and &#233;.</speak>").replace("  ", " ")
