@@ -15,7 +15,7 @@ import logging
 import time
 from datetime import UTC, datetime
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 
 from streamtts.features.releases.guard import Breach, Outcome, ReleaseGuard
 from streamtts.features.releases.redrive import Redrive, redrive_lane
@@ -96,6 +96,11 @@ class AutoRollback(AsyncLifecycle):
                 log_event(log, "results_read_failed", logging.WARNING, error=str(err)[:200])
                 await asyncio.sleep(1.0)
                 continue
+            results = _results(batch)
+            for result in results:
+                # Whatever rule is in force: a request finished while no canary ran must not
+                # count as stalled when the next canary of the same candidate starts.
+                self.releases.in_flight.pop(result.request_id, None)
             guard = self._guard_for(self.releases.current)
             if guard is None:
                 await self._drain_rolled_back(self.releases.current)
@@ -104,15 +109,9 @@ class AutoRollback(AsyncLifecycle):
             for report in list(self.releases.canaries.values()):
                 if report.at >= since:  # a canary that failed before this canary rule is old news
                     guard.canary(report.release, report.ok, f"{report.worker}: {report.reason or 'failed'}")
-            for records in batch.values():
-                for record in records:
-                    try:
-                        result = CompletionResult.from_bytes(record.value)
-                    except ContractError:
-                        continue
-                    self.releases.in_flight.pop(result.request_id, None)
-                    if result.completed_at >= since:
-                        guard.observe(_outcome(result))
+            for result in results:
+                if result.completed_at >= since:
+                    guard.observe(_outcome(result))
             breach = self._stalled(guard) or await self._no_consumer(guard) or guard.verdict()
             if breach is not None:
                 await self._roll_back(self.releases.current, guard, breach)
@@ -240,6 +239,17 @@ class AutoRollback(AsyncLifecycle):
         await self._consumer.stop()
         if self._own_watch:
             await self.releases.stop()
+
+
+def _results(batch: dict[TopicPartition, list[ConsumerRecord]]) -> list[CompletionResult]:
+    out: list[CompletionResult] = []
+    for records in batch.values():
+        for record in records:
+            try:
+                out.append(CompletionResult.from_bytes(record.value))
+            except ContractError:
+                continue
+    return out
 
 
 def _outcome(result: CompletionResult) -> Outcome:
