@@ -146,6 +146,15 @@ class SegmentStage(FaustStage):
                 request_id=request.request_id,
             )
             lane = None
+        if (
+            lane is not None
+            and self.releases is not None
+            and lane.release != self.releases.current.stable
+            and not await self.releases.lanes.live(lane.release, pool)
+        ):
+            # The candidate's lane has no live consumer (crashed, never started): a request
+            # sent there would wait for nobody; stable serves it and the guard rolls back.
+            lane = Route(self.releases.current.stable, "no_consumer")
         if lane is not None:
             # Routed once per request: every segment carries the release and goes to its lane.
             out = self._lane(self.topics.release_segments(lane.release, pool))

@@ -36,7 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=_run)
     promote = actions.add_parser("promote", help="make the candidate the stable release (all new requests)")
     promote.set_defaults(func=_run)
-    rollback = actions.add_parser("rollback", help="send no new request to the candidate")
+    rollback = actions.add_parser(
+        "rollback", help="send no new request to the candidate; re-drive what its dead lane strands to stable"
+    )
     rollback.add_argument("--reason", default="manual rollback", help="recorded with the rule")
     rollback.set_defaults(func=_run)
     guard = actions.add_parser("guard", help="run the automatic rollback on its own (until SIGTERM)")
@@ -152,12 +154,20 @@ async def _promote(args: argparse.Namespace, settings: Any) -> int:
 
 
 async def _rollback(args: argparse.Namespace, settings: Any) -> int:
+    from streamtts.features.releases.redrive import redrive_lane
     from streamtts.features.releases.store import rolled_back
+    from streamtts.runtime.topics import TopicNames
 
     current, rule = await _next_rule(settings, lambda current: rolled_back(current, reason=args.reason))
+    assert current.candidate is not None  # rolled_back() refuses a rule without one
+    # A lane with no live worker would strand what it holds: re-drive it to stable now (a
+    # guard keeps doing so if a crashed worker's session only times out later).
+    topics = TopicNames(settings.kafka.topic_prefix)
+    done = await redrive_lane(settings.kafka, current.candidate, rule.stable, topics=topics)
     print(
         f"version {rule.version}: {current.candidate} rolled back; new requests go to {rule.stable}, "
-        "requests already routed to it finish on its lane"
+        "requests already routed to it finish on its lane while its workers run; "
+        f"{len(done.requests)} unfinished request(s) of a lane without workers re-driven to {rule.stable}"
     )
     return 0
 

@@ -357,6 +357,18 @@ async def test_tenants_header_and_pools_route_to_the_candidate_lanes(
         pipeline_settings.replace(release_guard=False),
         ops=False,
     )
+    # The candidate's workers, as far as routing sees them: members of its lane's groups (a
+    # lane without any is kept off, see test_a_dead_candidate_strands_nothing).
+    member = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _LANE_MEMBER,
+        kafka_settings.bootstrap_servers,
+        *_lane_pairs(kafka_settings, topics, CANDIDATE),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert member.stdout is not None
+    assert (await asyncio.wait_for(member.stdout.readline(), 30)).startswith(b"joined")
     await segmenter.start()
     try:
         assert segmenter.releases is not None and segmenter.releases.current.version == rule.version
@@ -383,6 +395,8 @@ async def test_tenants_header_and_pools_route_to_the_candidate_lanes(
         routed_text = segmenter.telemetry.exposition().decode()
     finally:
         await segmenter.stop()
+        member.kill()
+        await member.wait()
     assert on_candidate == {tenant.request_id: CANDIDATE, header.request_id: CANDIDATE}
     assert on_candidate_long == {long.request_id: CANDIDATE}
     assert on_stable == {stays.request_id: "stable"}
@@ -450,3 +464,158 @@ async def test_a_rule_for_a_release_without_lanes_falls_back_to_stable(
         await segmenter.stop()
     assert set(on_stable) == {first.request_id, second.request_id}  # the base lane, both
     assert set(on_stable.values()) <= {None, "stable"}
+
+
+_LANE_MEMBER = """
+import asyncio, sys
+from aiokafka import AIOKafkaConsumer
+
+async def main(bootstrap, *pairs):
+    consumers = []
+    for pair in pairs:
+        group, topic = pair.split("=")
+        c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                             enable_auto_commit=False, session_timeout_ms=10000)
+        await c.start()
+        consumers.append(c)
+    while not all(c.assignment() for c in consumers):
+        await asyncio.sleep(0.05)
+    print("joined", flush=True)
+    await asyncio.Event().wait()  # holds its groups, reads nothing, until SIGKILL
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+"""A candidate synthesize worker reduced to what the lane check sees: a member of the lane's
+groups (a production session timeout, 10 s) that renders nothing, to be SIGKILLed."""
+
+
+def _lane_pairs(kafka: KafkaSettings, topics: TopicNames, release: str) -> list[str]:
+    from streamtts.features.releases.lane_health import lane_group
+
+    return [
+        f"{lane_group(kafka, release, pool)}={topics.release_segments(release, pool)}"
+        for pool in ("short", "long")
+    ]
+
+
+async def _committed_at_end(kafka: KafkaSettings, topics: TopicNames, release: str) -> bool:
+    """Whether the lane's groups have committed every record of the lane (nothing left for a
+    candidate worker that comes back)."""
+    from streamtts.features.releases.lane_health import LaneHealth
+
+    health = LaneHealth(kafka, topics, ttl_s=0.0)
+    try:
+        return all(s.unconsumed == 0 for s in await health.states(release))
+    finally:
+        await health.close()
+
+
+async def test_a_dead_candidate_strands_nothing(
+    kafka_settings: KafkaSettings,
+    services: Services,
+    topics: TopicNames,
+    speech_renderer,  # type: ignore[no-untyped-def]
+    pipeline_settings: PipelineSettings,
+) -> None:
+    """A canary at 50 % whose only worker is SIGKILLed: requests routed to it while its group
+    still lists the dead member are stranded; the guard sees the group empty (session timeout)
+    with segments waiting, rolls back within 15 s of the first stranded request, and re-drives
+    them to stable once; every request completes exactly once, and the candidate's groups have
+    committed past everything (a candidate that comes back renders none of it)."""
+    import signal
+
+    from streamtts.features.releases.lanes import create_release_lanes
+
+    dead = "crashed"
+    await create_release_lanes(kafka_settings, dead)
+    member = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _LANE_MEMBER,
+        kafka_settings.bootstrap_servers,
+        *_lane_pairs(kafka_settings, topics, dead),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert member.stdout is not None
+    settings = Settings(kafka=kafka_settings, s3=services.s3)
+    stable = Worker(
+        ["segment", "synthesize", "encode", "sink"],
+        settings,
+        pipeline_settings.replace(render_cache=False),
+        renderer=speech_renderer,
+        ops=False,
+    )
+    routed = RoutedLog()
+    routed_at: dict[str, float] = {}
+    segment_log = logging.getLogger("streamtts.segment")
+
+    class _When(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "segmented":
+                routed_at[record.request_id] = record.created  # type: ignore[attr-defined]
+
+    when = _When(logging.INFO)
+    segment_log.addHandler(routed)
+    segment_log.addHandler(when)
+    old_level = segment_log.level
+    segment_log.setLevel(logging.INFO)
+    try:
+        assert (await asyncio.wait_for(member.stdout.readline(), 30)).startswith(b"joined")
+        canary = with_canary(ReleaseConfig.initial(), dead, percent=50)
+        await write_release(kafka_settings, topics.config, canary)
+        await stable.start()
+        assert stable.releases is not None and stable.release_guard is not None
+        await _until(lambda: stable.releases.current.version == canary.version, 10, "the canary rule")
+        # 1. The candidate crashes; requests keep coming, 2 a second.
+        member.send_signal(signal.SIGKILL)
+        await member.wait()
+        wanted = _requests(24, 5000)
+        async with ResultWaiter(kafka_settings) as waiter:
+            async with RequestProducer(kafka_settings) as producer:
+                for request in wanted:
+                    await producer.submit(request)
+                    await asyncio.sleep(0.5)  # the load's pace, not synchronisation
+            # 2. The guard rolls back on its own and re-drives the stranded requests.
+            rolled = await _until(
+                lambda: stable.releases.current if stable.releases.current.state == "rolled_back" else None,
+                30,
+                "the automatic rollback",
+            )
+            results = await waiter.wait([r.request_id for r in wanted], timeout_s=40)
+        finished_s = time.time()
+        guard = stable.release_guard
+        await _until(lambda: guard.redriven, 10, "the re-drive")
+        drained = await _committed_at_end(kafka_settings, topics, dead)
+    finally:
+        segment_log.removeHandler(routed)
+        segment_log.removeHandler(when)
+        segment_log.setLevel(old_level)
+        if member.returncode is None:
+            member.kill()
+            await member.wait()
+        await stable.stop()
+
+    stranded = [r.request_id for r in wanted if routed.routed[r.request_id][0] == dead]
+    assert stranded, "some requests were routed to the dead candidate before its group emptied"
+    first_stranded = min(routed_at[i] for i in stranded)
+    rollback_after_s = rolled.updated_at.timestamp() - first_stranded
+    assert rolled.updated_by == "guard" and rolled.reason and "no_consumer" in rolled.reason, rolled.reason
+    assert rollback_after_s < 15.0, f"rolled back {rollback_after_s:.1f} s after the first stranded request"
+    # Every request completed once; the stranded ones on stable, after the re-drive.
+    assert all(r.status == "completed" for r in results.values())
+    assert all(results[i].release == "stable" for i in stranded)
+    assert set().union(*(d.requests for d in guard.redriven)) == set(stranded)
+    every = await _all_results(kafka_settings, topics.results)
+    counts: dict[str, int] = {}
+    for r in every:
+        counts[r.request_id] = counts.get(r.request_id, 0) + 1
+    assert {r.request_id: counts.get(r.request_id, 0) for r in wanted} == {r.request_id: 1 for r in wanted}
+    assert drained, "the candidate's groups committed past the re-driven segments"
+    text = stable.telemetry.exposition().decode()
+    assert metric(text, "streamtts_release_rollbacks_total", release=dead, reason="no_consumer") == 1
+    redriven_done_s = max(results[i].completed_at.timestamp() for i in stranded) - first_stranded
+    print(
+        f"\ndead candidate: {len(stranded)} of {len(wanted)} requests stranded; rollback "
+        f"{rollback_after_s:.1f} s after the first; the stranded ones completed on stable by "
+        f"{redriven_done_s:.1f} s, all {len(wanted)} by {finished_s - first_stranded:.1f} s; {rolled.reason}"
+    )

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import UTC, datetime
 
 from aiokafka import TopicPartition
 
 from streamtts.features.releases.guard import Breach, Outcome, ReleaseGuard
+from streamtts.features.releases.redrive import Redrive, redrive_lane
 from streamtts.features.releases.store import rolled_back, write_release
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.jsonlog import log_event
@@ -29,6 +31,13 @@ from streamtts.schemas import CompletionResult, ReleaseConfig
 from streamtts.schemas.release import BASE_RELEASE
 
 log = logging.getLogger("streamtts.release_guard")
+
+REFUSED_GRACE_S = 3.0
+"""A lane refused for this long with still no member is a breach (a worker that is joining
+its group right now gets the benefit of the doubt; its requests went to stable meanwhile)."""
+REDRIVE_WINDOW_S = 3600.0
+"""How long after a rollback the guard keeps watching the candidate's lane for stranded
+requests (a crashed member leaves its group after its session timeout; a late one, later)."""
 
 
 class AutoRollback(AsyncLifecycle):
@@ -58,6 +67,8 @@ class AutoRollback(AsyncLifecycle):
         self._task: asyncio.Task[None] | None = None
         self.breaches: list[tuple[ReleaseConfig, Breach]] = []
         """Rollbacks this guard wrote: the rule it rolled back and why."""
+        self.redriven: list[Redrive] = []
+        """Re-drives of rolled-back lanes this guard ran."""
 
     async def start(self) -> None:
         if self._own_watch:
@@ -85,18 +96,23 @@ class AutoRollback(AsyncLifecycle):
                 log_event(log, "results_read_failed", logging.WARNING, error=str(err)[:200])
                 await asyncio.sleep(1.0)
                 continue
+            results = list(parsed(batch, CompletionResult))
+            for result in results:
+                # Whatever rule is in force: a request finished while no canary ran must not
+                # count as stalled when the next canary of the same candidate starts.
+                self.releases.in_flight.pop(result.request_id, None)
             guard = self._guard_for(self.releases.current)
             if guard is None:
+                await self._drain_rolled_back(self.releases.current)
                 continue
             since = self.releases.current.updated_at
             for report in list(self.releases.canaries.values()):
                 if report.at >= since:  # a canary that failed before this canary rule is old news
                     guard.canary(report.release, report.ok, f"{report.worker}: {report.reason or 'failed'}")
-            for result in parsed(batch, CompletionResult):
-                self.releases.in_flight.pop(result.request_id, None)
+            for result in results:
                 if result.completed_at >= since:
                     guard.observe(_outcome(result))
-            breach = self._stalled(guard) or guard.verdict()
+            breach = self._stalled(guard) or await self._no_consumer(guard) or guard.verdict()
             if breach is not None:
                 await self._roll_back(self.releases.current, guard, breach)
 
@@ -116,6 +132,64 @@ class AutoRollback(AsyncLifecycle):
             f"{limit:.0f} s (the oldest {now - min(late):.0f} s)",
         )
 
+    async def _no_consumer(self, guard: ReleaseGuard) -> Breach | None:
+        """The candidate's lane has no live consumer while requests need it: segments wait on
+        it unread (stranded), or the segment stage kept requests off it. Seen within one lane
+        check (`LaneHealth.ttl_s`) of the group emptying: for a crashed worker, its session
+        timeout."""
+        lanes = self.releases.lanes
+        try:
+            states = await lanes.states(guard.candidate)
+        except Exception as err:  # Kafka trouble: no verdict on a partial view
+            log_event(
+                log, "lane_check_failed", logging.WARNING, release=guard.candidate, error=str(err)[:200]
+            )
+            return None
+        stranded = [s for s in states if s.stranded]
+        if stranded:
+            return Breach(
+                "no_consumer",
+                "; ".join(
+                    f"{s.unconsumed} segment(s) on the {s.pool} lane and no live consumer in {s.group}"
+                    for s in stranded
+                ),
+            )
+        refused_at = lanes.refused.get(guard.candidate)
+        if (
+            refused_at is not None
+            and time.monotonic() - refused_at >= REFUSED_GRACE_S
+            and not any(s.members for s in states)
+        ):
+            return Breach(
+                "no_consumer", f"no live consumer in {guard.candidate}'s lane: requests kept on stable"
+            )
+        return None
+
+    async def _drain_rolled_back(self, rule: ReleaseConfig) -> None:
+        """After a rollback (this guard's, another's or an operator's), re-drive whatever the
+        candidate's lane still strands: its group may empty only later (a crashed member's
+        session timing out), or the rollback was written by hand without a re-drive."""
+        if rule.state != "rolled_back" or rule.candidate is None:
+            return
+        if (datetime.now(UTC) - rule.updated_at).total_seconds() > REDRIVE_WINDOW_S:
+            return  # long settled: no admin calls forever for an old rollback
+        try:
+            states = await self.releases.lanes.states(rule.candidate)
+        except Exception as err:
+            log_event(log, "lane_check_failed", logging.WARNING, release=rule.candidate, error=str(err)[:200])
+            return
+        if any(s.stranded for s in states):
+            await self._redrive(rule.candidate, rule.stable)
+
+    async def _redrive(self, candidate: str, stable: str) -> None:
+        try:
+            done = await redrive_lane(self.kafka, candidate, stable, topics=self.topics)
+        except Exception as err:  # retried on the next lane check while it strands anything
+            log_event(log, "release_redrive_failed", logging.ERROR, release=candidate, error=str(err)[:200])
+            return
+        self.redriven.append(done)
+        self.releases.lanes.forget(candidate)  # its offsets moved: measure afresh
+
     def _guard_for(self, rule: ReleaseConfig) -> ReleaseGuard | None:
         """The guard of the canary in force (fresh windows for each new canary rule)."""
         if not rule.routing or rule.candidate is None or rule.version in self._rolled_back:
@@ -124,6 +198,7 @@ class AutoRollback(AsyncLifecycle):
             return None
         if self._judged != (rule.version, rule.candidate):
             self.guard = ReleaseGuard(rule.stable, rule.candidate, rule.limits)
+            self.releases.lanes.refused.pop(rule.candidate, None)  # judge this rule's lanes afresh
             self._judged = (rule.version, rule.candidate)
         return self.guard
 
@@ -153,6 +228,8 @@ class AutoRollback(AsyncLifecycle):
             candidate_stats=guard.stats(rule.candidate).as_dict(),
             stable_stats=guard.stats(rule.stable).as_dict(),
         )
+        # What the candidate's lane holds and nobody reads goes to stable, once.
+        await self._redrive(rule.candidate, rule.stable)
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from aiokafka import ConsumerRecord
 
+from streamtts.features.releases.lane_health import LaneHealth
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topic_follower import TopicFollower
@@ -52,6 +53,9 @@ class ReleaseWatch(TopicFollower):
         """Requests this process routed off the base lane and not yet seen completed:
         request id → (release, monotonic time routed); oldest first, bounded. The guard
         drops each at its result and treats an old one as a stalled candidate."""
+        self.lanes = LaneHealth(kafka)
+        """Whether a release's lane has live consumers (cached): asked by the segment stage
+        before it routes to a candidate, and by the guard for stranded requests."""
 
     def _caught_up(self) -> None:
         super()._caught_up()
@@ -71,6 +75,10 @@ class ReleaseWatch(TopicFollower):
         self.in_flight[request_id] = (release, time.monotonic())
         while len(self.in_flight) > MAX_IN_FLIGHT:
             self.in_flight.popitem(last=False)
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.lanes.close()
 
     def _take(self, key: bytes | None, value: bytes | None) -> bool:
         if key is not None and key.startswith(CANARY_KEY_PREFIX):

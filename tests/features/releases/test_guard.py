@@ -148,3 +148,45 @@ async def test_a_candidate_that_renders_nothing_is_a_breach() -> None:
     assert breach is not None and breach.reason == "stalled" and breach.detail.startswith("1 request(s)")
     watch.in_flight.pop("r-old")  # its result arrived
     assert auto._stalled(guard) is None
+
+
+async def test_a_lane_without_a_live_consumer_is_a_breach() -> None:
+    """Segments waiting on a lane whose group has no member: a breach at once; a lane the
+    segment stage kept requests off: after the grace, and only while it still has no member."""
+    import time
+
+    from streamtts.features.releases.auto_rollback import REFUSED_GRACE_S, AutoRollback
+    from streamtts.features.releases.lane_health import LaneHealth, LaneState
+    from streamtts.features.releases.watch import ReleaseWatch
+    from streamtts.runtime.settings import KafkaSettings
+    from streamtts.runtime.telemetry import Telemetry
+
+    class Lanes(LaneHealth):
+        found: list[LaneState]
+
+        async def states(self, release: str) -> list[LaneState]:
+            return self.found
+
+    kafka = KafkaSettings(bootstrap_servers="127.0.0.1:1")  # never connected
+    watch = ReleaseWatch(kafka, "tts.config")
+    lanes = watch.lanes = Lanes(kafka)
+    auto = AutoRollback(kafka, Telemetry(), releases=watch)
+    guard = ReleaseGuard("stable", "v2", GuardLimits())
+    lanes.found = [LaneState("v2", "short", "g", 1, 5), LaneState("v2", "long", "g-long", 0, 0)]
+    assert await auto._no_consumer(guard) is None, "a live member drains its lane"
+    lanes.found = [LaneState("v2", "short", "g", 0, 5), LaneState("v2", "long", "g-long", 0, 0)]
+    breach = await auto._no_consumer(guard)
+    assert (
+        breach is not None
+        and breach.reason == "no_consumer"
+        and "5 segment(s) on the short lane" in breach.detail
+    )
+    lanes.found = [LaneState("v2", "short", "g", 0, 0), LaneState("v2", "long", "g-long", 0, 0)]
+    assert await auto._no_consumer(guard) is None, "nothing routed there, nothing refused"
+    lanes.refused["v2"] = time.monotonic()
+    assert await auto._no_consumer(guard) is None, "within the grace (a worker may be joining)"
+    lanes.refused["v2"] = time.monotonic() - REFUSED_GRACE_S
+    breach = await auto._no_consumer(guard)
+    assert breach is not None and "requests kept on stable" in breach.detail
+    lanes.found = [LaneState("v2", "short", "g", 1, 0), LaneState("v2", "long", "g-long", 0, 0)]
+    assert await auto._no_consumer(guard) is None, "a member joined meanwhile"
