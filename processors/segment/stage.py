@@ -26,6 +26,7 @@ from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import Lexicon, Segment, TTSRequest
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
@@ -99,7 +100,7 @@ class SegmentStage(FaustStage):
         # topics read by separate synthesize groups, so a chapter never delays a prompt.
         self.out_short = self.topic(self.topics.segments)
         self.out_long = self.topic(self.topics.segments_long)
-        self._known_topics: dict[str, float] = {}
+        self._topics_exist = TopicExistence(self._has_partitions)
         # Planning runs here, off the event loop, so a costly request cannot stop heartbeats,
         # SIGTERM or the side services. Two threads: one planning, one spare should a plan
         # overrun its budget where no check reaches (see `_plan`).
@@ -286,15 +287,11 @@ class SegmentStage(FaustStage):
         )
 
     async def _topic_exists(self, name: str) -> bool:
-        """Whether a topic exists (a found one is trusted for 60 s: one metadata call a
-        minute per reply topic or lane, not one per request)."""
-        now = time.monotonic()
-        if now - self._known_topics.get(name, -1e9) < 60:
-            return True
-        if not await topic_partitions(self.kafka, name):
-            return False
-        self._known_topics[name] = now
-        return True
+        """Whether a reply topic or lane exists (remembered: see `TopicExistence`)."""
+        return await self._topics_exist.exists(name)
+
+    async def _has_partitions(self, name: str) -> bool:
+        return bool(await topic_partitions(self.kafka, name))
 
     def _lane(self, name: str) -> Any:
         topic = self._lanes.get(name)
