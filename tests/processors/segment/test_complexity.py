@@ -2,7 +2,7 @@
 
 Every text entry point of the segment core (planning plain text, with and without word
 timestamps; SSML; lexicon expansion; WebSocket text arriving frame by frame; number reading
-in each language) is fed families of hostile inputs — runs of punctuation, long words, many
+in each language; captions written from timed words) is fed families of hostile inputs — runs of punctuation, long words, many
 short sentences, deep markup, many breaks, huge aliases, mixed scripts, every Unicode digit
 class — at growing sizes. For each family the CPU time (median of a few runs) is fitted on a
 log-log line, and the family fails if the exponent is over `MAX_TIME_EXPONENT` or if what it
@@ -33,6 +33,8 @@ from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.schemas import Lexicon, LexiconEntry, TTSRequest
+from streamtts.schemas.captions import to_srt, to_vtt
+from streamtts.schemas.chunks import WordTiming
 
 SIZES = (500, 1000, 2000, 4000)
 """Input sizes in characters (about: a family rounds to its unit). Small enough for the
@@ -123,6 +125,27 @@ def _incremental(text: str, frame: int = 1) -> Output:
         sentences += len(done)
         spoken += sum(len(s) for s in done)
     return Output(sentences, spoken)
+
+
+def _captions(text: str) -> Output:
+    """`text`'s words (split on spaces) as timed words, written as SRT and WebVTT: the cues
+    and the characters written."""
+    words, at = [], 0
+    for k, word in enumerate(text.split(" ")):
+        if word:
+            words.append(
+                WordTiming(
+                    text=word[:2000],
+                    start_ms=k * 100.0,
+                    end_ms=k * 100.0 + 90,
+                    char_start=at,
+                    char_end=at + len(word[:2000]),
+                    trailing=" ",
+                )
+            )
+        at += len(word) + 1
+    srt, vtt = to_srt(words), to_vtt(words)
+    return Output(srt.count("\n\n"), len(srt) + len(vtt))
 
 
 def _verbalize(lang: str) -> Callable[[str], Output]:
@@ -239,6 +262,9 @@ FAMILIES: list[Family] = [
     Family("WebSocket: stops and closers", lambda n: _repeat('.")', n), _incremental),
     Family("WebSocket: sentences", lambda n: _repeat("Hi. 好。", n), _incremental),
     Family("WebSocket: spaces after stops", lambda n: _repeat(". x", n), lambda t: _incremental(t, 2)),
+    Family("captions: many short words", lambda n: _repeat("a ", n), _captions),
+    Family("captions: line breaks and CRs inside words", lambda n: _repeat("a\r\nb\u2028c ", n), _captions),
+    Family("captions: one long word per cue", lambda n: _repeat("x" * 499 + " ", n), _captions),
 ]
 for _lang in ("zh", "yue", "en", "ja", "ko"):
     FAMILIES += [
