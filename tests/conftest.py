@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import socket
 import uuid
@@ -10,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
@@ -45,8 +48,21 @@ async def kafka_settings(services: Services, topic_prefix: str) -> AsyncIterator
     try:
         await apply_spec(admin, load_spec(prefix=topic_prefix))
         yield settings
+        await _delete_topics(admin, topic_prefix)
     finally:
         await admin.close()
+
+
+async def _delete_topics(admin: AIOKafkaAdminClient, prefix: str) -> None:
+    """Drop the test's topics: a suite run creates thousands of partitions, and a small
+    broker heap that must hold all their metadata runs out (OutOfMemoryError mid-run).
+    Best effort: a topic still in use by a process the test left behind is dropped later."""
+    try:
+        mine = [name for name in await admin.list_topics() if name.startswith(prefix)]
+        if mine:
+            await asyncio.wait_for(admin.delete_topics(mine), timeout=30)
+    except (KafkaError, TimeoutError, OSError):
+        pass
 
 
 @pytest.fixture
