@@ -320,8 +320,7 @@ class ChaosRun:
         async with asyncio.timeout(30):
             while self.stack.kafka.pid() is not None:  # noqa: ASYNC110 - a foreign pid has no event
                 await asyncio.sleep(0.1)
-        await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=False)
+        await self._restart_after(self.plan.kafka_down_s, with_minio=False)
 
     async def _kill_leader(self, topic: str, window: FaultWindow, spare: set[int]) -> None:
         """SIGKILL the broker leading most partitions of `topic` (none in `spare`), restart it
@@ -331,14 +330,17 @@ class ChaosRun:
         spare.add(node_id)
         window.target = f"kafka-{node_id}"
         await kill_broker(self.stack, node_id)
-        await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=False)
+        await self._restart_after(self.plan.kafka_down_s, with_minio=False)
         await wait_in_sync(self.kafka, self.topics)
 
     async def _stop_minio(self) -> None:
         await asyncio.to_thread(self.stack.minio.stop)
-        await asyncio.sleep(self.plan.minio_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None)
+        await self._restart_after(self.plan.minio_down_s)
+
+    async def _restart_after(self, down_s: float, *, with_minio: bool = True) -> None:
+        """The outage itself (`down_s`), then the local stack started again, quietly."""
+        await asyncio.sleep(down_s)
+        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=with_minio)
 
     async def _poison(self) -> None:
         hostile = [
