@@ -30,7 +30,7 @@ from streamtts.infra.local import processes
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
 from streamtts.runtime.faust_app import group_id
-from streamtts.runtime.kafka import describe_partitions, make_admin, make_consumer, make_producer
+from streamtts.runtime.kafka import describe_partitions, make_consumer, make_producer, started_admin
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
@@ -167,29 +167,24 @@ class ResultObserver:
 
 async def sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
     """The sink group has committed everything on tts.pcm: no result can still be on its way."""
-    admin = make_admin(kafka)
     consumer = make_consumer(kafka, group_id=None)
-    await admin.start()
-    await consumer.start()
-    try:
-        committed = await admin.list_consumer_group_offsets(group_id(kafka, "sink"))
-        partitions = (await describe_partitions(admin, [topics.pcm])).get(topics.pcm, set())
-        parts = [TopicPartition(topics.pcm, p) for p in sorted(partitions)]
-        ends = await consumer.end_offsets(parts)
-        return all(ends[tp] == 0 or (tp in committed and committed[tp].offset >= ends[tp]) for tp in parts)
-    finally:
-        await consumer.stop()
-        await admin.close()
+    async with started_admin(kafka) as admin:
+        await consumer.start()
+        try:
+            committed = await admin.list_consumer_group_offsets(group_id(kafka, "sink"))
+            partitions = (await describe_partitions(admin, [topics.pcm])).get(topics.pcm, set())
+            parts = [TopicPartition(topics.pcm, p) for p in sorted(partitions)]
+            ends = await consumer.end_offsets(parts)
+            done = [ends[tp] == 0 or (tp in committed and committed[tp].offset >= ends[tp]) for tp in parts]
+            return all(done)
+        finally:
+            await consumer.stop()
 
 
 async def leader_with_most_partitions(kafka: KafkaSettings, topic: str, exclude: Collection[int] = ()) -> int:
     """The broker (node id) that leads most partitions of `topic`, other than those in `exclude`."""
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
+    async with started_admin(kafka) as admin:
         (described,) = await admin.describe_topics([topic])
-    finally:
-        await admin.close()
     led: dict[int, int] = {}
     for part in described["partitions"]:
         if part["leader"] >= 0 and part["leader"] not in exclude:
@@ -216,18 +211,13 @@ async def kill_broker(stack: LocalStack, node_id: int) -> None:
 async def wait_in_sync(kafka: KafkaSettings, topics: TopicNames, timeout_s: float = 60.0) -> None:
     """Until every partition of the run's data topics has all its replicas in sync."""
     names = [topics.requests, topics.segments, topics.pcm, topics.results]
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
-        async with asyncio.timeout(timeout_s):
-            while True:
-                described = await admin.describe_topics(names)
-                parts = [p for t in described for p in t["partitions"]]
-                if parts and all(len(p["isr"]) == len(p["replicas"]) for p in parts):
-                    return
-                await asyncio.sleep(0.2)  # polling the cluster's metadata: no event to await
-    finally:
-        await admin.close()
+    async with started_admin(kafka) as admin, asyncio.timeout(timeout_s):
+        while True:
+            described = await admin.describe_topics(names)
+            parts = [p for t in described for p in t["partitions"]]
+            if parts and all(len(p["isr"]) == len(p["replicas"]) for p in parts):
+                return
+            await asyncio.sleep(0.2)  # polling the cluster's metadata: no event to await
 
 
 class ChaosRun:
@@ -330,8 +320,7 @@ class ChaosRun:
         async with asyncio.timeout(30):
             while self.stack.kafka.pid() is not None:  # noqa: ASYNC110 - a foreign pid has no event
                 await asyncio.sleep(0.1)
-        await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=False)
+        await self._restart_after(self.plan.kafka_down_s, with_minio=False)
 
     async def _kill_leader(self, topic: str, window: FaultWindow, spare: set[int]) -> None:
         """SIGKILL the broker leading most partitions of `topic` (none in `spare`), restart it
@@ -341,14 +330,17 @@ class ChaosRun:
         spare.add(node_id)
         window.target = f"kafka-{node_id}"
         await kill_broker(self.stack, node_id)
-        await asyncio.sleep(self.plan.kafka_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=False)
+        await self._restart_after(self.plan.kafka_down_s, with_minio=False)
         await wait_in_sync(self.kafka, self.topics)
 
     async def _stop_minio(self) -> None:
         await asyncio.to_thread(self.stack.minio.stop)
-        await asyncio.sleep(self.plan.minio_down_s)  # the outage itself
-        await asyncio.to_thread(self.stack.up, lambda _m: None)
+        await self._restart_after(self.plan.minio_down_s)
+
+    async def _restart_after(self, down_s: float, *, with_minio: bool = True) -> None:
+        """The outage itself (`down_s`), then the local stack started again, quietly."""
+        await asyncio.sleep(down_s)
+        await asyncio.to_thread(self.stack.up, lambda _m: None, with_minio=with_minio)
 
     async def _poison(self) -> None:
         hostile = [

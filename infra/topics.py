@@ -20,7 +20,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import for_code
 
 from streamtts.errors import ConfigError, InfraError
-from streamtts.runtime.kafka import make_admin
+from streamtts.runtime.kafka import started_admin
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, topology_topics
@@ -255,12 +255,8 @@ async def apply_spec(
 async def apply_topics(kafka: KafkaSettings, specs: list[TopicSpec] | None = None) -> ApplyReport:
     """`apply_spec` through an admin client of its own: `specs`, or (None) the whole topic
     spec under `kafka`'s topic prefix."""
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
+    async with started_admin(kafka) as admin:
         return await apply_spec(admin, load_spec(prefix=kafka.topic_prefix) if specs is None else specs)
-    finally:
-        await admin.close()
 
 
 async def _describe(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, tuple[int, int]]:

@@ -21,6 +21,7 @@ from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
 from streamtts.runtime.stage import Stage
@@ -262,38 +263,20 @@ class Worker:
 
     async def _start_cancels(self) -> None:
         """Synthesize skips a cancelled request's segments: its markers tell encode and sink."""
-        cancels = self.cancels = CancelWatch(self.settings.kafka, self.topics.control)
-        await cancels.start()
-
-        async def stop() -> None:
-            await cancels.stop()
-            self.cancels = None
-
-        self._on_stop("cancels", stop)
+        self.cancels = CancelWatch(self.settings.kafka, self.topics.control)
+        await self._start_side("cancels", self.cancels)
 
     async def _start_releases(self) -> None:
         """Caught up before the first request: a restarted segment worker routes by the rule
         in force, never by "no rule" for a moment."""
         releases = self.releases = ReleaseWatch(self.settings.kafka, self.topics.config)
-        await releases.start()
-
-        async def stop() -> None:
-            await releases.stop()
-            self.releases = None
-
-        self._on_stop("releases", stop)
+        await self._start_side("releases", releases)
         await asyncio.wait_for(releases.caught_up.wait(), timeout=30)
 
     async def _start_lexicons(self) -> None:
         """The segment stage applies each tenant's lexicon: loaded before it takes a request."""
         lexicons = self.lexicons = LexiconBook(self.settings.kafka, self.topics.lexicons)
-        await lexicons.start()
-
-        async def stop() -> None:
-            await lexicons.stop()
-            self.lexicons = None
-
-        self._on_stop("lexicons", stop)
+        await self._start_side("lexicons", lexicons)
         try:
             await asyncio.wait_for(lexicons.caught_up.wait(), timeout=30)
         except TimeoutError:
@@ -312,14 +295,19 @@ class Worker:
             return
         from streamtts.features.releases.auto_rollback import AutoRollback
 
-        guard = self.release_guard = AutoRollback(self.settings.kafka, self.telemetry, releases=self.releases)
-        await guard.start()
+        self.release_guard = AutoRollback(self.settings.kafka, self.telemetry, releases=self.releases)
+        await self._start_side("release_guard", self.release_guard)
+
+    async def _start_side(self, what: SideService, service: AsyncLifecycle) -> None:
+        """Start the side service held in this worker's attribute named `what`; at stop, stop
+        it and set that attribute back to None (as before it started)."""
+        await service.start()
 
         async def stop() -> None:
-            await guard.stop()
-            self.release_guard = None
+            await service.stop()
+            setattr(self, what, None)
 
-        self._on_stop("release_guard", stop)
+        self._on_stop(what, stop)
 
     def failures(self) -> dict[str, str]:
         """Stages whose consuming loop died: group → why (readiness turns red on any)."""

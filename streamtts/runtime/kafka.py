@@ -3,6 +3,8 @@ the same credentials: aiokafka clients here, faust apps through `faust_credentia
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -102,6 +104,17 @@ def make_admin(kafka: KafkaSettings, **overrides: Any) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(**kwargs)
 
 
+@contextlib.asynccontextmanager
+async def started_admin(kafka: KafkaSettings) -> AsyncIterator[AIOKafkaAdminClient]:
+    """A short-lived admin client for a few calls: started here, closed when the block ends."""
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        yield admin
+    finally:
+        await admin.close()
+
+
 async def describe_partitions(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, set[int]]:
     """Partition ids of each existing topic in `topics`, from fresh cluster metadata."""
     described = await admin.describe_topics(topics)
@@ -110,9 +123,5 @@ async def describe_partitions(admin: AIOKafkaAdminClient, topics: list[str]) -> 
 
 async def topic_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
     """Partition ids of `topic` (empty if it does not exist), with a short-lived admin client."""
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
+    async with started_admin(kafka) as admin:
         return (await describe_partitions(admin, [topic])).get(topic, set())
-    finally:
-        await admin.close()

@@ -152,10 +152,29 @@ def _env_alias(default: Any, env: str) -> Any:
 
 
 @dataclass(frozen=True)
-class TextSettings:
-    """How a request's text becomes spans: span sizes, limits, markup, pool routing (segment)."""
+class SettingsGroup:
+    """Base of the pipeline's setting groups: how their variables are named, and the checks
+    every group shares, run at construction (`_check_fields`)."""
 
     env_prefix: ClassVar[str] = ""
+    """Between STREAMTTS_ and a field's upper-cased name in its variable (see `specs()`)."""
+    at_least_one: ClassVar[tuple[str, ...]] = ()
+    """The group's settings that must be at least 1."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, self.at_least_one)
+
+
+@dataclass(frozen=True)
+class TextSettings(SettingsGroup):
+    """How a request's text becomes spans: span sizes, limits, markup, pool routing (segment)."""
+
+    at_least_one: ClassVar[tuple[str, ...]] = (
+        "first_max_chars",
+        "max_chars",
+        "max_text_chars",
+        "long_text_chars",
+    )
     first_max_chars: int = 40
     """Size of the first span of a request: it bounds the time to first audio."""
     first_min_chars: int = 12
@@ -184,9 +203,7 @@ class TextSettings:
     def __post_init__(self) -> None:
         if not self.plan_budget_s > 0:
             raise ConfigError(f"{ENV_PREFIX}PLAN_BUDGET_S must be above 0, got {self.plan_budget_s}")
-        _check_fields(
-            self, at_least_one=("first_max_chars", "max_chars", "max_text_chars", "long_text_chars")
-        )
+        super().__post_init__()
         if self.max_chars < self.first_max_chars:
             raise ConfigError(
                 f"{ENV_PREFIX}MAX_CHARS ({self.max_chars}) must be ≥ FIRST_MAX_CHARS ({self.first_max_chars})"
@@ -199,10 +216,11 @@ class TextSettings:
 
 
 @dataclass(frozen=True)
-class SynthesisSettings:
+class SynthesisSettings(SettingsGroup):
     """How a synthesize worker runs the models and hands on their audio."""
 
     env_prefix: ClassVar[str] = "SYNTH_"
+    at_least_one: ClassVar[tuple[str, ...]] = ("workers", "chunk_max_ms")
     threads: int = 0
     """onnxruntime intra-op threads per inference; 0 = every CPU this process may use (its affinity mask)."""
     spin: bool = False
@@ -221,16 +239,16 @@ class SynthesisSettings:
     """Longest PCM chunk on Kafka (24 kHz s16 → 240 KB, ~320 KB as base64): far below 1 MB."""
 
     def __post_init__(self) -> None:
-        _check_fields(self, at_least_one=("workers", "chunk_max_ms"))
+        super().__post_init__()
         if self.chunk_max_ms > 15_000:
             raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 
 
 @dataclass(frozen=True)
-class DegradationSettings:
+class DegradationSettings(SettingsGroup):
     """When synthesis gives up on a span or a voice and falls back (budgets, circuit breaker)."""
 
-    env_prefix: ClassVar[str] = ""
+    at_least_one: ClassVar[tuple[str, ...]] = ("g2p_budget_ms", "breaker_threshold")
     g2p_budget_ms: int = 200
     """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
     inference_budget_s: float = 4.0
@@ -242,12 +260,9 @@ class DegradationSettings:
     breaker_open_s: float = 5.0
     """Seconds an open breaker stays open before one trial request (the half-open probe)."""
 
-    def __post_init__(self) -> None:
-        _check_fields(self, at_least_one=("g2p_budget_ms", "breaker_threshold"))
-
 
 @dataclass(frozen=True)
-class RenderCacheSettings:
+class RenderCacheSettings(SettingsGroup):
     """The render cache of repeated spans (synthesize: memory tier, shared tier in storage)."""
 
     env_prefix: ClassVar[str] = "RENDER_CACHE_"
@@ -262,15 +277,12 @@ class RenderCacheSettings:
     prefix: str = "render-cache/"
     """Object key prefix of the shared tier, in the audio bucket."""
 
-    def __post_init__(self) -> None:
-        _check_fields(self)
-
 
 @dataclass(frozen=True)
-class StorageSettings:
+class StorageSettings(SettingsGroup):
     """How the sink stores audio: links, retries, the stale-request timeout, retention."""
 
-    env_prefix: ClassVar[str] = ""
+    at_least_one: ClassVar[tuple[str, ...]] = ("storage_retries", "sink_stale_s")
     presign_expiry_s: int = 3600
     """Seconds a presigned URL of a stored file stays valid (requests asking for one)."""
     storage_retries: int = 8
@@ -286,7 +298,7 @@ class StorageSettings:
     """Per-tenant retention, `tenant=days` (0: kept), over `retention_days`."""
 
     def __post_init__(self) -> None:
-        _check_fields(self, at_least_one=("storage_retries", "sink_stale_s"))
+        super().__post_init__()
         if self.retention_days < 0:
             raise ConfigError(f"{ENV_PREFIX}RETENTION_DAYS must be ≥ 0, got {self.retention_days}")
         self.tenant_retention()  # validates the entries
@@ -310,10 +322,9 @@ class StorageSettings:
 
 
 @dataclass(frozen=True)
-class DeliverySettings:
+class DeliverySettings(SettingsGroup):
     """How stages consume and produce records: the guarantee, group liveness, where replies go."""
 
-    env_prefix: ClassVar[str] = ""
     processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
     """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
     session_timeout_s: float = 10.0
@@ -326,15 +337,11 @@ class DeliverySettings:
     """A request's `reply_topic` must start with the topic prefix + this: no request can make
     the pipeline write into tts.results, a DLQ or another tenant's topics."""
 
-    def __post_init__(self) -> None:
-        _check_fields(self)
-
 
 @dataclass(frozen=True)
-class OperationsSettings:
+class OperationsSettings(SettingsGroup):
     """How a worker process is operated: probes and metrics, the canary, shutdown."""
 
-    env_prefix: ClassVar[str] = ""
     ops_port: int = 0
     """Port of /healthz, /readyz, /metrics (0: any free port, logged at start)."""
     canary_interval_s: float = 60.0
@@ -343,13 +350,13 @@ class OperationsSettings:
     """SIGTERM: time to finish in-flight work, commit and flush before exiting anyway."""
 
     def __post_init__(self) -> None:
-        _check_fields(self)
+        super().__post_init__()
         if not 0 <= self.ops_port <= 65535:
             raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
 
 
 @dataclass(frozen=True)
-class ReleaseSettings:
+class ReleaseSettings(SettingsGroup):
     """The gray release a worker serves, and its automatic rollback."""
 
     env_prefix: ClassVar[str] = "RELEASE_"
@@ -363,7 +370,7 @@ class ReleaseSettings:
     off where `streamtts release guard` runs on its own."""
 
     def __post_init__(self) -> None:
-        _check_fields(self)
+        super().__post_init__()
         if not re.match(RELEASE_PATTERN, self.name):
             raise ConfigError(
                 f"{ENV_PREFIX}RELEASE must be lower-case letters, digits and dashes (≤ 40), got {self.name!r}"

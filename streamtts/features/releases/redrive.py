@@ -33,7 +33,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 
 from streamtts.features.releases.lane_health import POOLS, LaneHealth, lane_group
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import describe_partitions, make_admin, make_consumer, make_producer
+from streamtts.runtime.kafka import describe_partitions, make_consumer, make_producer, started_admin
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
@@ -157,13 +157,9 @@ async def _unread(
     kafka: KafkaSettings, topic: str, group: str
 ) -> tuple[list[LaneRecord], dict[TopicPartition, int]]:
     """The records of `topic` past `group`'s committed offsets, and the end offsets read to."""
-    admin = make_admin(kafka)
-    await admin.start()
-    try:
+    async with started_admin(kafka) as admin:
         partitions = (await describe_partitions(admin, [topic])).get(topic, set())
         committed = await admin.list_consumer_group_offsets(group)
-    finally:
-        await admin.close()
     tps = [TopicPartition(topic, p) for p in sorted(partitions)]
     if not tps:
         return [], {}
