@@ -358,14 +358,18 @@ class Session:
 
     async def _barge_in(self, played_ms: float | None) -> None:
         async with self._cancelling:
-            # 1. Stop making audio: the sentence being forwarded, and every one queued.
-            if self._current is not None:
-                self._current.cancel()
-                await asyncio.wait({self._current})
+            # 0. The sentences it cuts: those not wholly written yet (taken before any await,
+            #    so a reply sent meanwhile is not among them).
+            cut = [s for s in self.submitted if not self.deliveries[s.request_id].ended]
+            # 1. Stop making audio: every sentence queued (first, so the forwarder cannot
+            #    take the next one when the current one stops), then the one being forwarded.
             while not self.sentences.empty():
                 if self.sentences.get_nowait() is None:  # paranoid: `end` comes after cancel
                     self.sentences.put_nowait(None)
                     break
+            while (current := self._current) is not None and not current.done():
+                current.cancel()
+                await asyncio.wait({current})
             self.pending = 0
             # 2. Drop every sentence frame not yet written; session events stay, in order.
             kept = []
@@ -381,18 +385,18 @@ class Session:
             heard_at = position if played_ms is None else min(played_ms, position)
             # 4. Each unfinished sentence: what of it was heard; the pipeline and the result
             #    are told that (`Gateway.cancel`), whether the pipeline had finished it or not.
-            stopped: list[str] = []
             requests: list[dict[str, Any]] = []
             words_spoken: list[dict[str, Any]] = []
-            for state in self.submitted:
-                delivery = self.deliveries.get(state.request_id)
-                if delivery is None or delivery.ended:
-                    continue
+            heard: list[float] = []
+            for state in cut:
+                delivery = self.deliveries[state.request_id]
                 delivery.on_stop = None  # this session stops it now; no second barge-in
                 start = self.starts_ms.get(state.request_id)
-                spoken = 0.0 if start is None else max(0.0, min(delivery.sent_ms, heard_at - start))
-                if await self.gw.cancel(state, spoken):
-                    stopped.append(state.request_id)
+                heard.append(0.0 if start is None else max(0.0, min(delivery.sent_ms, heard_at - start)))
+            told = await asyncio.gather(*(self.gw.cancel(s, ms) for s, ms in zip(cut, heard, strict=True)))
+            stopped = [s.request_id for s, yes in zip(cut, told, strict=True) if yes]
+            for state, spoken in zip(cut, heard, strict=True):
+                start = self.starts_ms.get(state.request_id)
                 words = words_heard(state.chunks, spoken) if spoken > 0 else None
                 if words is None and self.config.timestamps:
                     words = []
