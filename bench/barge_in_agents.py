@@ -149,6 +149,7 @@ async def _session(
                 begin = starts.get(entry["request_id"])
                 expected = 0.0 if begin is None else max(0.0, received_ms - begin)
                 stats.spoken_error_ms.append(round(abs(entry["spoken_ms"] - expected), 1))
+
             after_cancel = True
         await ws.send(orjson.dumps({"type": "end"}).decode())
         with contextlib.suppress(websockets.ConnectionClosed):

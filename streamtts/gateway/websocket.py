@@ -360,7 +360,7 @@ class Session:
         async with self._cancelling:
             # 0. The sentences it cuts: those not wholly written yet (taken before any await,
             #    so a reply sent meanwhile is not among them).
-            cut = [s for s in self.submitted if not self.deliveries[s.request_id].ended]
+            cut = [s for s in self.submitted if self.deliveries[s.request_id].live]
             # 1. Stop making audio: every sentence queued (first, so the forwarder cannot
             #    take the next one when the current one stops), then the one being forwarded.
             while not self.sentences.empty():
@@ -456,7 +456,7 @@ class Session:
         self._audit_submit(rid, "ok")
         self.count += 1
         self.pending += 1
-        live = [s for s in self.submitted if not self.deliveries[s.request_id].ended]
+        live = [s for s in self.submitted if self.deliveries[s.request_id].live]
         for gone in {s.request_id for s in self.submitted} - {s.request_id for s in live}:
             self.deliveries.pop(gone, None)
             self.starts_ms.pop(gone, None)

@@ -140,9 +140,18 @@ async def _websocket_barge_in(live_gateway_url: str, kafka_settings: KafkaSettin
             if event.get("event") == "media":
                 next_first = time.monotonic() - next_sent
                 break
+        # 4. A second barge-in cuts only the new reply: the first one's sentences are closed.
+        await ws.send(orjson.dumps({"type": "cancel"}).decode())
+        while (event := orjson.loads(await ws.recv())).get("type") != "cancelled":
+            pass
+        again = event
         await ws.send(orjson.dumps({"type": "end"}).decode())
         while orjson.loads(await ws.recv()).get("type") != "done":
             pass
+    first_cut = {r["request_id"] for r in cancelled["requests"]}
+    assert not first_cut & {r["request_id"] for r in again["requests"]}, again
+    if pace == "realtime":  # (fast, the short reply was all written before the second cancel)
+        assert again["requests"], again
     received_ms = media * FRAME_MS
     after_cancel_ms = (media - at_cancel) * FRAME_MS
     assert first_frame_after is not None
