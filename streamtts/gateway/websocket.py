@@ -39,6 +39,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -344,8 +345,13 @@ class Session:
 
     async def _cancel(self, played_ms: object) -> None:
         """Barge-in: the line goes silent at once, and the session takes the next reply."""
-        if played_ms is not None and (not isinstance(played_ms, int | float) or played_ms < 0):
-            raise ApiError(400, "invalid_message", "played_ms must be a number of milliseconds ≥ 0")
+        if played_ms is not None and (
+            isinstance(played_ms, bool)
+            or not isinstance(played_ms, int | float)
+            or not math.isfinite(played_ms)
+            or played_ms < 0
+        ):
+            raise ApiError(400, "invalid_message", "played_ms must be a finite number of milliseconds ≥ 0")
         self.buffer, self.stop_at = "", 0
         await self._barge_in(None if played_ms is None else float(played_ms))
 
