@@ -76,3 +76,30 @@ def build_result(
         completed_at=completed_at,
         expires_at=stored.expires_at if stored else None,
     )
+
+
+def as_heard(
+    result: CompletionResult, heard_ms: float, *, tolerance_ms: float = 1.0
+) -> CompletionResult | None:
+    """The result again, saying what the listener heard, when that is less than it says.
+
+    A gateway that stopped a request's audio at a barge-in knows what it wrote to the
+    client; the sink knows only what was made (a request the pipeline had finished before the
+    cancel is `completed`, whole). None when `result` already says no more than `heard_ms`
+    (or it failed: there is nothing spoken to correct)."""
+    if result.status == "failed":
+        return None
+    said = (
+        result.spoken_ms
+        if result.status == "cancelled" and result.spoken_ms is not None
+        else result.duration_ms
+    )
+    if said <= heard_ms + tolerance_ms:
+        return None
+    spoken = round(min(heard_ms, result.duration_ms), 1)
+    words_spoken = None
+    if result.words is not None:
+        words_spoken = [w for w in result.words if w.start_ms < spoken][:MAX_INLINE_WORDS]
+    return result.model_copy(
+        update={"status": "cancelled", "spoken_ms": spoken, "words_spoken": words_spoken}
+    )

@@ -4,6 +4,12 @@ What a customer-service platform embeds to play or store streamed speech. It rea
 consumer group by default (every subscriber sees every chunk), dedupes redelivered chunks by
 (request_id, seq, part), detects gaps, and reports a request complete when the `last` chunk
 and everything before it have arrived.
+
+Barge-in: it follows `tts.control` too (`follow_cancels`), so a cancelled request's chunks
+encoded after its cancel are not delivered (their place in the stream still counts, so the
+request completes); `ReceivedAudio.cancelled` says it was cut. Audio and control are keyed by
+request id over the same partition count, so with a group the member reading a request's
+audio also reads its cancels.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from streamtts.errors import StreamTTSError
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas import AudioChunk, ContractError, WordTiming
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import AudioChunk, ContractError, ControlMessage, WordTiming
 from streamtts.schemas.captions import retimed
 
 
@@ -36,6 +43,8 @@ class ReceivedAudio:
     """Monotonic time the first chunk arrived here (time to first audio, subscriber side)."""
     completed_at: float = 0.0
     duplicates: int = 0
+    cancelled: bool = False
+    """A cancel cut it: `chunks` holds what came before it (and the stream's empty markers)."""
 
     @property
     def data(self) -> bytes:
@@ -65,17 +74,33 @@ class _Partial:
     parts: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
     last_part_of: dict[int, int] = field(default_factory=dict)
     total: int | None = None
+    cancel: ControlMessage | None = None
 
     def add(self, chunk: AudioChunk) -> bool:
         key = (chunk.seq, chunk.part)
         if key in self.parts:
             self.audio.duplicates += 1
             return False
-        self.parts[key] = chunk
+        if chunk.cancelled:
+            self.audio.cancelled = True
+        self.parts[key] = self._cut(chunk)
         self.total = chunk.total
         if chunk.last_part:
             self.last_part_of[chunk.seq] = chunk.part
         return True
+
+    def cut_at(self, cancel: ControlMessage) -> None:
+        """The request was cancelled: what was encoded after the cancel is not delivered."""
+        self.cancel = cancel
+        self.audio.cancelled = True
+        self.parts = {k: self._cut(c) for k, c in self.parts.items()}
+
+    def _cut(self, chunk: AudioChunk) -> AudioChunk:
+        if self.cancel is None or chunk.cancelled or chunk.encoded_at <= self.cancel.at:
+            return chunk
+        # Its place in the stream stays (the request still completes); its audio does not.
+        empty = {"audio": b"", "duration_ms": 0.0, "words": None, "marks": None, "cancelled": True}
+        return chunk.model_copy(update=empty)
 
     def complete(self) -> bool:
         if self.total is None or len(self.last_part_of) < self.total:
@@ -94,9 +119,13 @@ class AudioSubscriber(AsyncLifecycle):
         request_ids: Iterable[str] | None = None,
         start: Literal["end", "beginning"] = "end",
         group_id: str | None = None,
+        follow_cancels: bool = True,
     ) -> None:
         self.kafka = kafka
         self.topic = topic
+        self.control_topic = TopicNames(kafka.topic_prefix).control if follow_cancels else None
+        self._cancels: dict[str, ControlMessage] = {}
+        """Cancels seen of wanted requests not complete yet (a cancel may come first)."""
         self.wanted = set(request_ids) if request_ids is not None else None
         self.start_at = start
         self.group_id = group_id
@@ -104,6 +133,7 @@ class AudioSubscriber(AsyncLifecycle):
             kafka, group_id=group_id, auto_offset_reset="latest" if start == "end" else "earliest"
         )
         self._partial: dict[str, _Partial] = {}
+        self._tenant: dict[str, str] = {}
         self._ready: deque[ReceivedAudio] = deque()
         self._yielded: set[str] = set()
         self.first_chunk_at: dict[str, float] = {}
@@ -111,13 +141,19 @@ class AudioSubscriber(AsyncLifecycle):
     async def start(self) -> None:
         try:
             await self._consumer.start()
+            control = []
+            if self.control_topic is not None:  # a deployment without it: no cancels to follow
+                control = [
+                    TopicPartition(self.control_topic, p)
+                    for p in sorted(await topic_partitions(self.kafka, self.control_topic))
+                ]
             if self.group_id:
-                self._consumer.subscribe([self.topic])
+                self._consumer.subscribe([self.topic, *({tp.topic for tp in control})])
                 return
             partitions = await topic_partitions(self.kafka, self.topic)
             if not partitions:
                 raise StreamTTSError(f"audio topic {self.topic!r} does not exist")
-            tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+            tps = [TopicPartition(self.topic, p) for p in sorted(partitions)] + control
             self._consumer.assign(tps)
             if self.start_at == "end":
                 await self._consumer.seek_to_end(*tps)
@@ -165,11 +201,31 @@ class AudioSubscriber(AsyncLifecycle):
 
     async def _pump(self, wait_ms: int) -> None:
         batch = await self._consumer.getmany(timeout_ms=wait_ms)
-        for records in batch.values():
+        for tp, records in batch.items():
             for record in records:
-                audio = self._accept(record.value)
+                if tp.topic == self.control_topic:
+                    audio = self._cancel(record.value)
+                else:
+                    audio = self._accept(record.value)
                 if audio is not None and audio.request_id not in self._yielded:
                     self._ready.append(audio)
+
+    def _cancel(self, value: bytes) -> ReceivedAudio | None:
+        try:
+            cancel = ControlMessage.from_bytes(value)
+        except ContractError:
+            return None
+        rid = cancel.request_id
+        if (self.wanted is not None and rid not in self.wanted) or rid in self._yielded:
+            return None
+        partial = self._partial.get(rid)
+        if partial is None:
+            self._cancels[rid] = cancel  # its chunks come later (or never: then it is kept a while)
+            while len(self._cancels) > 10_000:
+                self._cancels.pop(next(iter(self._cancels)))
+        elif self._tenant.get(rid) == cancel.tenant:
+            partial.cut_at(cancel)  # another tenant's cancel matches nothing
+        return None
 
     def _accept(self, value: bytes) -> ReceivedAudio | None:
         try:
@@ -185,7 +241,11 @@ class AudioSubscriber(AsyncLifecycle):
             partial = self._partial[rid] = _Partial(
                 ReceivedAudio(rid, chunk.format, chunk.sample_rate, first_chunk_at=now)
             )
+            self._tenant[rid] = chunk.tenant
             self.first_chunk_at[rid] = now
+            early = self._cancels.pop(rid, None)
+            if early is not None and early.tenant == chunk.tenant:
+                partial.cut_at(early)
         partial.add(chunk)
         if not partial.complete():
             return None
@@ -193,4 +253,5 @@ class AudioSubscriber(AsyncLifecycle):
         audio.chunks = [partial.parts[k] for k in sorted(partial.parts)]
         audio.completed_at = now
         del self._partial[rid]
+        self._tenant.pop(rid, None)
         return audio

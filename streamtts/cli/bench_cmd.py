@@ -85,7 +85,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--barge-in",
         action="store_true",
-        help="only the barge-in section: long answers in 8 kHz mu-law, half cancelled at first audio",
+        help="only the barge-in section: voice-agent sessions over the gateway's WebSocket, "
+        "interrupted at a random point (--barge-in-mode pipeline: long answers on Kafka, half "
+        "cancelled at first audio)",
+    )
+    p.add_argument(
+        "--barge-in-mode",
+        choices=("agents", "pipeline"),
+        default="agents",
+        help="with --barge-in: agent sessions through the gateway (default), or the pipeline alone",
+    )
+    p.add_argument(
+        "--sessions", type=int, default=3, help="with --barge-in: concurrent agent sessions (default 3)"
     )
     p.add_argument(
         "--cache-modes",
@@ -191,6 +202,9 @@ def run(args: argparse.Namespace) -> int:
 def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     import asyncio
 
+    if args.barge_in_mode == "agents":
+        return _barge_in_agents(args)
+
     from streamtts.bench.barge_in import VOICE_LANG, markdown, run_barge_in_bench
 
     _check_section_voices("--barge-in", voices, VOICE_LANG)
@@ -200,6 +214,25 @@ def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     runs = asyncio.run(run_barge_in_bench(voices, rates, duration, args.seed, out, threads=args.threads))
     _publish_section(out, "barge-in", markdown(runs), [r.row() for r in runs])
     return 0 if all(r.row()["lost"] == 0 for r in runs) else 1
+
+
+def _barge_in_agents(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from streamtts.bench.barge_in_agents import agent_markdown, run_agent_bench
+
+    if args.sessions < 1:
+        raise ConfigError(f"--sessions must be >= 1, got {args.sessions}")
+    duration = args.duration or (30.0 if args.quick else 60.0)
+    out = args.out or Path("results") / "bench" / time.strftime("barge-in-agents-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    stats = asyncio.run(run_agent_bench(args.sessions, duration, args.seed, out, threads=args.threads))
+    table = agent_markdown(stats, args.sessions, duration)
+    (out / "barge-in-agents.md").write_text(table + "\n", "utf-8")
+    (out / "barge-in-agents.json").write_text(json.dumps(stats.row(), indent=1), "utf-8")
+    print(table)
+    return 0 if stats.cancels and not stats.errors else 1
 
 
 def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:

@@ -10,6 +10,7 @@ from starlette.responses import Response, StreamingResponse
 from streamtts.audio import formats
 from streamtts.audio.codecs import assemble
 from streamtts.audio.formats import LiveStream
+from streamtts.gateway.delivery import Delivery
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.framing import Framer, Pacer, frameable, frameable_choices
@@ -64,11 +65,12 @@ async def audio_response(
     if state.status == "completed" and state.result is not None and state.result.storage is not None:
         return await _stored(gw, state)
     timeout = gw.settings.request_timeout_s
-    chunks = state.chunks_in_order(timeout)
+    delivery = state.deliver(Delivery(state.request_id))
+    chunks = state.chunks_in_order(timeout, delivery)
     try:
         # Wait for the first chunk before answering: its sample rate goes in the headers,
         # and a request that fails early still gets a proper error status.
-        first = await anext(chunks)
+        first = await _first(chunks, delivery)
     except StreamFailed:
         raise failed(state) from None
     except StreamIncomplete:
@@ -81,13 +83,23 @@ async def audio_response(
     if live is None:
         # Chunks that are whole files and cannot be joined on the fly (FLAC): answer when complete.
         rest = [c async for c in _guarded(chunks)]
+        delivery.ended = True
         return _whole(
             state, assemble([first.audio, *(c.audio for c in rest)], state.format), first.sample_rate
         )
-    body = _body(first, chunks, live, gw.metrics, endpoint)
+    body = _body(first, chunks, live, gw.metrics, endpoint, delivery)
     return StreamingResponse(
         body, media_type=content_type(state.format, first.sample_rate), headers=_headers(state)
     )
+
+
+async def _first(chunks: AsyncIterator[AudioChunk], delivery: Delivery) -> AudioChunk:
+    """The first chunk; a stream that never starts is no live delivery."""
+    try:
+        return await anext(chunks)
+    except BaseException:
+        delivery.ended = True
+        raise
 
 
 async def _guarded(chunks: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChunk]:
@@ -106,14 +118,21 @@ async def _body(
     live: LiveStream,
     metrics: GatewayMetrics,
     endpoint: str,
+    delivery: Delivery,
 ) -> AsyncIterator[bytes]:
-    header = live.header(first.audio, first.sample_rate)  # a live WAV's header of unknown length
-    if header:
-        yield header
-    async for c in _prepend(first, _guarded(chunks)):
-        data = live.payload(c.audio)
-        metrics.audio_bytes.labels(endpoint).inc(len(data))
-        yield data
+    try:
+        header = live.header(first.audio, first.sample_rate)  # a live WAV's header of unknown length
+        if header:
+            yield header
+        async for c in _prepend(first, _guarded(chunks)):
+            if delivery.stopped:  # a cancel: the rest is dropped, the body ends
+                return
+            data = live.payload(c.audio)
+            metrics.audio_bytes.labels(endpoint).inc(len(data))
+            delivery.wrote(c.duration_ms)
+            yield data
+    finally:
+        delivery.ended = True
 
 
 async def _prepend(first: AudioChunk, rest: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChunk]:
@@ -123,9 +142,10 @@ async def _prepend(first: AudioChunk, rest: AsyncIterator[AudioChunk]) -> AsyncI
 
 
 async def _framed(gw: Gateway, state: RequestState, framing: Framing, endpoint: str) -> Response:
-    chunks = state.chunks_in_order(gw.settings.request_timeout_s)
+    delivery = state.deliver(Delivery(state.request_id))
+    chunks = state.chunks_in_order(gw.settings.request_timeout_s, delivery)
     try:
-        first = await anext(chunks)
+        first = await _first(chunks, delivery)
     except StreamFailed:
         raise failed(state) from None
     except (StreamIncomplete, StopAsyncIteration):
@@ -136,15 +156,30 @@ async def _framed(gw: Gateway, state: RequestState, framing: Framing, endpoint: 
         raise ApiError(504, "timeout", f"no audio within {gw.settings.request_timeout_s:g} s") from None
 
     async def frames() -> AsyncIterator[bytes]:
+        try:
+            async for frame in _paced_frames():
+                yield frame
+        finally:
+            delivery.ended = True
+
+    async def _paced_frames() -> AsyncIterator[bytes]:
         framer = Framer(state.format, first.sample_rate, framing.frame_ms)
         pacer = Pacer(framing.frame_ms, framing.realtime)
         async for c in _prepend(first, _guarded(chunks)):
             for frame in framer.push(c.audio):
                 await pacer.wait_turn()
+                if delivery.stopped:  # a cancel during the wait: not one frame more
+                    return
                 gw.metrics.audio_bytes.labels(endpoint).inc(len(frame))
+                delivery.wrote(framing.frame_ms)
                 yield frame
+        if delivery.stopped:
+            return
         for frame in framer.flush():
             await pacer.wait_turn()
+            if delivery.stopped:
+                return
+            delivery.wrote(framing.frame_ms)
             yield frame
 
     return StreamingResponse(

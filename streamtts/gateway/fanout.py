@@ -23,13 +23,21 @@ from typing import Literal
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from streamtts.gateway.delivery import Delivery, heard_ms
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY
-from streamtts.schemas import AudioChunk, CompletionResult, ContractError, DeadLetter, Degradation
+from streamtts.schemas import (
+    AudioChunk,
+    CompletionResult,
+    ContractError,
+    ControlMessage,
+    DeadLetter,
+    Degradation,
+)
 
 log = logging.getLogger("streamtts.gateway.fanout")
 Status = Literal["queued", "streaming", "completed", "failed", "cancelled"]
@@ -68,6 +76,10 @@ class RequestState:
     """Audio held for this request (released and waiting chunks): the cache is bounded in bytes."""
     tracked: bool = False
     """Registered before submission, so every chunk passes through this process."""
+    deliveries: list[Delivery] = field(default_factory=list)
+    """Live streams of this request's audio to clients (see `gateway.delivery`)."""
+    heard_ms: float | None = None
+    """Set when a cancel stopped its live deliveries: the audio the listener got."""
     _pending: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
     _next: tuple[int, int] = (0, 0)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -118,6 +130,35 @@ class RequestState:
         self._finish("failed")
         self._notify()
 
+    def deliver(self, delivery: Delivery) -> Delivery:
+        """Register a live stream of this request (stopped at once if a cancel came first)."""
+        self.deliveries.append(delivery)
+        if self.heard_ms is not None:
+            delivery.stopped = True
+        return delivery
+
+    def stop_deliveries(self, played_ms: float | None) -> float | None:
+        """Barge-in: stop every live stream of this request; returns what was heard (None
+        when nothing was being streamed: then nothing changes). Readers waiting in
+        `chunks_in_order` wake up."""
+        live = [d for d in self.deliveries if d.live]
+        if not live:
+            return None
+        for d in live:
+            d.stop()
+        heard = heard_ms(self.deliveries, played_ms)
+        self.heard_ms = heard if self.heard_ms is None or heard is None else min(self.heard_ms, heard)
+        self._notify()
+        return self.heard_ms
+
+    async def wait_result(self, timeout_s: float) -> CompletionResult:
+        """The sink's result (or a failure), once it arrives."""
+        async with asyncio.timeout(timeout_s):
+            while self.result is None:
+                changed = self._changed
+                await changed.wait()
+        return self.result
+
     def _finish(self, status: Status) -> None:
         self.status = status
         self.finished_at = self.finished_at or time.monotonic()
@@ -127,8 +168,11 @@ class RequestState:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def chunks_in_order(self, idle_timeout_s: float) -> AsyncIterator[AudioChunk]:
-        """Every chunk from the first, as they arrive; ends after the `last` one.
+    async def chunks_in_order(
+        self, idle_timeout_s: float, delivery: Delivery | None = None
+    ) -> AsyncIterator[AudioChunk]:
+        """Every chunk from the first, as they arrive; ends after the `last` one, or at once
+        when `delivery` is stopped (a cancel: what is not written yet is dropped).
 
         Raises StreamFailed, StreamIncomplete, or TimeoutError when nothing new arrives for
         `idle_timeout_s`.
@@ -139,9 +183,11 @@ class RequestState:
             while True:
                 changed = self._changed
                 while i < len(self.chunks):
+                    if delivery is not None and delivery.stopped:
+                        return
                     yield self.chunks[i]
                     i += 1
-                if self.streamed:
+                if self.streamed or (delivery is not None and delivery.stopped):
                     return
                 if self.status == "failed":
                     raise StreamFailed(self.error or "failed")
@@ -171,6 +217,7 @@ class Fanout:
         ttl_s: float,
         history_lookback_s: float,
         max_bytes: int = 256 * 1024 * 1024,
+        on_cancel: Callable[[RequestState, ControlMessage], None] | None = None,
     ) -> None:
         self.kafka = kafka
         self.topics = TopicNames(kafka.topic_prefix)
@@ -188,13 +235,20 @@ class Fanout:
         self._history_gate = asyncio.Semaphore(1)  # history scans are costly: one at a time
         self.history_waiting = 0
         """Lookups waiting for the running history scan (the gateway bounds this line)."""
+        self.on_cancel = on_cancel
+        """Called for a cancel on `tts.control` of a request held here (whoever sent it)."""
 
     async def start(self) -> None:
         consumer = make_consumer(self.kafka, group_id=None, auto_offset_reset="latest")
         await consumer.start()
         try:
             tps: list[TopicPartition] = []
-            wanted = [self.topics.audio, self.topics.results, *(self.topics.dlq(s) for s in DLQ_STAGES)]
+            wanted = [
+                self.topics.audio,
+                self.topics.results,
+                self.topics.control,  # cancels from any source stop this gateway's streams too
+                *(self.topics.dlq(s) for s in DLQ_STAGES),
+            ]
             for topic in wanted:
                 tps += [TopicPartition(topic, p) for p in sorted(await topic_partitions(self.kafka, topic))]
             if not any(tp.topic == self.topics.audio for tp in tps):
@@ -318,6 +372,16 @@ class Fanout:
                 state = RequestState(result.request_id, result.tenant, result.format, expects_result=True)
                 self._insert(state)
             state.add_result(result)
+        elif topic == self.topics.control:
+            state = self.cache.get(rid)
+            if state is None or self.on_cancel is None:
+                return
+            try:
+                message = ControlMessage.from_bytes(value)
+            except ContractError:
+                return
+            if message.tenant == state.tenant:  # another tenant's cancel matches nothing
+                self.on_cancel(state, message)
         else:
             state = self.cache.get(rid)
             if state is None:

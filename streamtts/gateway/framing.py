@@ -71,17 +71,24 @@ class Framer:
 
 
 class Pacer:
-    """Real time: frame k leaves at start + k·frame_ms; `fast`: at once."""
+    """Real time: frame k leaves at start + k·frame_ms; `fast`: at once.
+
+    A short lag (a slow send) is made up; a stall longer than `catch_up_ms` (the audio came
+    late) is not: the schedule restarts at the late frame. A bridge plays silence during a
+    stall; a burst after it would sit in its buffer as extra delay, audio the caller still
+    hears after a barge-in."""
 
     def __init__(
         self,
         frame_ms: int,
         realtime: bool,
         *,
+        catch_up_ms: float = 100.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.frame_s = frame_ms / 1000
+        self.catch_up_s = catch_up_ms / 1000
         self.realtime = realtime
         self._clock = clock
         self._sleep = sleep
@@ -95,6 +102,8 @@ class Pacer:
         if self._start is None:
             self._start = now
         due = self._start + self._sent * self.frame_s
+        if now - due > self.catch_up_s:  # a stall: start the schedule again here
+            self._start, due = now - self._sent * self.frame_s, now
         self._sent += 1
         if due > now:
             await self._sleep(due - now)

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from streamtts.gateway.audio import Framing, audio_response
 from streamtts.gateway.audit_trail import audit_context
+from streamtts.gateway.delivery import words_heard
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState
 from streamtts.gateway.framing import FRAME_MS_CHOICES
@@ -210,6 +211,8 @@ def status_body(state: RequestState) -> dict[str, Any]:
             "url": s.url,
         }
     status: Literal["queued", "streaming", "completed", "failed", "cancelled"] = state.status
+    if state.heard_ms is not None and status != "failed":
+        status = "cancelled"  # a cancel cut its audio here, even if the pipeline had finished it
     return {
         "id": state.request_id,
         "tenant": state.tenant,
@@ -231,6 +234,16 @@ def status_body(state: RequestState) -> dict[str, Any]:
 def _spoken(state: RequestState) -> dict[str, Any]:
     """A cancelled request: what the listener got."""
     result = state.result
+    if state.heard_ms is not None and state.status != "failed":
+        # What this gateway wrote to the listener before the cancel (or the client's played_ms).
+        spoken = state.heard_ms
+        if result is not None and result.status == "cancelled" and result.spoken_ms is not None:
+            spoken = min(spoken, result.spoken_ms)
+        words = words_heard(state.chunks, spoken)
+        return {
+            "spoken_ms": round(spoken, 1),
+            "words_spoken": [w.model_dump() for w in words] if words is not None else None,
+        }
     if state.status != "cancelled":
         return {}
     if result is None:  # streamed only: the chunks before the markers

@@ -20,6 +20,7 @@ from streamtts.gateway.audit_trail import ThrottledAudit
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import Fanout, RequestState
+from streamtts.gateway.heard_results import HeardResults
 from streamtts.gateway.keyring import KeyRing, Network, parse_networks
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.ratelimit import RateLimiter
@@ -28,7 +29,7 @@ from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import Settings
-from streamtts.schemas import ContractError, TTSRequest
+from streamtts.schemas import ContractError, ControlMessage, TTSRequest
 from streamtts.schemas.captions import render as render_captions
 from streamtts.schemas.captions import retimed
 from streamtts.schemas.request import ID_PATTERN
@@ -81,6 +82,8 @@ class Gateway:
     fanout: Fanout
     store: ObjectStore
     audit: ThrottledAudit
+    heard: HeardResults
+    """Corrects the result of a request a cancel cut short (see `gateway.heard_results`)."""
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
@@ -97,6 +100,7 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.lookup_limiter = RateLimiter(lambda _tenant: self.settings.lookup_rate)
+        self.fanout.on_cancel = self._cancel_seen
 
     @property
     def ws_sessions(self) -> int:
@@ -132,6 +136,7 @@ class Gateway:
                 ),
                 on_suppressed=metrics.audit_suppressed.inc,
             ),
+            heard=HeardResults(pipeline.kafka, wait_s=max(60.0, settings.request_timeout_s)),
             trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
@@ -143,6 +148,11 @@ class Gateway:
             await self.fanout.start()
             try:
                 await self.producer.start()
+                try:
+                    await self.heard.start()
+                except BaseException:
+                    await self.producer.stop()
+                    raise
             except BaseException:
                 await self.fanout.stop()
                 raise
@@ -154,6 +164,7 @@ class Gateway:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._key_reloader)
+        await self.heard.stop()
         await self.producer.stop()
         await self.fanout.stop()
         await self.audit.stop()  # last: sessions closing during shutdown are recorded too
@@ -304,11 +315,29 @@ class Gateway:
 
     async def cancel(self, state: RequestState, played_ms: float | None = None) -> bool:
         """Cancel a request of this tenant (its state came from `lookup`, so it is theirs);
-        False when it had already finished (a no-op)."""
-        if state.terminal:
-            return False
-        await self.producer.cancel(state.request_id, state.tenant, played_ms)
-        return True
+        False when it had already finished and none of its audio was still being sent.
+
+        1. Stop every live stream of it here: nothing more reaches its listeners, and what
+           they were sent is now known (`state.heard_ms`).
+        2. Tell the pipeline, with the heard position as `played_ms`, so the sink's result
+           says what was heard; a finished request needs no cancel.
+        3. Follow its result: if it says more than was heard, publish it corrected.
+        """
+        stopped = state.stop_deliveries(played_ms) is not None
+        if not state.terminal:
+            heard = state.heard_ms  # set by this cancel, or by an earlier one
+            await self.producer.cancel(state.request_id, state.tenant, played_ms if heard is None else heard)
+        if stopped:
+            self.heard.follow(state)
+        return stopped or not state.terminal
+
+    def _cancel_seen(self, state: RequestState, message: ControlMessage) -> None:
+        """A cancel on `tts.control` (the CLI, a client library, another gateway, this one):
+        this gateway's streams of the request stop too, and its result is corrected."""
+        if not any(d.live for d in state.deliveries):
+            return  # nothing streaming here (or stopped already, by the cancel that sent it)
+        if state.stop_deliveries(message.played_ms) is not None:
+            self.heard.follow(state)
 
     async def captions(self, state: RequestState, fmt: str) -> bytes:
         """The request's captions in `fmt` (vtt, srt, json): the stored file when the sink

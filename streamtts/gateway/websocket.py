@@ -8,8 +8,9 @@ audio is forwarded strictly in sentence order. Protocol (client → server, text
     {"type": "text", "text": "Hello there. How are"}     (or a plain, non-JSON text frame)
     {"type": "flush"}      submit what is buffered even without a sentence end
     {"type": "end"}        flush, deliver the remaining audio, then close
-    {"type": "cancel", "played_ms": 1200}   barge-in: stop every sentence not finished (the
-                           audio ends with `cancelled` chunks; results say what was spoken)
+    {"type": "cancel", "played_ms": 1200}   barge-in: drop every frame not yet written and
+                           every sentence queued, finished or not; `played_ms` is the client's
+                           playback position on the session clock (see `cancelled`)
 
 Telephony framing: `"frame_ms": 20` in start (pcm, mulaw, alaw) sends the audio as frames of
 exactly 20 ms instead of one per chunk (no `chunk` events; each sentence's last frame padded
@@ -18,6 +19,10 @@ with silence), `"pace": "realtime"` one frame per 20 ms, `"frames": "media"` as 
 
 Server → client: JSON events `session`, `started`, `chunk` (followed by one binary frame with
 the chunk's audio: raw s16le for pcm, a complete file per chunk for wav/mp3/opus/flac),
+`cancelled` (after a cancel: `position_ms`, the session audio written when it stopped, and
+what was heard: `spoken_ms`, `words_spoken` on the session clock, per request in `requests`;
+in media mode a `{"event": "clear"}` comes first, as media streams expect before new audio;
+the session then takes the next reply at once),
 `words` (with `"timestamps": true` in start, before each `chunk`: its words, times from the
 sentence start; `session_offset_ms` places the sentence in the session), `marks` (SSML
 `<mark>`s the chunk reaches, timed the same way; `"text_type": "ssml"` in start makes each
@@ -32,7 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -44,6 +51,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamtts.gateway.audit_trail import audit_context
+from streamtts.gateway.delivery import Delivery, words_heard
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.framing import (
@@ -158,6 +166,19 @@ class SlowConsumer(Exception):
     pass
 
 
+# Session-level events a cancel keeps in the outbound queue; a sentence's frames and events
+# (audio, chunk, words, marks, degraded, completed) go as `_Queued` and a cancel drops them.
+@dataclass(frozen=True)
+class _Queued:
+    """A frame of one sentence in the outbound queue, with the audio it carries."""
+
+    payload: bytes | str
+    delivery: Delivery
+    audio_ms: float = 0.0
+    ends: bool = False
+    """The sentence's last frame: once written, all of it is on the wire."""
+
+
 @dataclass
 class Session:
     ws: WebSocket
@@ -178,6 +199,20 @@ class Session:
     sent_bytes: int = 0
     """Bytes of every frame sent to the client (the audit event's `bytes`)."""
     close_reason: str = "error"
+    deliveries: dict[str, Delivery] = field(default_factory=dict)
+    """Per sentence request: the audio written of it (registered at submission)."""
+    starts_ms: dict[str, float] = field(default_factory=dict)
+    """Per sentence request: where its first written frame sits on the session clock."""
+    written_ms: float = 0.0
+    """The session clock: audio written to the socket (what the client can have heard)."""
+    written_frames: int = 0
+    queued_ms: float = 0.0
+    """Audio handed to the outbound queue (the clock of `session_offset_ms`)."""
+    queued_frames: int = 0
+    pacer: Pacer | None = None
+    _current: asyncio.Task[None] | None = field(default=None, init=False)
+    _cancelling: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.out = asyncio.Queue(maxsize=self.gw.settings.ws_queue_frames)
@@ -205,8 +240,9 @@ class Session:
         except SlowConsumer:
             pass
         finally:
-            for task in tasks:
+            for task in (*tasks, *self._background):
                 task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
             results = await asyncio.gather(*tasks, return_exceptions=True)
             slow = any(isinstance(r, SlowConsumer) for r in results)
             for task, r in zip(tasks, results, strict=True):
@@ -308,17 +344,98 @@ class Session:
             await self._submit(sentence)
 
     async def _cancel(self, played_ms: object) -> None:
-        """Barge-in: stop every sentence not finished yet (and drop unsent text). The first
-        of them is the one playing: `played_ms` (its playback position) goes with it."""
-        if played_ms is not None and (not isinstance(played_ms, int | float) or played_ms < 0):
-            raise ApiError(400, "invalid_message", "played_ms must be a number of milliseconds ≥ 0")
+        """Barge-in: the line goes silent at once, and the session takes the next reply."""
+        if played_ms is not None and (
+            isinstance(played_ms, bool)
+            or not isinstance(played_ms, int | float)
+            or not math.isfinite(played_ms)
+            or played_ms < 0
+        ):
+            raise ApiError(400, "invalid_message", "played_ms must be a finite number of milliseconds ≥ 0")
         self.buffer, self.stop_at = "", 0
-        stopped: list[str] = []
-        for state in self.submitted:
-            position = float(played_ms) if played_ms is not None and not stopped else None
-            if await self.gw.cancel(state, position):
-                stopped.append(state.request_id)
-        await self._event({"type": "cancelled", "request_ids": stopped})
+        await self._barge_in(None if played_ms is None else float(played_ms))
+
+    def _cancelled_elsewhere(self) -> None:
+        """A cancel of one of this session's sentences from outside (DELETE, `tts.control`):
+        the session stops as for its own `cancel`."""
+        task = asyncio.create_task(self._barge_in(None), name=f"ws-cancel-{self.session_id}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _barge_in(self, played_ms: float | None) -> None:
+        async with self._cancelling:
+            # 0. The sentences it cuts: those not wholly written yet (taken before any await,
+            #    so a reply sent meanwhile is not among them).
+            cut = [s for s in self.submitted if self.deliveries[s.request_id].live]
+            # 1. Stop making audio: every sentence queued (first, so the forwarder cannot
+            #    take the next one when the current one stops), then the one being forwarded.
+            while not self.sentences.empty():
+                if self.sentences.get_nowait() is None:  # paranoid: `end` comes after cancel
+                    self.sentences.put_nowait(None)
+                    break
+            while (current := self._current) is not None and not current.done():
+                current.cancel()
+                await asyncio.wait({current})
+            self.pending = 0
+            # 2. Drop every sentence frame not yet written; session events stay, in order.
+            kept = []
+            while not self.out.empty():
+                item = self.out.get_nowait()
+                if not isinstance(item, _Queued):
+                    kept.append(item)
+            for item in kept:
+                self.out.put_nowait(item)
+            # 3. Where it stopped: what the socket got (a frame being written counts), or the
+            #    client's playback position if less.
+            position = self.written_ms
+            heard_at = position if played_ms is None else min(played_ms, position)
+            # 4. Each unfinished sentence: what of it was heard; the pipeline and the result
+            #    are told that (`Gateway.cancel`), whether the pipeline had finished it or not.
+            requests: list[dict[str, Any]] = []
+            words_spoken: list[dict[str, Any]] = []
+            heard: list[float] = []
+            for state in cut:
+                delivery = self.deliveries[state.request_id]
+                delivery.on_stop = None  # this session stops it now; no second barge-in
+                start = self.starts_ms.get(state.request_id)
+                heard.append(0.0 if start is None else max(0.0, min(delivery.sent_ms, heard_at - start)))
+            told = await asyncio.gather(*(self.gw.cancel(s, ms) for s, ms in zip(cut, heard, strict=True)))
+            stopped = [s.request_id for s, yes in zip(cut, told, strict=True) if yes]
+            for state, spoken in zip(cut, heard, strict=True):
+                start = self.starts_ms.get(state.request_id)
+                words = words_heard(state.chunks, spoken) if spoken > 0 else None
+                if words is None and self.config.timestamps:
+                    words = []
+                entry: dict[str, Any] = {
+                    "request_id": state.request_id,
+                    "index": int(state.request_id.rsplit("-", 1)[1]),
+                    "spoken_ms": round(spoken, 1),
+                }
+                if words is not None:
+                    entry["words_spoken"] = [w.model_dump() for w in words]
+                    words_spoken += [
+                        {
+                            **w.model_dump(),
+                            "start_ms": round(w.start_ms + (start or 0.0), 1),
+                            "end_ms": round(w.end_ms + (start or 0.0), 1),
+                        }
+                        for w in words
+                    ]
+                requests.append(entry)
+            # 5. The session clock goes on from what was written: the next reply starts at once.
+            self.queued_ms, self.queued_frames, self.pacer = position, self.written_frames, None
+            if self.config.frames == "media":
+                await self._event({"event": "clear", "streamSid": self.session_id})
+            event: dict[str, Any] = {
+                "type": "cancelled",
+                "request_ids": stopped,
+                "position_ms": round(position, 1),
+                "spoken_ms": round(sum(r["spoken_ms"] for r in requests), 1),
+                "requests": requests,
+            }
+            if self.config.timestamps:
+                event["words_spoken"] = words_spoken
+            await self._event(event)
 
     async def _submit(self, sentence: str) -> None:
         index = self.count
@@ -337,6 +454,7 @@ class Session:
         )
         try:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
+            self.deliveries[rid] = state.deliver(Delivery(rid, on_stop=self._cancelled_elsewhere))
         except ApiError as err:
             self._audit_submit(rid, err.code)
             await self._error(err.code, err.message, request_id=rid, index=index)
@@ -344,7 +462,11 @@ class Session:
         self._audit_submit(rid, "ok")
         self.count += 1
         self.pending += 1
-        self.submitted = [s for s in self.submitted if not s.terminal] + [state]
+        live = [s for s in self.submitted if self.deliveries[s.request_id].live]
+        for gone in {s.request_id for s in self.submitted} - {s.request_id for s in live}:
+            self.deliveries.pop(gone, None)
+            self.starts_ms.pop(gone, None)
+        self.submitted = [*live, state]
         await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
         await self.sentences.put(state)
 
@@ -359,140 +481,172 @@ class Session:
         )
 
     async def _forward_loop(self) -> None:
+        """Forward the sentences in order, each in a task of its own that a cancel can stop."""
+        try:
+            while (state := await self.sentences.get()) is not None:
+                self._current = asyncio.create_task(self._forward(state), name=f"ws-{state.request_id}")
+                await asyncio.wait({self._current})
+                if not self._current.cancelled() and (err := self._current.exception()) is not None:
+                    raise err
+                self._current = None
+        finally:
+            if self._current is not None:
+                self._current.cancel()
+
+    async def _forward(self, state: RequestState) -> None:
         timeout = self.gw.settings.request_timeout_s
-        session_ms = 0.0  # audio of the session's earlier sentences
-        pacer: Pacer | None = None
-        sent_frames = 0
-        while (state := await self.sentences.get()) is not None:
-            # `start` comes before any text, so the configuration is final by now.
-            framing = self.config.frame_ms is not None
-            if pacer is None:
-                pacer = Pacer(self.config.frame_ms or 20, self.config.pace == "realtime")
-            index = int(state.request_id.rsplit("-", 1)[1])
-            base = {"request_id": state.request_id, "index": index}
-            sentence_ms = 0.0
-            framer: Framer | None = None
-            try:
-                async for chunk in state.chunks_in_order(timeout):
-                    if chunk.cancelled:  # a marker: no audio to send (see `completed`)
-                        continue
-                    if chunk.seq == 0 and chunk.part == 0 and state.first_chunk_at is not None:
-                        self.gw.metrics.ttfa.labels("ws").observe(state.first_chunk_at - state.submitted_at)
-                    if chunk.degradation is not None:
-                        await self._put_frame(
-                            {
-                                "type": "degraded",
-                                **base,
-                                "degradation": chunk.degradation.model_dump(mode="json"),
-                            }
-                        )
-                    if chunk.words is not None:
-                        # Times from the sentence's start: the chunk's place in what this
-                        # session received (`session_offset_ms` + `offset_ms`) is exact.
-                        shift = sentence_ms - (chunk.offset_ms or 0.0)
-                        await self._put_frame(
-                            {
-                                "type": "words",
-                                **base,
-                                "seq": chunk.seq,
-                                "part": chunk.part,
-                                "offset_ms": round(sentence_ms, 1),
-                                "session_offset_ms": round(session_ms, 1),
-                                "words": [
-                                    {
-                                        **w.model_dump(),
-                                        "start_ms": round(w.start_ms + shift, 1),
-                                        "end_ms": round(w.end_ms + shift, 1),
-                                    }
-                                    for w in chunk.words
-                                ],
-                            }
-                        )
-                    if chunk.marks:
-                        shift = sentence_ms - (chunk.offset_ms or 0.0)
-                        await self._put_frame(
-                            {
-                                "type": "marks",
-                                **base,
-                                "seq": chunk.seq,
-                                "part": chunk.part,
-                                "session_offset_ms": round(session_ms, 1),
-                                "marks": [
-                                    {"name": m.name, "time_ms": round(m.time_ms + shift, 1)}
-                                    for m in chunk.marks
-                                ],
-                            }
-                        )
-                    sentence_ms += chunk.duration_ms
-                    if framing:  # fixed frames instead of one frame per chunk
-                        if framer is None:
-                            framer = Framer(chunk.format, chunk.sample_rate, self.config.frame_ms or 20)
-                        sent_frames = await self._send_frames(framer.push(chunk.audio), pacer, sent_frames)
-                        continue
-                    await self._put_frame(
+        # `start` comes before any text, so the configuration is final by now.
+        framing = self.config.frame_ms is not None
+        if self.pacer is None:  # new after a cancel: the next reply is not held back
+            self.pacer = Pacer(self.config.frame_ms or 20, self.config.pace == "realtime")
+        pacer = self.pacer
+        delivery = self.deliveries[state.request_id]
+        index = int(state.request_id.rsplit("-", 1)[1])
+        base = {"request_id": state.request_id, "index": index}
+        session_ms, frames_before = self.queued_ms, self.queued_frames
+        sentence_ms = 0.0
+        framer: Framer | None = None
+        put = functools.partial(self._put_frame, delivery)
+        try:
+            async for chunk in state.chunks_in_order(timeout, delivery):
+                if chunk.cancelled:  # a marker: no audio to send (see `completed`)
+                    continue
+                if chunk.seq == 0 and chunk.part == 0 and state.first_chunk_at is not None:
+                    self.gw.metrics.ttfa.labels("ws").observe(state.first_chunk_at - state.submitted_at)
+                if chunk.degradation is not None:
+                    await put(
                         {
-                            "type": "chunk",
+                            "type": "degraded",
+                            **base,
+                            "degradation": chunk.degradation.model_dump(mode="json"),
+                        }
+                    )
+                if chunk.words is not None:
+                    # Times from the sentence's start: the chunk's place in what this
+                    # session received (`session_offset_ms` + `offset_ms`) is exact.
+                    shift = sentence_ms - (chunk.offset_ms or 0.0)
+                    await put(
+                        {
+                            "type": "words",
                             **base,
                             "seq": chunk.seq,
                             "part": chunk.part,
-                            "last": chunk.last,
-                            "format": chunk.format,
-                            "sample_rate": chunk.sample_rate,
-                            "duration_ms": round(chunk.duration_ms, 1),
-                            "bytes": len(chunk.audio),
+                            "offset_ms": round(sentence_ms, 1),
+                            "session_offset_ms": round(session_ms, 1),
+                            "words": [
+                                {
+                                    **w.model_dump(),
+                                    "start_ms": round(w.start_ms + shift, 1),
+                                    "end_ms": round(w.end_ms + shift, 1),
+                                }
+                                for w in chunk.words
+                            ],
                         }
                     )
-                    await self._put_frame(chunk.audio)
-                    self.gw.metrics.ws_frames.inc()
-                    self.gw.metrics.audio_bytes.labels("ws").inc(len(chunk.audio))
-                if framer is not None:  # the sentence's last partial frame, padded
-                    sent_frames = await self._send_frames(framer.flush(), pacer, sent_frames)
-                await self._put_frame(
+                if chunk.marks:
+                    shift = sentence_ms - (chunk.offset_ms or 0.0)
+                    await put(
+                        {
+                            "type": "marks",
+                            **base,
+                            "seq": chunk.seq,
+                            "part": chunk.part,
+                            "session_offset_ms": round(session_ms, 1),
+                            "marks": [
+                                {"name": m.name, "time_ms": round(m.time_ms + shift, 1)} for m in chunk.marks
+                            ],
+                        }
+                    )
+                sentence_ms += chunk.duration_ms
+                if framing:  # fixed frames instead of one frame per chunk
+                    if framer is None:
+                        framer = Framer(chunk.format, chunk.sample_rate, self.config.frame_ms or 20)
+                    await self._send_frames(delivery, framer.push(chunk.audio), pacer)
+                    continue
+                await put(
                     {
-                        "type": "completed",
+                        "type": "chunk",
                         **base,
-                        "duration_ms": round(state.audio_ms, 1),
-                        "chunks": len([c for c in state.chunks if not c.cancelled]),
-                        "cancelled": any(c.cancelled for c in state.chunks),
+                        "seq": chunk.seq,
+                        "part": chunk.part,
+                        "last": chunk.last,
+                        "format": chunk.format,
+                        "sample_rate": chunk.sample_rate,
+                        "duration_ms": round(chunk.duration_ms, 1),
+                        "bytes": len(chunk.audio),
                     }
                 )
-            except (StreamFailed, StreamIncomplete) as err:
-                await self._put_frame(
-                    {"type": "error", **base, "code": "request_failed", "message": str(err)}
-                )
-            except TimeoutError:
-                await self._put_frame(
-                    {"type": "error", **base, "code": "timeout", "message": "no audio in time"}
-                )
-            finally:
-                self.pending -= 1
-                session_ms += sentence_ms
+                await put(chunk.audio, chunk.duration_ms)
+                self.gw.metrics.ws_frames.inc()
+                self.gw.metrics.audio_bytes.labels("ws").inc(len(chunk.audio))
+            if delivery.stopped:
+                return  # cancelled from elsewhere: the session's barge-in drops the rest
+            if framer is not None:  # the sentence's last partial frame, padded
+                await self._send_frames(delivery, framer.flush(), pacer)
+            await put(
+                {
+                    "type": "completed",
+                    **base,
+                    "duration_ms": round(state.audio_ms, 1),
+                    "chunks": len([c for c in state.chunks if not c.cancelled]),
+                    "cancelled": any(c.cancelled for c in state.chunks),
+                },
+                ends=True,
+            )
+        except (StreamFailed, StreamIncomplete) as err:
+            await put({"type": "error", **base, "code": "request_failed", "message": str(err)}, ends=True)
+        except TimeoutError:
+            await put({"type": "error", **base, "code": "timeout", "message": "no audio in time"}, ends=True)
+        finally:
+            self.pending = max(0, self.pending - 1)
+            # Framed, the client gets whole frames (the last one padded): that is its clock.
+            framed_ms = (self.queued_frames - frames_before) * (self.config.frame_ms or 20)
+            self.queued_ms = session_ms + (framed_ms if framing else sentence_ms)
 
-    async def _send_frames(self, frames: list[bytes], pacer: Pacer, sent: int) -> int:
+    async def _send_frames(self, delivery: Delivery, frames: list[bytes], pacer: Pacer) -> None:
         """Telephony frames, binary or as media events, paced as configured."""
+        frame_ms = self.config.frame_ms or 20
         for frame in frames:
             await pacer.wait_turn()
+            sent = self.queued_frames
             if self.config.frames == "media":
                 await self._put_frame(
-                    media_event(frame, sent + 1, sent * (self.config.frame_ms or 20), self.session_id)
+                    delivery, media_event(frame, sent + 1, sent * frame_ms, self.session_id), frame_ms
                 )
             else:
-                await self._put_frame(frame)
+                await self._put_frame(delivery, frame, frame_ms)
             self.gw.metrics.ws_frames.inc()
             self.gw.metrics.audio_bytes.labels("ws").inc(len(frame))
-            sent += 1
-        return sent
+            self.queued_frames += 1
 
-    async def _put_frame(self, frame: bytes | dict[str, Any]) -> None:
+    async def _put_frame(
+        self, delivery: Delivery, frame: bytes | dict[str, Any], audio_ms: float = 0.0, *, ends: bool = False
+    ) -> None:
+        """Queue one frame of a sentence (a cancel drops it until the socket has it)."""
         item = orjson.dumps(frame).decode() if isinstance(frame, dict) else frame
         try:
             async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
-                await self.out.put(item)
+                await self.out.put(_Queued(item, delivery, audio_ms, ends))
         except TimeoutError:
             raise SlowConsumer() from None
 
     async def _send_loop(self) -> None:
-        while (frame := await self.out.get()) is not _CLOSE:
+        while (item := await self.out.get()) is not _CLOSE:
+            if isinstance(item, _Queued):
+                delivery = item.delivery
+                if delivery.stopped:
+                    continue  # cancelled (from elsewhere) after it was queued: never sent
+                if item.audio_ms:
+                    # Counted before the write: once it starts, the frame is on the wire.
+                    self.starts_ms.setdefault(delivery.request_id, self.written_ms)
+                    delivery.wrote(item.audio_ms)
+                    self.written_ms += item.audio_ms
+                    self.written_frames += 1
+                if item.ends:
+                    delivery.ended = True
+                frame = item.payload
+            else:
+                frame = item
             if isinstance(frame, bytes):
                 await self.ws.send_bytes(frame)
                 self.sent_bytes += len(frame)

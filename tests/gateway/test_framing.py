@@ -50,7 +50,11 @@ async def test_realtime_pacing_follows_an_absolute_schedule() -> None:
     await pacer.wait_turn()
     await pacer.wait_turn()  # frame 4: due at start + 80 ms
     assert waits == [0.02, 0.01]
+    now[0] += 1.0  # the audio stalled for a second: no burst of 50 frames after it
+    await pacer.wait_turn()  # this one at once; the schedule starts again from it
+    await pacer.wait_turn()
+    assert waits == [0.02, 0.01, pytest.approx(0.02)]
     fast = Pacer(20, realtime=False, clock=lambda: now[0], sleep=sleep)
     for _ in range(5):
         await fast.wait_turn()
-    assert waits == [0.02, 0.01]
+    assert waits == [0.02, 0.01, pytest.approx(0.02)]
