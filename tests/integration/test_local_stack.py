@@ -61,7 +61,7 @@ def test_up_is_idempotent_and_down_leaves_no_process(tmp_path: Path) -> None:
     other = dict(env, STREAMTTS_STATE_DIR=str(tmp_path / "other"))
     clash = _cli(other, "infra", "up")
     assert clash.returncode == 1
-    assert f"port {kport} is already in use" in clash.stderr
+    assert f"port {kport} (kafka) is already in use" in clash.stderr
     assert "Traceback" not in clash.stderr
 
     down = _cli(env, "infra", "down")
