@@ -297,7 +297,10 @@ class Bench:
     async def _with_workers(self, label: str, topology: Topology) -> tuple[WorkerSet, PipelineClient, str]:
         prefix = f"bench{self.stamp}-{label}-"
         await _apply_topics(self.settings, prefix)
-        env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix}
+        # The render cache off: these sections compare the pipeline with direct synthesis of
+        # the same texts, and repeated texts served from the cache (or from a shared tier a
+        # previous run filled) measured the cache instead. `bench --cache` measures it.
+        env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
         logs = self.out / "logs" / label
         logs.mkdir(parents=True, exist_ok=True)
         workers = WorkerSet(topology, env, logs)
