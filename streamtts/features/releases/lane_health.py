@@ -26,10 +26,10 @@ from streamtts.runtime.kafka import describe_partitions, make_admin, make_consum
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import stage_spec
+from streamtts.schemas.names import POOLS
 
 log = logging.getLogger("streamtts.releases")
 
-POOLS = ("short", "long")
 LIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance")
 """Group states with members (Empty and Dead have none)."""
 

@@ -31,13 +31,14 @@ from datetime import UTC, datetime, timedelta
 
 from aiokafka import ConsumerRecord, TopicPartition
 
-from streamtts.features.releases.lane_health import POOLS, LaneHealth, lane_group
+from streamtts.features.releases.lane_health import LaneHealth, lane_group
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import describe_partitions, make_consumer, make_producer, started_admin
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, Segment
+from streamtts.schemas.names import POOLS
 
 log = logging.getLogger("streamtts.releases")
 
