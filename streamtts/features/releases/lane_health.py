@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.structs import OffsetAndMetadata
 
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
@@ -133,9 +134,7 @@ class LaneHealth:
             committed = await admin.list_consumer_group_offsets(group)
             waiting = 0
             for tp in (tp for tp in tps if tp.topic == lanes[pool]):
-                meta = committed.get(tp)
-                at = max(meta.offset if meta is not None and meta.offset >= 0 else 0, begins[tp])
-                waiting += max(0, ends[tp] - at)
+                waiting += max(0, ends[tp] - resume_at(committed, tp, begins[tp]))
             out.append(LaneState(release, pool, group, counts[group], waiting))
         return out
 
@@ -162,6 +161,13 @@ class LaneHealth:
         if self._admin is not None:
             await self._admin.close()
             self._admin = None
+
+
+def resume_at(committed: Mapping[TopicPartition, OffsetAndMetadata], tp: TopicPartition, begin: int) -> int:
+    """Where a group resumes reading `tp`: its committed offset (none: 0), never before the
+    partition's first retained record `begin`."""
+    meta = committed.get(tp)
+    return max(meta.offset if meta is not None and meta.offset >= 0 else 0, begin)
 
 
 async def _bounds(

@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 
 from aiokafka import ConsumerRecord, TopicPartition
 
-from streamtts.features.releases.lane_health import LaneHealth, lane_group
+from streamtts.features.releases.lane_health import LaneHealth, lane_group, resume_at
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import describe_partitions, make_consumer, make_producer, started_admin
 from streamtts.runtime.settings import KafkaSettings
@@ -171,8 +171,7 @@ async def _unread(
         begins, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
         starts: dict[TopicPartition, int] = {}
         for tp in tps:
-            meta = committed.get(tp)
-            starts[tp] = max(meta.offset if meta is not None and meta.offset >= 0 else 0, begins[tp])
+            starts[tp] = resume_at(committed, tp, begins[tp])
         pending = [tp for tp in tps if starts[tp] < ends[tp]]
         if not pending:
             return [], {}
