@@ -294,10 +294,6 @@ class SegmentRenderer:
             )
             return None
 
-    def render_if_cached(self, segment: Segment) -> RenderedSegment | None:
-        """The segment's audio if the render cache has it, else None (see `look_up`)."""
-        return self.look_up(segment).rendered
-
     def look_up(self, segment: Segment) -> CacheLookup:
         """The segment's audio if the render cache has it — never runs the model, so the
         stage can stream a cached first span at once while the model is busy. Only the plain

@@ -56,7 +56,7 @@ def test_the_cached_fast_path_keeps_marks(registry) -> None:  # type: ignore[no-
         ssml = '<speak>Hello <mark name="mid"/>there, friend.</speak>'
         [seg] = _segments(ssml, registry, voice="jm_kumo")
         first = renderer.render(seg)
-        again = renderer.render_if_cached(seg)
+        again = renderer.look_up(seg).rendered
         assert again is not None and again.cache == "hit"
         assert np.array_equal(again.samples, first.samples)
         assert again.marks == first.marks and first.marks and first.marks[0][0] == "mid"
