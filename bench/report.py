@@ -234,7 +234,8 @@ def markdown(result: BenchResult, images: list[str]) -> str:
         f"Python {m.get('python')} · commit {m.get('commit') or '?'} · took {result.wall_s / 60:.1f} min.  ",
         f"Workers: segment+encode+sink in one process, synthesize in its own; {plan.threads} inference "
         "threads (onnxruntime, no busy-wait spinning) in both the pipeline and the baseline; "
-        "mp3 at the voice's rate; local Kafka 4.1.1 + MinIO on the same machine. "
+        "mp3 at the voice's rate; render cache off in the workers (`streamtts bench --cache` "
+        "measures it); local Kafka 4.1.1 + MinIO on the same machine. "
         "TTFA = request sent → first audio chunk at a Kafka subscriber; completion = every chunk "
         "received *and* the completion result (file stored in MinIO) published.",
         "",
