@@ -84,6 +84,12 @@ async def cluster_kafka(three_brokers: LocalStack, topic_prefix: str) -> AsyncIt
     admin = make_admin(kafka)
     await admin.start()
     try:
+        # `up` returns once every node answers; the cluster's metadata may still list fewer
+        # brokers for a moment (one CI run chose the single-broker profile): wait until all 3.
+        deadline = asyncio.get_running_loop().time() + 60
+        while len((await admin.describe_cluster())["brokers"]) < 3:
+            assert asyncio.get_running_loop().time() < deadline, "the cluster never listed 3 brokers"
+            await asyncio.sleep(0.5)
         report = await apply_spec(admin, load_spec(prefix=topic_prefix))
         assert report.profile == "replicated", "three brokers pick the replicated profile by themselves"
         described = await admin.describe_topics([TopicNames(topic_prefix).requests])
