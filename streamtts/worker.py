@@ -156,20 +156,26 @@ class Worker:
         the lag monitor, the stages upstream first (stop taking new work, let downstream drain
         what is in flight), the side services under them, the model, the probes."""
         self.readiness.stages_started = False
+        stopping = time.perf_counter()
         while self._stops:
             what, stop = self._stops.pop()
+            started = time.perf_counter()
             try:
                 await stop()
             except Exception as err:  # keep stopping the others
                 log_event(log, "stop_failed", logging.ERROR, service=what, error=str(err)[:200])
-        log_event(log, "worker_stopped", stages=self.stages)
+            # Each step's time: a stop that overruns its bound says which step held it.
+            log_event(log, "service_stopped", service=what, duration_ms=_ms_since(started))
+        log_event(log, "worker_stopped", stages=self.stages, duration_ms=_ms_since(stopping))
 
     async def _stop_stages(self) -> None:
         for service in reversed(self.services):
+            started = time.perf_counter()
             try:
                 await service.stop()
             except Exception as err:  # keep stopping the others
                 log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
+            log_event(log, "stage_stopped", stage=service.group, duration_ms=_ms_since(started))
         self.services.clear()
 
     # -- process services ------------------------------------------------------------------
@@ -408,6 +414,22 @@ class StageFailed(StreamTTSError):
 SUPERVISE_INTERVAL_S = 0.5
 
 
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _pending_tasks(limit: int = 40) -> list[str]:
+    """What the loop still runs when a stop overran its bound: each task's name and the line
+    its coroutine waits at, so the log names what held the shutdown."""
+    out = []
+    for task in asyncio.all_tasks():
+        coro = task.get_coro()
+        frame = getattr(coro, "cr_frame", None)
+        where = f"{frame.f_code.co_filename.rsplit('/', 3)[-1]}:{frame.f_lineno}" if frame else "?"
+        out.append(f"{task.get_name()} {getattr(coro, '__qualname__', coro)!s} @ {where}")
+    return sorted(out)[:limit]
+
+
 async def run_until_signalled(worker: Worker) -> None:
     """Run until SIGTERM/SIGINT, then stop within the configured bound. A stage whose loop
     dies ends the run too (readiness is red meanwhile): `StageFailed` after the stop."""
@@ -440,6 +462,7 @@ async def run_until_signalled(worker: Worker) -> None:
                 "shutdown_timeout",
                 logging.ERROR,
                 timeout_s=worker.pipeline.operations.shutdown_timeout_s,
+                pending=_pending_tasks(),
             )
     if failed:
         raise StageFailed("; ".join(f"{k}: {v}" for k, v in failed.items()))

@@ -18,7 +18,7 @@ from streamtts.features.releases.routing import Route, route
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.processors.segment.exceptions import TooCostly
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
-from streamtts.processors.segment.plan_budget import PlanDeadline
+from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
@@ -108,10 +108,12 @@ class SegmentStage(FaustStage):
         self._stopping = threading.Event()
 
     async def stop(self) -> None:
-        # 1. the agent stops (a plan it awaited is dropped, its record not acked); 2. a plan
-        # still running ends at its next check (the process exits only once its threads do).
-        await super().stop()
+        # 1. a plan still running ends at its next check, at once: its thread no longer
+        # competes with the loop for the GIL through the stop, and the process, which exits
+        # only once its threads do, is not held by it; its record waits un-acked (`_plan`);
+        # 2. the agent stops (the record is redelivered to the partition's next owner).
         self._stopping.set()
+        await super().stop()
         self._planning.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, event: EventT) -> str | None:
@@ -219,9 +221,17 @@ class SegmentStage(FaustStage):
                 deadline=PlanDeadline.start(budget, len(request.text), stopping=self._stopping),
             )
 
-        work = asyncio.get_running_loop().run_in_executor(self._planning, plan)
+        loop = asyncio.get_running_loop()
+        if self._stopping.is_set():  # a record taken while the agent stops: left for the next owner
+            await loop.create_future()
+        work = loop.run_in_executor(self._planning, plan)
         try:
             return await asyncio.wait_for(asyncio.shield(work), 2 * budget)
+        except PlanAbandoned:
+            # The stage is stopping: no verdict on this request (neither acked nor
+            # dead-lettered); wait for the agent's cancel, which follows the abandon.
+            await loop.create_future()
+            raise
         except TimeoutError:
             work.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no warning
             raise TooCostly(

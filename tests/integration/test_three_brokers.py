@@ -92,8 +92,13 @@ async def cluster_kafka(three_brokers: LocalStack, topic_prefix: str) -> AsyncIt
             await asyncio.sleep(0.5)
         report = await apply_spec(admin, load_spec(prefix=topic_prefix))
         assert report.profile == "replicated", "three brokers pick the replicated profile by themselves"
-        described = await admin.describe_topics([TopicNames(topic_prefix).requests])
-        assert {len(p["replicas"]) for p in described[0]["partitions"]} == {3}
+        # A topic just created may be described before its partitions reach the metadata
+        # (one CI run saw none): wait until they are listed, then check their replicas.
+        topic = TopicNames(topic_prefix).requests
+        while not (partitions := (await admin.describe_topics([topic]))[0]["partitions"]):
+            assert asyncio.get_running_loop().time() < deadline, f"{topic} never listed its partitions"
+            await asyncio.sleep(0.2)
+        assert {len(p["replicas"]) for p in partitions} == {3}
     finally:
         await admin.close()
     yield kafka
