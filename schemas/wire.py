@@ -1,0 +1,252 @@
+"""Wire formats: how a contract becomes a Kafka record (value + headers), and back.
+
+Two formats, chosen by the writer (`wire_format`), both read by every reader:
+
+- ``v1``: the JSON envelope (`Contract.to_bytes`), audio base64 inside, no headers.
+- ``cloudevents``: the CloudEvents 1.0 Kafka protocol binding in *binary mode*. PCM and audio
+  chunks carry their audio as the record value itself (`tts.pcm`: raw s16le mono PCM,
+  `content-type: audio/L16;rate=R;channels=1;endianness=little-endian`; `tts.audio` and reply
+  topics: the encoded chunk, `content-type` of its format), and every other field of the
+  envelope as a ``ce_`` header (see `docs/wire-format.md` for the mapping). JSON contracts
+  keep their JSON body and gain the CloudEvents headers with `content-type: application/json`.
+
+A reader tells them apart by the `content-type` header: absent or JSON → the JSON body is the
+contract; anything else → a binary-mode chunk rebuilt from its headers. Pure: no Kafka here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, Final, Literal, TypeVar
+
+import orjson
+
+from streamtts.schemas.base import Contract
+from streamtts.schemas.chunks import AudioChunk, PcmChunk
+from streamtts.schemas.exceptions import ContractError
+from streamtts.schemas.headers import header_pairs
+
+WireFormat = Literal["v1", "cloudevents"]
+WIRE_FORMATS: Final[tuple[WireFormat, ...]] = ("v1", "cloudevents")
+DEFAULT_WIRE_FORMAT: Final[WireFormat] = "cloudevents"
+
+SPECVERSION: Final = "1.0"
+CE_PREFIX: Final = "ce_"
+CONTENT_TYPE: Final = "content-type"
+JSON_CONTENT_TYPE: Final = "application/json"
+TYPE_PREFIX: Final = "dev.streamtts."
+SOURCE_PREFIX: Final = "/streamtts"
+MAX_HEADER_BYTES: Final = 64 * 1024
+"""Bound on a binary-mode record's headers (names + values). A chunk whose headers would be
+larger (thousands of words in one chunk) is written as a v1 record instead: readers take both,
+so nothing is cut and the record stays far below Kafka's 1 MB."""
+PCM_CHANNELS: Final = 1
+
+C = TypeVar("C", bound=Contract)
+
+
+@dataclass(frozen=True)
+class BinaryLayout:
+    """How a chunk contract sits in binary mode: which field is the value, which the time."""
+
+    payload: str
+    """The bytes field that is the record value."""
+    time: str
+    """The field that is `ce_time`."""
+    source: str
+    """`ce_source`: the stage that writes it."""
+
+
+BINARY: Final[dict[str, BinaryLayout]] = {
+    PcmChunk.contract_name: BinaryLayout("pcm", "synthesized_at", SOURCE_PREFIX + "/synthesize"),
+    AudioChunk.contract_name: BinaryLayout("audio", "encoded_at", SOURCE_PREFIX + "/encode"),
+}
+SUBJECT_FIELD: Final = "request_id"
+"""The field that is `ce_subject` (every chunk's request)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """A contract as a Kafka record: its value, its headers and the format it was written in."""
+
+    value: bytes
+    headers: list[tuple[str, bytes]]
+    wire_format: WireFormat
+
+    @property
+    def size(self) -> int:
+        """Bytes of value and headers (names and values), what the record adds to the log
+        before Kafka's own framing."""
+        return len(self.value) + sum(len(k) + len(v) for k, v in self.headers)
+
+
+def extension_name(field: str) -> str:
+    """A contract field's CloudEvents extension name: lower-case letters and digits only."""
+    return field.replace("_", "").lower()
+
+
+def event_type(contract: type[Contract] | Contract) -> str:
+    """`ce_type` of a contract: `dev.streamtts.<contract>.v<schema_version>`."""
+    return f"{TYPE_PREFIX}{contract.contract_name}.v1"
+
+
+def pcm_content_type(sample_rate: int) -> str:
+    return f"audio/L16;rate={sample_rate};channels={PCM_CHANNELS};endianness=little-endian"
+
+
+@cache
+def _text_fields(cls: type[Contract]) -> frozenset[str]:
+    """Fields whose JSON value is a string: their header is the raw text, the others JSON."""
+    props = cls.model_json_schema(mode="serialization").get("properties", {})
+    out = set()
+    for name, schema in props.items():
+        branches = schema.get("anyOf", [schema])
+        if any(b.get("type") == "string" for b in branches):
+            out.add(name)
+    return frozenset(out)
+
+
+@cache
+def _field_of_extension(cls: type[Contract]) -> dict[str, str]:
+    return {extension_name(f): f for f in cls.model_fields}
+
+
+def _event_id(contract: Contract, key: bytes | None) -> str:
+    request_id = getattr(contract, "request_id", None)
+    base = request_id or (key.decode("utf-8", "replace") if key else None)
+    if base is None:
+        return str(uuid.uuid4())
+    parts = [base]
+    for name in ("seq", "part"):
+        value = getattr(contract, name, None)
+        if isinstance(value, int):
+            parts.append(str(value))
+    return "/".join(parts)
+
+
+def _event_time(contract: Contract) -> str:
+    for name in ("synthesized_at", "encoded_at", "completed_at", "created_at", "at", "updated_at"):
+        value = getattr(contract, name, None)
+        if isinstance(value, datetime):
+            return value.isoformat()
+    return datetime.now(UTC).isoformat()
+
+
+def _text(value: Any) -> bytes:
+    return value.encode() if isinstance(value, str) else orjson.dumps(value)
+
+
+def encode(
+    contract: Contract,
+    wire_format: WireFormat = DEFAULT_WIRE_FORMAT,
+    *,
+    content_type: str | None = None,
+    source: str | None = None,
+    key: bytes | None = None,
+) -> Record:
+    """`contract` as a record in `wire_format`. `content_type` names an audio chunk's encoding
+    (required in binary mode for `AudioChunk`); `source` overrides `ce_source`; `key` names
+    the event when the contract has no request id."""
+    if wire_format == "v1":
+        return Record(contract.to_bytes(), [], "v1")
+    layout = BINARY.get(contract.contract_name)
+    if layout is None:
+        headers = _attributes(contract, source or SOURCE_PREFIX, _event_time(contract), key)
+        headers.append((CONTENT_TYPE, JSON_CONTENT_TYPE.encode()))
+        return Record(contract.to_bytes(), headers, "cloudevents")
+    return _binary(contract, layout, content_type, source)
+
+
+def _attributes(contract: Contract, source: str, time: str, key: bytes | None) -> list[tuple[str, bytes]]:
+    return [
+        ("ce_specversion", SPECVERSION.encode()),
+        ("ce_id", _event_id(contract, key).encode()),
+        ("ce_source", source.encode()),
+        ("ce_type", event_type(contract).encode()),
+        ("ce_time", time.encode()),
+    ]
+
+
+def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, source: str | None) -> Record:
+    fields = contract.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    payload: bytes = getattr(contract, layout.payload)
+    time = fields.pop(layout.time)
+    subject = fields.pop(SUBJECT_FIELD)
+    fields.pop("schema_version", None)
+    fields.pop(layout.payload, None)
+    if isinstance(contract, PcmChunk):
+        content_type = pcm_content_type(contract.sample_rate)
+    elif content_type is None:
+        raise ValueError(f"{contract.contract_name} in binary mode needs its content type")
+    headers = _attributes(contract, source or layout.source, time, None)
+    headers.append(("ce_subject", subject.encode()))
+    headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
+    if isinstance(contract, PcmChunk):
+        headers.append(("ce_channels", str(PCM_CHANNELS).encode()))
+    headers.append((CONTENT_TYPE, content_type.encode()))
+    if sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES:
+        return Record(contract.to_bytes(), [], "v1")  # bounded: see MAX_HEADER_BYTES
+    return Record(payload, headers, "cloudevents")
+
+
+def is_binary(headers: object) -> bool:
+    """Whether a record is a binary-mode chunk (its `content-type` is set and not JSON)."""
+    content_type = _content_type(header_pairs(headers))
+    return content_type is not None and not content_type.startswith(JSON_CONTENT_TYPE)
+
+
+def _content_type(pairs: Iterable[tuple[str, bytes]]) -> str | None:
+    for name, value in pairs:
+        if name.lower() == CONTENT_TYPE:
+            return value.decode("utf-8", "replace").strip().lower()
+    return None
+
+
+def decode(cls: type[C], value: bytes | None, headers: object = None) -> C:
+    """The contract of a record in either format (the dual reader). Raises ContractError."""
+    pairs = header_pairs(headers)
+    content_type = _content_type(pairs)
+    if content_type is None or content_type.startswith(JSON_CONTENT_TYPE):
+        return cls.from_bytes(value)
+    layout = BINARY.get(cls.contract_name)
+    if layout is None:
+        raise ContractError(
+            cls.contract_name, "content-type", "unsupported_content_type", f"{content_type!r} is not JSON"
+        )
+    return _from_binary(cls, layout, value, pairs)
+
+
+def _from_binary(
+    cls: type[C], layout: BinaryLayout, value: bytes | None, pairs: tuple[tuple[str, bytes], ...]
+) -> C:
+    name = cls.contract_name
+    attrs = {k[len(CE_PREFIX) :].lower(): v for k, v in pairs if k.lower().startswith(CE_PREFIX)}
+    if attrs.get("specversion") != SPECVERSION.encode():
+        raise ContractError(name, "ce_specversion", "unsupported_version", f"must be {SPECVERSION}")
+    if attrs.get("type") != event_type(cls).encode():
+        got = attrs.get("type", b"").decode("utf-8", "replace")
+        raise ContractError(name, "ce_type", "unsupported_version", f"{got!r} is not {event_type(cls)}")
+    channels = attrs.pop("channels", None)
+    if cls is PcmChunk and channels not in (None, b"1"):
+        raise ContractError(name, "ce_channels", "unsupported_channels", "PCM must be mono (1 channel)")
+    obj: dict[str, Any] = {layout.payload: value if value is not None else b""}
+    fields, text = _field_of_extension(cls), _text_fields(cls)
+    for attr, raw in attrs.items():
+        if attr in ("specversion", "type", "source", "id"):
+            continue
+        field = {"time": layout.time, "subject": SUBJECT_FIELD}.get(attr) or fields.get(attr)
+        if field is None or field in (layout.payload, "schema_version"):
+            continue  # an extension some other writer added: not ours to judge
+        try:
+            obj[field] = raw.decode("utf-8") if field in text else orjson.loads(raw)
+        except (UnicodeDecodeError, orjson.JSONDecodeError):
+            raise ContractError(name, f"ce_{attr}", "invalid_header", "is not valid UTF-8 / JSON") from None
+    return cls.from_obj(obj)
+
+
+def headers_size(headers: Iterable[tuple[str, bytes]]) -> int:
+    return sum(len(k) + len(v) for k, v in headers)
