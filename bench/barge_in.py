@@ -34,7 +34,7 @@ from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import Settings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import AudioChunk, CompletionResult, ContractError, TTSRequest
+from streamtts.schemas import AudioChunk, CompletionResult, ContractError, TTSRequest, wire
 
 ANSWERS = {
     "en": [
@@ -153,7 +153,7 @@ async def _scenario(
         async def read_audio() -> None:
             async for record in audio:
                 with contextlib.suppress(ContractError):
-                    chunk = AudioChunk.from_bytes(record.value)
+                    chunk = wire.decode(AudioChunk, record.value, record.headers)
                     rec = by_id.get(chunk.request_id)
                     if rec is None:
                         continue

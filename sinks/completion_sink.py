@@ -34,6 +34,7 @@ from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import stage_spec
+from streamtts.schemas import wire
 from streamtts.schemas import CompletionResult, ContractError, PcmChunk
 from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
@@ -198,7 +199,7 @@ class CompletionSink(DeadLettering):
         offset = record.offset
         headers = header_pairs(record.headers)
         try:
-            chunk = PcmChunk.from_bytes(raw)
+            chunk = wire.decode(PcmChunk, raw, headers)
         except ContractError as err:
             await self.dead_letter(SourceRecord(tp[0], tp[1], offset, record.key, raw, headers), err)
             self.assembler.skip(tp, offset)

@@ -29,6 +29,7 @@ from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import wire
 from streamtts.schemas import AudioChunk, ContractError, ControlMessage, WordTiming
 from streamtts.schemas.captions import retimed
 
@@ -206,7 +207,7 @@ class AudioSubscriber(AsyncLifecycle):
                 if tp.topic == self.control_topic:
                     audio = self._cancel(record.value)
                 else:
-                    audio = self._accept(record.value)
+                    audio = self._accept(record.value, record.headers)
                 if audio is not None and audio.request_id not in self._yielded:
                     self._ready.append(audio)
 
@@ -227,9 +228,9 @@ class AudioSubscriber(AsyncLifecycle):
             partial.cut_at(cancel)  # another tenant's cancel matches nothing
         return None
 
-    def _accept(self, value: bytes) -> ReceivedAudio | None:
+    def _accept(self, value: bytes, headers: object = None) -> ReceivedAudio | None:
         try:
-            chunk = AudioChunk.from_bytes(value)
+            chunk = wire.decode(AudioChunk, value, headers)
         except ContractError:
             return None  # not ours to judge; the producing stage dead-letters bad output
         rid = chunk.request_id

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from faust.types import EventT
 
+from streamtts.audio import formats
 from streamtts.audio.codecs import encode_chunk
 from streamtts.audio.exceptions import EncodingError
 from streamtts.runtime.byte_lru import ByteLRU
@@ -23,6 +24,7 @@ from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import wire
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk
 
 
@@ -108,7 +110,7 @@ class EncodeStage(FaustStage):
     async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()
         try:
-            chunk = PcmChunk.from_bytes(event.message.value)
+            chunk = wire.decode(PcmChunk, event.message.value, event.message.headers)
         except ContractError as err:
             return await self.dead_letter(source_of(event), err)
         try:
@@ -122,10 +124,14 @@ class EncodeStage(FaustStage):
             return await self.dead_letter(
                 source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
             )
-        value = audio.to_bytes()
+        record = wire.encode(
+            audio,
+            self.pipeline.delivery.wire_format,
+            content_type=formats.get(audio.format).media_type(audio.sample_rate),
+        )
         key = chunk.request_id.encode()
         sends = [
-            await self._out(name).send(key=key, value=value)
+            await self._out(name).send(key=key, value=record.value, headers=record.headers or None)
             for name in self.topics.chunk_topics(chunk.request.delivery)
         ]
         if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:

@@ -31,7 +31,7 @@ from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import ContractError, Segment
+from streamtts.schemas import ContractError, Segment, wire
 from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
 
 TIMELINE_RECOVERY_S = 5.0
@@ -190,8 +190,10 @@ class SynthesizeStage(FaustStage):
             )
         key = segment.request_id.encode()
         rendering = rendering_headers(event.message.headers)
+        fmt = self.pipeline.delivery.wire_format
         for chunk in chunks:
-            await self.out.send(key=key, value=chunk.to_bytes(), headers=rendering or None)
+            record = wire.encode(chunk, fmt)
+            await self.out.send(key=key, value=record.value, headers=[*rendering, *record.headers] or None)
         audio_s = len(rendered.samples) / rendered.sample_rate
         if offset is not None:
             self._timeline.advance(segment, offset, sum(c.duration_ms for c in chunks))
@@ -236,10 +238,11 @@ class SynthesizeStage(FaustStage):
         assert self.cancels is not None
         cancel = self.cancels.cancelled(segment.request.tenant, segment.request_id)
         marker = cancelled_marker(segment, cancel.played_ms if cancel else None)
+        record = wire.encode(marker, self.pipeline.delivery.wire_format)
         await self.out.send(
             key=segment.request_id.encode(),
-            value=marker.to_bytes(),
-            headers=rendering_headers(event.message.headers) or None,
+            value=record.value,
+            headers=[*rendering_headers(event.message.headers), *record.headers] or None,
         )
         self.telemetry.cancelled_segments.inc()
         self.log_record(

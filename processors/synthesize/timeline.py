@@ -19,6 +19,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.schemas import wire
 from streamtts.schemas import ContractError, PcmChunk, Segment
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ async def published_audio_ms(
                 if record.key != key or record.value is None:
                     continue
                 try:
-                    chunk = PcmChunk.from_bytes(record.value)
+                    chunk = wire.decode(PcmChunk, record.value, record.headers)
                 except ContractError:
                     continue
                 if chunk.seq < segment.seq and chunk.request.tenant == segment.request.tenant:

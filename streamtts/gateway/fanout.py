@@ -37,6 +37,7 @@ from streamtts.schemas import (
     ControlMessage,
     DeadLetter,
     Degradation,
+    wire,
 )
 
 log = logging.getLogger("streamtts.gateway.fanout")
@@ -348,7 +349,7 @@ class Fanout:
             if state is None:
                 return  # not submitted through this gateway: not ours to hold
             try:
-                chunk = AudioChunk.from_bytes(value)
+                chunk = wire.decode(AudioChunk, value, headers)
             except ContractError:
                 return
             if chunk.tenant != state.tenant:

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from aiokafka import ConsumerRecord, TopicPartition
 
-from streamtts.schemas import ContractError
+from streamtts.schemas import ContractError, wire
 from streamtts.schemas.base import Contract
 
 C = TypeVar("C", bound=Contract)
@@ -20,6 +20,6 @@ def parsed(batch: Mapping[TopicPartition, Sequence[ConsumerRecord]], contract: t
     for records in batch.values():
         for record in records:
             try:
-                yield contract.from_bytes(record.value)
+                yield wire.decode(contract, record.value, record.headers)
             except ContractError:
                 continue

@@ -333,6 +333,10 @@ class DeliverySettings(SettingsGroup):
     """How often consumers refresh cluster metadata. A group that joined while the broker was
     recovering may have seen its source topic missing and got no partitions; the next refresh
     notices the topic and rejoins (Kafka's default, 5 minutes, left such a stage idle that long)."""
+    wire_format: Literal["v1", "cloudevents"] = "cloudevents"
+    """How stages write records: "cloudevents" (binary mode: audio as the record value, the
+    fields as ce_ headers; JSON records gain CloudEvents headers) or "v1" (the JSON envelope,
+    audio base64 inside). Readers take both (docs/wire-format.md)."""
     reply_topic_prefix: str = "tts.reply."
     """A request's `reply_topic` must start with the topic prefix + this: no request can make
     the pipeline write into tts.results, a DLQ or another tenant's topics."""

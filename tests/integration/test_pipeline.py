@@ -15,7 +15,7 @@ from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_consumer, make_producer
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, DeadLetter, PcmChunk, TTSRequest
+from streamtts.schemas import CompletionResult, DeadLetter, PcmChunk, TTSRequest, wire
 from streamtts.sinks.subscriber import AudioSubscriber
 from tests.helpers import cli_env
 from tests.services import Services
@@ -110,7 +110,7 @@ async def test_first_chunk_leaves_before_the_last_segment_is_synthesized(
         async with asyncio.timeout(30):
             while not any(c.last for c in pcm):
                 for records in (await pcm_reader.getmany(timeout_ms=500)).values():
-                    pcm += [PcmChunk.from_bytes(r.value) for r in records]
+                    pcm += [wire.decode(PcmChunk, r.value, r.headers) for r in records]
     finally:
         await pcm_reader.stop()
     chunks = received[0].chunks

@@ -19,7 +19,7 @@ from streamtts.processors.synthesize.span_plan import plan_span
 from streamtts.processors.synthesize.stage import SynthesizeStage
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
-from streamtts.schemas import Segment, TTSRequest
+from streamtts.schemas import Segment, TTSRequest, wire
 from streamtts.schemas.chunks import PcmChunk
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
 
@@ -109,7 +109,7 @@ class Out:
         self.sent: list[PcmChunk] = []
 
     async def send(self, key: bytes, value: bytes, headers: object = None) -> None:
-        self.sent.append(PcmChunk.from_bytes(value))
+        self.sent.append(wire.decode(PcmChunk, value, headers))
 
 
 class Manual:
