@@ -10,15 +10,28 @@ from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import ControlMessage, TTSRequest
+from streamtts.schemas import ControlMessage, TTSRequest, wire
+from streamtts.schemas.base import Contract
 
 
 class RequestProducer(AsyncLifecycle):
     """Publishes validated requests. Use as `async with RequestProducer(settings) as p:`."""
 
-    def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        topics: TopicNames | None = None,
+        *,
+        wire_format: wire.WireFormat = wire.DEFAULT_WIRE_FORMAT,
+    ) -> None:
         self._topics = topics or TopicNames(kafka.topic_prefix)
+        self.wire_format = wire_format
         self._producer = make_producer(kafka)
+
+    def _headers(self, contract: Contract, schema: str) -> list[tuple[str, bytes]]:
+        """Its CloudEvents headers (v1: the content type alone) and the schema name."""
+        record = wire.encode(contract, self.wire_format, source=wire.SOURCE_PREFIX + "/producer")
+        return [*(record.headers or [(wire.CONTENT_TYPE, wire.JSON_CONTENT_TYPE.encode())]), ("schema", schema.encode())]
 
     async def start(self) -> None:
         try:
@@ -42,11 +55,7 @@ class RequestProducer(AsyncLifecycle):
             topic or self._topics.requests,
             value=request.to_bytes(),
             key=request.request_id.encode(),
-            headers=[
-                ("content-type", b"application/json"),
-                ("schema", b"request.v1"),
-                *(headers or []),
-            ],
+            headers=[*self._headers(request, "request.v1"), *(headers or [])],
         )
 
     async def submit_many(
@@ -60,7 +69,7 @@ class RequestProducer(AsyncLifecycle):
                     topic or self._topics.requests,
                     value=request.to_bytes(),
                     key=request.request_id.encode(),
-                    headers=[("content-type", b"application/json"), ("schema", b"request.v1")],
+                    headers=self._headers(request, "request.v1"),
                 )
             )
         return [await f for f in futures]
@@ -73,6 +82,6 @@ class RequestProducer(AsyncLifecycle):
             self._topics.control,
             value=message.to_bytes(),
             key=request_id.encode(),
-            headers=[("content-type", b"application/json"), ("schema", b"control.v1")],
+            headers=self._headers(message, "control.v1"),
         )
         return message

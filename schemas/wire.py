@@ -115,12 +115,13 @@ def _field_of_extension(cls: type[Contract]) -> dict[str, str]:
     return {extension_name(f): f for f in cls.model_fields}
 
 
-def _event_id(contract: Contract, key: bytes | None) -> str:
+def _event_id(contract: Contract) -> str:
+    """Unique per (source, id): a chunk's or segment's place in its request, a request's or
+    result's id, else a random one (config, audit and control records)."""
     request_id = getattr(contract, "request_id", None)
-    base = request_id or (key.decode("utf-8", "replace") if key else None)
-    if base is None:
+    if not isinstance(request_id, str) or contract.contract_name in ("control", "audit"):
         return str(uuid.uuid4())
-    parts = [base]
+    parts = [request_id]
     for name in ("seq", "part"):
         value = getattr(contract, name, None)
         if isinstance(value, int):
@@ -146,25 +147,23 @@ def encode(
     *,
     content_type: str | None = None,
     source: str | None = None,
-    key: bytes | None = None,
 ) -> Record:
     """`contract` as a record in `wire_format`. `content_type` names an audio chunk's encoding
-    (required in binary mode for `AudioChunk`); `source` overrides `ce_source`; `key` names
-    the event when the contract has no request id."""
+    (required in binary mode for `AudioChunk`); `source` overrides `ce_source`."""
     if wire_format == "v1":
         return Record(contract.to_bytes(), [], "v1")
     layout = BINARY.get(contract.contract_name)
     if layout is None:
-        headers = _attributes(contract, source or SOURCE_PREFIX, _event_time(contract), key)
+        headers = _attributes(contract, source or SOURCE_PREFIX, _event_time(contract))
         headers.append((CONTENT_TYPE, JSON_CONTENT_TYPE.encode()))
         return Record(contract.to_bytes(), headers, "cloudevents")
     return _binary(contract, layout, content_type, source)
 
 
-def _attributes(contract: Contract, source: str, time: str, key: bytes | None) -> list[tuple[str, bytes]]:
+def _attributes(contract: Contract, source: str, time: str) -> list[tuple[str, bytes]]:
     return [
         ("ce_specversion", SPECVERSION.encode()),
-        ("ce_id", _event_id(contract, key).encode()),
+        ("ce_id", _event_id(contract).encode()),
         ("ce_source", source.encode()),
         ("ce_type", event_type(contract).encode()),
         ("ce_time", time.encode()),
@@ -182,7 +181,7 @@ def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, 
         content_type = pcm_content_type(contract.sample_rate)
     elif content_type is None:
         raise ValueError(f"{contract.contract_name} in binary mode needs its content type")
-    headers = _attributes(contract, source or layout.source, time, None)
+    headers = _attributes(contract, source or layout.source, time)
     headers.append(("ce_subject", subject.encode()))
     headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
     if isinstance(contract, PcmChunk):

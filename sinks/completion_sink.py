@@ -107,6 +107,7 @@ class CompletionSink(DeadLettering):
             self.signals,
             results_topic=self.topics.results,
             stale_after_s=self.stale_after_s,
+            wire_format=pipeline.delivery.wire_format,
         )
 
     # -- lifecycle -------------------------------------------------------------------------

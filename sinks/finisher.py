@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
-from streamtts.schemas import CompletionResult, RequestContext
+from streamtts.schemas import CompletionResult, RequestContext, wire
 from streamtts.sinks.assembler import AssembledRequest
 from streamtts.sinks.exceptions import StorageRejected, StorageUnavailable
 from streamtts.sinks.result_builder import build_result, incomplete_error
@@ -39,6 +39,7 @@ class RequestFinisher:
         *,
         results_topic: str,
         stale_after_s: float,
+        wire_format: wire.WireFormat = wire.DEFAULT_WIRE_FORMAT,
     ) -> None:
         self.writer = writer
         self._send = send
@@ -46,6 +47,7 @@ class RequestFinisher:
         self.telemetry = telemetry
         self.results_topic = results_topic
         self.stale_after_s = stale_after_s
+        self.wire_format = wire_format
 
     async def finish(self, req: AssembledRequest) -> CompletionResult:
         """Store and publish an assembled request; returns its acknowledged result.
@@ -84,14 +86,18 @@ class RequestFinisher:
         """
         error = incomplete_error(missing, self.stale_after_s)
         result = build_result(ctx, None, completed_at=datetime.now(UTC), error=error)
-        await self._send(self.results_topic, ctx.request_id.encode(), result.to_bytes())
+        await self._publish_record(result)
         # Counted as `request_incomplete` (per release), not among `requests_completed`, as before.
         self.telemetry.request_incomplete(ctx, missing)
         return result
 
     async def _publish(self, result: CompletionResult) -> None:
-        await self._send(self.results_topic, result.request_id.encode(), result.to_bytes())
+        await self._publish_record(result)
         self.telemetry.result_published(result)
+
+    async def _publish_record(self, result: CompletionResult) -> None:
+        record = wire.encode(result, self.wire_format, source=wire.SOURCE_PREFIX + "/sink")
+        await self._send(self.results_topic, result.request_id.encode(), record.value, record.headers or None)
 
     async def _dead_letter(self, req: AssembledRequest, err: BaseException) -> None:
         ctx = req.ctx

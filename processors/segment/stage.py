@@ -28,7 +28,7 @@ from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import Lexicon, Segment, TTSRequest
+from streamtts.schemas import Lexicon, Segment, TTSRequest, wire
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
 
 
@@ -166,12 +166,14 @@ class SegmentStage(FaustStage):
             if self.releases is not None:
                 self.releases.routed(request.request_id, lane.release)
         rendering = rendering_headers(event.message.headers)
+        fmt = self.pipeline.delivery.wire_format
         for segment in segments:
             first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
+            record = wire.encode(segment, fmt, source=wire.SOURCE_PREFIX + "/segment")
             await out.send(
                 key=request.request_id.encode(),
-                value=segment.to_bytes(),
-                headers=[*first, *rendering] or None,
+                value=record.value,
+                headers=[*first, *rendering, *record.headers] or None,
             )
         self.log_record(
             "segmented",

@@ -18,6 +18,7 @@ from streamtts.gateway.fanout import RequestState
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import wire
 from streamtts.sinks.result_builder import as_heard
 
 log = logging.getLogger("streamtts.gateway.heard_results")
@@ -64,6 +65,7 @@ class HeardResults:
             return
         state.result = corrected  # this gateway's status answers say the same at once
         state.status = "cancelled"
+        record = wire.encode(corrected, source=wire.SOURCE_PREFIX + "/gateway")
         await self._producer.send_and_wait(
-            self.topic, corrected.to_bytes(), key=corrected.request_id.encode()
+            self.topic, record.value, key=corrected.request_id.encode(), headers=record.headers or None
         )

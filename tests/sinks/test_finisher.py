@@ -113,7 +113,9 @@ async def test_a_storage_outage_dead_letters_every_record_then_fails_the_request
     assert all(
         d.request_id == req.ctx.request_id and d.tenant == "acme" and d.stage == "sink" for d in letters
     )
-    assert outputs.headers[3] is None, "the result goes out without headers, as before"
+    result_headers = dict(outputs.headers[3] or [])
+    assert result_headers["ce_type"] == b"dev.streamtts.result.v1", "the result carries CloudEvents headers"
+    assert result_headers["content-type"] == b"application/json"
     assert result.status == "failed" and result.error == "object storage failed 8 times"
     assert (
         telemetry.registry.get_sample_value("streamtts_requests_completed_total", {"status": "failed"}) == 1

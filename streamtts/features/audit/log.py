@@ -29,6 +29,7 @@ from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import wire
 from streamtts.schemas.audit import AuditEvent
 from streamtts.schemas.exceptions import ContractError
 
@@ -153,7 +154,9 @@ class AuditLog(AsyncLifecycle):
                 key = (event.tenant or "-").encode()
                 assert self._producer is not None  # started before the drain task
                 try:
-                    fut = await self._producer.send(self.topic, event.to_bytes(), key=key, headers=HEADERS)
+                    record = wire.encode(event, source=wire.SOURCE_PREFIX + "/audit")
+                    headers = [*record.headers, *HEADERS[1:]]
+                    fut = await self._producer.send(self.topic, record.value, key=key, headers=headers)
                 except Exception as err:
                     self.metrics.failed.labels("send_failed").inc()
                     log.warning("audit: could not queue event for Kafka: %s", type(err).__name__)

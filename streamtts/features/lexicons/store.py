@@ -12,6 +12,7 @@ from aiokafka import TopicPartition
 
 from streamtts.runtime.kafka import make_consumer, make_producer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.schemas import wire
 from streamtts.schemas.lexicon import (
     HISTORY_VERSIONS,
     MAX_LEXICON_BYTES,
@@ -85,10 +86,13 @@ class LexiconStore:
         await producer.start()
         try:
             # 1. the version, kept for good; 2. the current pointer (what workers apply).
+            headers = wire.encode(lexicon, source=wire.SOURCE_PREFIX + "/lexicons").headers
             await producer.send_and_wait(
-                self.topic, key=version_key(tenant, lexicon.version).encode(), value=value
+                self.topic, key=version_key(tenant, lexicon.version).encode(), value=value, headers=headers
             )
-            await producer.send_and_wait(self.topic, key=lexicon_key(tenant).encode(), value=value)
+            await producer.send_and_wait(
+                self.topic, key=lexicon_key(tenant).encode(), value=value, headers=headers
+            )
             # 3. tombstones for versions past the kept history (and any left by an older
             #    writer that kept them all): compaction removes them, workers stop re-reading them.
             live = [v for v in versions if latest.get(version_key(tenant, v)) is not None]

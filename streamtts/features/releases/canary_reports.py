@@ -13,7 +13,7 @@ from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas import CanaryReport
+from streamtts.schemas import CanaryReport, wire
 
 log = logging.getLogger("streamtts.canary")
 
@@ -44,7 +44,10 @@ class CanaryReports(AsyncLifecycle):
 
     async def _send(self, report: CanaryReport) -> None:
         try:
-            await self._producer.send_and_wait(self.topic, report.to_bytes(), key=report.key)
+            record = wire.encode(report, source=wire.SOURCE_PREFIX + "/canary")
+            await self._producer.send_and_wait(
+                self.topic, record.value, key=report.key, headers=record.headers
+            )
         except Exception as err:  # the guard misses one state; the alert rule still sees it
             log_event(log, "canary_report_failed", logging.WARNING, error=str(err)[:200])
 

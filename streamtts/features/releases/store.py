@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from streamtts.errors import ConfigError
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas import GuardLimits, ReleaseConfig
+from streamtts.schemas import GuardLimits, ReleaseConfig, wire
 from streamtts.schemas.release import RELEASE_KEY
 
 
@@ -81,6 +81,7 @@ async def write_release(kafka: KafkaSettings, topic: str, rule: ReleaseConfig) -
     producer = make_producer(kafka)
     await producer.start()
     try:
-        await producer.send_and_wait(topic, rule.to_bytes(), key=RELEASE_KEY)
+        record = wire.encode(rule, source=wire.SOURCE_PREFIX + "/releases")
+        await producer.send_and_wait(topic, record.value, key=RELEASE_KEY, headers=record.headers)
     finally:
         await producer.stop()
