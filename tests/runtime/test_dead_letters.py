@@ -10,8 +10,10 @@ from streamtts.errors import TransientError, failure_reason, is_transient
 from streamtts.processors.segment.exceptions import EmptyText, TextTooLong
 from streamtts.processors.synthesize.exceptions import UnknownVoiceError
 from streamtts.runtime.dead_letters import SourceRecord, dead_letter_record
-from streamtts.schemas import ContractError, DeadLetter
+from streamtts.schemas import ContractError, DeadLetter, PcmChunk, wire
 from streamtts.schemas.dead_letter import DlqHeader
+from streamtts.schemas.headers import replay_headers
+from tests import factories
 
 SOURCE = SourceRecord("tts.requests", 2, 41, b"req-1", b"\xff not json", (("traceparent", b"00-abc-01"),))
 
@@ -86,3 +88,17 @@ def test_errors_carry_their_reason(error: BaseException, reason: str, transient:
 def test_failed_at_is_timezone_aware() -> None:
     letter = dead_letter_record(stage="encode", source=SOURCE, error=EmptyText("x"))
     assert isinstance(letter.failed_at, datetime) and letter.failed_at.tzinfo is not None
+
+
+@pytest.mark.parametrize("fmt", wire.WIRE_FORMATS)
+def test_a_dead_lettered_chunk_re_drives_in_its_own_wire_format(fmt: wire.WireFormat) -> None:
+    chunk = factories.pcm_chunk(factories.request(), 0, 1, samples=480)
+    record = wire.encode(chunk, fmt)
+    source = SourceRecord("tts.pcm", 0, 7, chunk.request_id.encode(), record.value, tuple(record.headers))
+    letter = dead_letter_record(stage="encode", source=source, error=TimeoutError("slow"), tenant="acme")
+    back = DeadLetter.from_record(letter.key, letter.payload, letter.headers())
+    # What `replay dlq` sends back: the value and the record's own headers, plus replay headers.
+    redriven = [*back.original_headers, *replay_headers("dlq:tts.encode.dlq/0@3", stage="encode")]
+    assert back.payload == record.value
+    assert wire.is_binary(redriven) == (fmt == "cloudevents")
+    assert wire.decode(PcmChunk, back.payload, redriven) == chunk
