@@ -249,3 +249,67 @@ def _from_binary(
 
 def headers_size(headers: Iterable[tuple[str, bytes]]) -> int:
     return sum(len(k) + len(v) for k, v in headers)
+
+
+def headers_schema(cls: type[Contract]) -> dict[str, Any]:
+    """JSON Schema of a contract's record headers in binary mode (names → UTF-8 text values).
+
+    JSON-valued extensions say so with `contentMediaType` and give the field's schema as
+    `contentSchema`; other headers (tracing, replay, the dead-letter ones) may ride along."""
+    model = cls.model_json_schema(mode="serialization")
+    props: dict[str, Any] = {
+        "ce_specversion": {"const": SPECVERSION},
+        "ce_id": {"type": "string", "minLength": 1},
+        "ce_source": {"type": "string", "format": "uri-reference", "pattern": f"^{SOURCE_PREFIX}"},
+        "ce_type": {"const": event_type(cls)},
+        "ce_time": {"type": "string", "format": "date-time"},
+    }
+    required = list(props)
+    layout = BINARY.get(cls.contract_name)
+    if layout is None:
+        props[CONTENT_TYPE] = {"const": JSON_CONTENT_TYPE, "description": "The value is the contract's JSON."}
+        schema: dict[str, Any] = {"type": "object", "properties": props, "required": [*required, CONTENT_TYPE]}
+        return _headers_document(cls, schema, {})
+    fields = model.get("properties", {})
+    must = set(model.get("required", [])) - {layout.payload, layout.time, SUBJECT_FIELD, "schema_version"}
+    props["ce_time"]["description"] = f"The contract's `{layout.time}`."
+    props["ce_subject"] = {**fields[SUBJECT_FIELD], "description": "The request id (`request_id`)."}
+    required.append("ce_subject")
+    for name, field_schema in fields.items():
+        if name in (layout.payload, layout.time, SUBJECT_FIELD, "schema_version"):
+            continue
+        header = CE_PREFIX + extension_name(name)
+        described = {"description": field_schema.get("description", f"The contract's `{name}`.")}
+        if name in _text_fields(cls):
+            branch = next(b for b in field_schema.get("anyOf", [field_schema]) if b.get("type") == "string")
+            props[header] = {**{k: v for k, v in branch.items() if k != "default"}, **described}
+        else:
+            props[header] = {
+                "type": "string",
+                "contentMediaType": JSON_CONTENT_TYPE,
+                "contentSchema": {k: v for k, v in field_schema.items() if k not in ("default", "description")},
+                **described,
+            }
+        if name in must:
+            required.append(header)
+    if cls is PcmChunk:
+        props["ce_channels"] = {"const": str(PCM_CHANNELS), "description": "Channels of the PCM (mono)."}
+        props[CONTENT_TYPE] = {"type": "string", "pattern": r"^audio/L16;rate=\d+;channels=1;endianness=little-endian$"}
+    else:
+        props[CONTENT_TYPE] = {"type": "string", "pattern": r"^audio/", "description": "The chunk's format."}
+    required.append(CONTENT_TYPE)
+    schema = {"type": "object", "properties": props, "required": required}
+    return _headers_document(cls, schema, model.get("$defs", {}))
+
+
+def _headers_document(cls: type[Contract], schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    doc = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://streamtts.dev/schemas/v1/{cls.contract_name}.headers.json",
+        "title": f"{cls.contract_name} record headers (CloudEvents 1.0, Kafka binary mode)",
+        **schema,
+        "additionalProperties": {"type": "string"},
+    }
+    if defs:
+        doc["$defs"] = defs
+    return doc

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import jsonschema
+import orjson
 import pytest
 from cloudevents.core.bindings.kafka import KafkaMessage, from_binary
 from cloudevents.core.formats.json import JSONFormat
 
 from streamtts.schemas import (
+    CONTRACTS,
     AudioChunk,
     CompletionResult,
     ContractError,
@@ -21,6 +24,7 @@ from streamtts.schemas import (
     wire,
 )
 from streamtts.schemas.chunks import MarkTiming
+from streamtts.schemas.jsonschema_export import SCHEMA_DIR, render_headers
 from tests import factories
 
 
@@ -152,3 +156,35 @@ def test_bad_binary_records_are_contract_errors_naming_the_header() -> None:
         wire.decode(PcmChunk, record.value + b"\x00", headers)
     with pytest.raises(ContractError, match="content-type"):
         wire.decode(CompletionResult, b"\x00", {"content-type": b"audio/mpeg"})
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_header_schemas_are_checked_in(name: str) -> None:
+    path = SCHEMA_DIR / f"{name}.headers.v1.json"
+    assert path.read_bytes() == render_headers(name), "run `python -m streamtts.schemas.jsonschema_export`"
+
+
+def _validate_headers(name: str, record: wire.Record) -> None:
+    schema = orjson.loads((SCHEMA_DIR / f"{name}.headers.v1.json").read_bytes())
+    headers = {k: v.decode() for k, v in record.headers}
+    jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(headers)
+    for header, prop in schema["properties"].items():
+        if "contentSchema" in prop and header in headers:  # JSON-valued extensions: their content too
+            content = {**prop["contentSchema"], "$defs": schema.get("$defs", {})}
+            jsonschema.Draft202012Validator(content).validate(orjson.loads(headers[header]))
+
+
+def test_written_headers_validate_against_their_schemas() -> None:
+    pcm = _pcm(**RICH)
+    req = factories.request()
+    _validate_headers("pcm_chunk", wire.encode(pcm, "cloudevents"))
+    _validate_headers(
+        "audio_chunk", wire.encode(_audio(pcm, words=WORDS), "cloudevents", content_type="audio/mpeg")
+    )
+    _validate_headers("request", wire.encode(req, "cloudevents"))
+    _validate_headers("segment", wire.encode(factories.segment(req), "cloudevents"))
+    bad = wire.encode(pcm, "cloudevents")
+    with pytest.raises(jsonschema.ValidationError):
+        _validate_headers(
+            "pcm_chunk", wire.Record(bad.value, [h for h in bad.headers if h[0] != "ce_seq"], "cloudevents")
+        )
