@@ -171,12 +171,13 @@ def _attributes(contract: Contract, source: str, time: str) -> list[tuple[str, b
 
 
 def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, source: str | None) -> Record:
-    fields = contract.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    # The payload is left out of the dump (it would be base64-encoded only to be dropped).
+    fields = contract.model_dump(
+        mode="json", exclude_none=True, exclude_defaults=True, exclude={layout.payload, "schema_version"}
+    )
     payload: bytes = getattr(contract, layout.payload)
     time = fields.pop(layout.time)
     subject = fields.pop(SUBJECT_FIELD)
-    fields.pop("schema_version", None)
-    fields.pop(layout.payload, None)
     if isinstance(contract, PcmChunk):
         content_type = pcm_content_type(contract.sample_rate)
     elif content_type is None:
