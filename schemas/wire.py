@@ -10,8 +10,9 @@ Two formats, chosen by the writer (`wire_format`), both read by every reader:
   envelope as a ``ce_`` header (see `docs/wire-format.md` for the mapping). JSON contracts
   keep their JSON body and gain the CloudEvents headers with `content-type: application/json`.
 
-A reader tells them apart by the `content-type` header: absent or JSON → the JSON body is the
-contract; anything else → a binary-mode chunk rebuilt from its headers. Pure: no Kafka here.
+A reader tells a chunk's format by the `content-type` header: absent or JSON → the JSON body is the
+contract; anything else → a binary-mode chunk rebuilt from its headers. A JSON contract is read
+from its value whatever its headers say. Pure: no Kafka here.
 """
 
 from __future__ import annotations
@@ -208,15 +209,13 @@ def _content_type(pairs: Iterable[tuple[str, bytes]]) -> str | None:
 
 def decode(cls: type[C], value: bytes | None, headers: object = None) -> C:
     """The contract of a record in either format (the dual reader). Raises ContractError."""
+    layout = BINARY.get(cls.contract_name)
+    if layout is None:  # a JSON contract: its value is its JSON whatever a writer's headers say
+        return cls.from_bytes(value)
     pairs = header_pairs(headers)
     content_type = _content_type(pairs)
     if content_type is None or content_type.startswith(JSON_CONTENT_TYPE):
         return cls.from_bytes(value)
-    layout = BINARY.get(cls.contract_name)
-    if layout is None:
-        raise ContractError(
-            cls.contract_name, "content-type", "unsupported_content_type", f"{content_type!r} is not JSON"
-        )
     return _from_binary(cls, layout, value, pairs)
 
 
