@@ -132,22 +132,25 @@ def _detector(tags: tuple[str, ...], accurate: bool = False) -> Any:
     return builder.build() if accurate else builder.with_low_accuracy_mode().build()
 
 
-CORE_LATIN: tuple[str, ...] = ("en", "es", "it", "pt", "de", "fr", "nl", "pl", "tr", "ca")
+CORE_LATIN: tuple[str, ...] = ("en", "es", "it", "pt", "de", "fr", "nl", "pl", "tr", "ca", "ro")
 """Latin rows told apart by lingua's high-accuracy models: the neural ones and the formant
 ones closest to them (low accuracy alone read a Spanish price sentence as Catalan, a Turkish
-one as English and "Your verification code is …" as French)."""
+one as English, "Your verification code is …" as French and an Italian price sentence as
+Romanian, 0.96)."""
 SURE = 0.8
 """A low-accuracy pick outside `CORE_LATIN` (Swedish, Czech, …) is taken at this confidence."""
 
 
-def _best(detector: Any, text: str, tags: tuple[str, ...]) -> tuple[str | None, float, float]:
-    """(lingua's best tag, its confidence, English's confidence) for `text`."""
+def _best(detector: Any, text: str, tags: tuple[str, ...]) -> tuple[str | None, float, float, float]:
+    """(lingua's best tag, its confidence, English's confidence, the best `CORE_LATIN`
+    confidence) for `text`."""
     values = detector.compute_language_confidence_values(text)
     if not values:
-        return None, 0.0, 0.0
+        return None, 0.0, 0.0, 0.0
     by_name = {BY_TAG[t].lingua: t for t in tags}
     english = next((v.value for v in values if v.language.name == "ENGLISH"), 0.0)
-    return by_name.get(values[0].language.name), float(values[0].value), float(english)
+    core = max((v.value for v in values if by_name.get(v.language.name) in CORE_LATIN), default=0.0)
+    return by_name.get(values[0].language.name), float(values[0].value), float(english), float(core)
 
 
 def identify(text: str, script: str = "latin", default: str | None = None) -> str | None:
@@ -165,17 +168,17 @@ def identify(text: str, script: str = "latin", default: str | None = None) -> st
     text = " ".join(words)
     with _LINGUA_LOCK:
         quick = _detector(tags)
-    found, confidence, _ = _best(quick, text, tags)
+    found, confidence, _, core_confidence = _best(quick, text, tags)
     if script != "latin":
         return found if found is not None and confidence >= IDENTIFY_MIN_CONFIDENCE else default
     if found == "en" and confidence >= IDENTIFY_MIN_CONFIDENCE:
         return "en"
-    if found is not None and found not in CORE_LATIN and confidence >= SURE:
-        return found
+    if found is not None and found not in CORE_LATIN and confidence >= SURE and core_confidence < 0.1:
+        return found  # an Italian price sentence scored Romanian 0.8: a core language close by vetoes
     core = tuple(t for t in CORE_LATIN if t in tags)
     with _LINGUA_LOCK:
         accurate = _detector(core, True)
-    found, confidence, english = _best(accurate, text, core)
+    found, confidence, english, _ = _best(accurate, text, core)
     if found is None or confidence < IDENTIFY_MIN_CONFIDENCE:
         return default
     # English is the product's Latin default: another language must clearly beat it.

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong
+from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong, UnsupportedLanguage
 from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs, text_language
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
@@ -184,6 +184,10 @@ def segment_text(
         sentence_index += 1
     if not spans:  # only reachable if every letter sat in stripped markup
         raise SegmentationError("text has nothing speakable after removing markup")
+    if all(s.lang == "other" for s in spans):
+        raise UnsupportedLanguage(
+            "no voice speaks the language of this text (not even espeak-ng); see `streamtts voices`"
+        )
     return spans
 
 

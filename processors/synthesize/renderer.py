@@ -239,8 +239,8 @@ class SegmentRenderer:
                     found = self.synth.registry.voice_for_langs(speak_langs)
                     base = self.synth.registry.spec(found) if found else base
                 spoken = self._speak(self._plan(segment, base.voice_id, speak_langs))
-                said: DegradationStep = "formant" if base.voice_id == FORMANT_VOICE else step
-                return self._degraded(segment, spoken, said, reason, started)
+                taken: DegradationStep = "formant" if base.voice_id == FORMANT_VOICE else step
+                return self._degraded(segment, spoken, taken, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
                     log,

@@ -13,8 +13,8 @@ from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.langid import normalize_lang_hint, tag_runs
 from streamtts.processors.segment.normalize import normalize_text
 from streamtts.processors.segment.segmenter import DEFAULT_MAX_CHARS, Span, segment_text
-from streamtts.schemas.languages import TAGS
 from streamtts.processors.segment.splitter import ClauseSplitter
+from streamtts.schemas.languages import TAGS
 
 
 def runs(text: str, hint: str | None = None) -> list[tuple[str, str]]:
