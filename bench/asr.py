@@ -26,6 +26,7 @@ _SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 # Whisper's language codes for ours: a mixed zh/en sentence is transcribed as Chinese (Whisper
 # writes English words inside Chinese text as they are).
 WHISPER_LANG = {"zh": "zh", "mixed": "zh", "yue": "zh", "en": "en", "ja": "ja", "ko": "ko"}
+"""Every other language: its own tag (Whisper's codes are the table's: es, fr, de, hi, pl, ...)."""
 
 
 def model_dir(cache_dir: Path | None = None) -> Path:

@@ -29,11 +29,16 @@ import numpy as np
 from streamtts.bench.asr import WhisperASR
 from streamtts.bench.speech_scoring import Score, clipping_ratio, join_clicks, score
 from streamtts.errors import ConfigError
+from streamtts.schemas.languages import BY_TAG
 
-EVAL_LANGS = ("zh", "en", "ja", "mixed", "ko")
+NEW_NEURAL = ("es", "it", "pt", "de", "fr", "hi")
+"""The Kokoro v1.0 languages phonemized by espeak-ng (`schemas.languages`)."""
+EVAL_LANGS = ("zh", "en", "ja", "mixed", "ko", *NEW_NEURAL)
 # The raw model's voice per sentence language: the voice "auto" would pick for it, so the
 # comparison is the same voice with and without the pipeline around it.
-RAW_VOICE = {"zh": "jm_kumo", "mixed": "jm_kumo", "en": "en_joe", "ja": "jf_alpha", "ko": "jm_kumo"}
+RAW_VOICE = {"zh": "jm_kumo", "mixed": "jm_kumo", "en": "en_joe", "ja": "jf_alpha", "ko": "jm_kumo"} | {
+    tag: BY_TAG[tag].voice for tag in NEW_NEURAL
+}
 RAW_G2P_LANG = {"mixed": "zh"}  # the zh G2P phonemizes Latin words itself (espeak)
 PIPELINE_RATE = 24_000
 

@@ -17,7 +17,9 @@ from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import ID_PATTERN, MAX_PARTS, MAX_SEGMENTS, TENANT_PATTERN, AudioFormat
 from streamtts.schemas.segment import SpanLanguage
 
-DegradationStep = Literal["fallback_voice", "please_wait_clip", "breaker_open"]
+DegradationStep = Literal["fallback_voice", "please_wait_clip", "breaker_open", "formant"]
+"""formant: espeak-ng's formant voice spoke the span (no neural voice speaks its language,
+or the neural path failed)."""
 
 
 class Degradation(BaseModel):

@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from streamtts.audio import formats
 from streamtts.schemas.base import Contract
+from streamtts.schemas.languages import REQUEST_LANGUAGES
 from streamtts.schemas.names import AudioFormat, WavCodec
 
-Language = Literal["auto", "zh", "en", "ja", "ko", "yue"]
+
+
+def _known_language(value: str) -> str:
+    if value not in REQUEST_LANGUAGES:
+        raise ValueError(f"unknown language {value!r}; use auto or one of {', '.join(REQUEST_LANGUAGES[1:])}")
+    return value
+
+
+Language = Annotated[
+    str,
+    AfterValidator(_known_language),
+    WithJsonSchema({"type": "string", "enum": list(REQUEST_LANGUAGES)}),
+]
+""""auto" or a tag of the language table (`schemas.languages`)."""
 Priority = Literal["interactive", "normal", "batch"]
 TextType = Literal["text", "ssml"]
 
-LANGUAGES: tuple[str, ...] = ("auto", "zh", "en", "ja", "ko", "yue")
+LANGUAGES: tuple[str, ...] = REQUEST_LANGUAGES
 
 # Ids become Kafka keys and object-storage path parts: keep them path- and header-safe.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
@@ -76,7 +90,8 @@ class TTSRequest(Contract):
     plain text, always; None: plain text unless the pipeline's markup policy is "ssml" and
     the text is a `<speak>` document."""
     language: Language = "auto"
-    """Language hint; breaks ties for Han characters (zh vs ja vs yue)."""
+    """The request's language ("auto": identified per sentence); when given it wins over text
+    identification for its script, and breaks ties for Han characters (zh vs ja vs yue)."""
     voice: str = Field(default="auto", min_length=1, max_length=600, pattern=VOICE_PATTERN)
     """Voice id, a blend like "jm_kumo:0.7+jf_gongitsune:0.3", or "auto" (base voice per language)."""
     format: AudioFormat = "mp3"

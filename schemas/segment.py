@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.context import RequestContext
+from streamtts.schemas.languages import TAGS
 from streamtts.schemas.request import MAX_SEGMENTS, VOICE_PATTERN
 
-SpanLanguage = Literal["zh", "en", "ja", "ko", "yue", "other", "mixed"]
-RunLanguage = Literal["zh", "en", "ja", "ko", "yue"]
+SPAN_LANGUAGES: tuple[str, ...] = (*TAGS, "other", "mixed")
+
+
+def _run_language(value: str) -> str:
+    if value not in TAGS:
+        raise ValueError(f"unknown run language {value!r}")
+    return value
+
+
+def _span_language(value: str) -> str:
+    if value not in SPAN_LANGUAGES:
+        raise ValueError(f"unknown span language {value!r}")
+    return value
+
+
+SpanLanguage = Annotated[
+    str, AfterValidator(_span_language), WithJsonSchema({"type": "string", "enum": list(SPAN_LANGUAGES)})
+]
+"""A tag of the language table, "other" (a script nobody speaks) or "mixed" (see `runs`)."""
+RunLanguage = Annotated[str, AfterValidator(_run_language), WithJsonSchema({"type": "string", "enum": list(TAGS)})]
 
 
 TextBlock = tuple[int, int, int, int]

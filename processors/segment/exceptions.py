@@ -24,6 +24,12 @@ class UnsupportedLanguageHint(SegmentationError):
     reason = "unsupported_language"
 
 
+class UnsupportedLanguage(SegmentationError):
+    """Every letter of the text is in a script no row of the language table speaks."""
+
+    reason = "unsupported_language"
+
+
 class InputRejected(SegmentationError):
     """Request text refused by the input policy (before segmentation); `reason` names the rule."""
 

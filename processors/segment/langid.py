@@ -1,6 +1,11 @@
-"""Per-run language tagging of one sentence by script, with CJK disambiguation.
+"""Per-run language tagging of one sentence by script, with CJK disambiguation and text
+identification for scripts several languages share.
 
-Script decides most cases: kana → ja, hangul → ko, Latin → en, other scripts → "other".
+Script decides first: kana → ja, hangul → ko. Latin, Cyrillic, Devanagari, Arabic (...) text is
+identified per sentence among the language table's rows of that script (`identify`,
+lingua-language-detector); the request's language wins for its own script, a Latin word
+inside a CJK sentence stays English (as before), and a sentence lingua is unsure of takes the
+request text's language (or English for Latin). Letters of a script no row has → "other".
 Han characters are ambiguous: kana anywhere in the same sentence make them Japanese; otherwise
 the request's language hint decides (zh, ja or yue), and obvious Cantonese-only characters
 (嘅 咗 唔 佢 冇 哋 ...) make them Cantonese unless Japanese won. Digits and punctuation have no
@@ -13,10 +18,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import threading
+from functools import lru_cache
+from typing import Any
+
 from streamtts.processors.segment.exceptions import UnsupportedLanguageHint
 from streamtts.processors.segment.numbers import TOKEN_RE
+from streamtts.schemas.languages import BY_TAG, ROWS, TAGS
 
-LANGS: frozenset[str] = frozenset({"zh", "en", "ja", "ko", "yue", "other"})
+LANGS: frozenset[str] = frozenset({*TAGS, "other"})
 CJK_LANGS: frozenset[str] = frozenset({"zh", "ja", "ko", "yue"})
 
 # Characters used in written Cantonese but (practically) never in Mandarin or Japanese.
@@ -85,9 +95,138 @@ def normalize_lang_hint(hint: str | None) -> str | None:
     base = key.split("-", 1)[0]
     if base in _HINT_ALIASES:
         return _HINT_ALIASES[base]
+    if base in BY_TAG:
+        return base
+    if base == "no":
+        return "nb"
     raise UnsupportedLanguageHint(
-        f"unsupported language hint {hint!r}; use one of zh, en, ja, ko, yue (or omit it)"
+        f"unsupported language hint {hint!r}; use one of {', '.join(TAGS)} (or omit it)"
     )
+
+
+# -- text identification ------------------------------------------------------------------------
+
+IDENTIFY_MIN_CONFIDENCE = 0.5
+"""Below this, lingua's pick is not trusted and the sentence keeps the default language (short
+texts: "OK, thanks!" scored Afrikaans 0.29, "iPhone 15 Pro" German 0.44)."""
+ENGLISH_MARGIN = 2.0
+"""A Latin sentence is another language than English only when lingua gives it this many
+times English's confidence."""
+_LINGUA_LOCK = threading.Lock()
+_WORD_RE = re.compile(r"[^\W\d_]{2,}(?:['’-][^\W\d_]+)*")
+
+
+def _script_rows(script: str) -> tuple[str, ...]:
+    return tuple(r.tag for r in ROWS if r.script == script)
+
+
+@lru_cache(maxsize=32)
+def _detector(tags: tuple[str, ...], accurate: bool = False) -> Any:
+    """A lingua detector restricted to `tags`: low-accuracy mode (trigram models only, loads in
+    under a second for all ~30 Latin rows) or high accuracy (~0.6 s of loading per language on
+    2 cores, so only for `CORE_LATIN`)."""
+    from lingua import Language, LanguageDetectorBuilder
+
+    languages = [getattr(Language, BY_TAG[t].lingua or "") for t in tags]
+    builder = LanguageDetectorBuilder.from_languages(*languages)
+    return builder.build() if accurate else builder.with_low_accuracy_mode().build()
+
+
+CORE_LATIN: tuple[str, ...] = ("en", "es", "it", "pt", "de", "fr", "nl", "pl", "tr", "ca", "ro")
+"""Latin rows told apart by lingua's high-accuracy models: the neural ones and the formant
+ones closest to them (low accuracy alone read a Spanish price sentence as Catalan, a Turkish
+one as English, "Your verification code is …" as French and an Italian price sentence as
+Romanian, 0.96)."""
+SURE = 0.8
+"""A low-accuracy pick outside `CORE_LATIN` (Swedish, Czech, …) is taken at this confidence."""
+
+
+def _best(detector: Any, text: str, tags: tuple[str, ...]) -> tuple[str | None, float, float, float]:
+    """(lingua's best tag, its confidence, English's confidence, the best `CORE_LATIN`
+    confidence) for `text`."""
+    values = detector.compute_language_confidence_values(text)
+    if not values:
+        return None, 0.0, 0.0, 0.0
+    by_name = {BY_TAG[t].lingua: t for t in tags}
+    english = next((v.value for v in values if v.language.name == "ENGLISH"), 0.0)
+    core = max((v.value for v in values if by_name.get(v.language.name) in CORE_LATIN), default=0.0)
+    return by_name.get(values[0].language.name), float(values[0].value), float(english), float(core)
+
+
+def identify(text: str, script: str = "latin", default: str | None = None) -> str | None:
+    """The table language of `text` among the rows of `script` that lingua knows; `default`
+    when lingua is unsure (confidence under `IDENTIFY_MIN_CONFIDENCE`, one word only, or
+    another language not clearly ahead of English) or none fits."""
+    tags = tuple(t for t in _script_rows(script) if BY_TAG[t].lingua)
+    if not tags:
+        return default
+    if len(tags) == 1:
+        return tags[0]
+    words = _WORD_RE.findall(text)
+    if len(words) < 2:
+        return default  # one word: lingua guesses ("Hello." came back Norwegian)
+    text = " ".join(words)
+    with _LINGUA_LOCK:
+        quick = _detector(tags)
+    found, confidence, _, core_confidence = _best(quick, text, tags)
+    if script != "latin":
+        return found if found is not None and confidence >= IDENTIFY_MIN_CONFIDENCE else default
+    if found == "en" and confidence >= IDENTIFY_MIN_CONFIDENCE:
+        return "en"
+    if found is not None and found not in CORE_LATIN and confidence >= SURE and core_confidence < 0.1:
+        return found  # an Italian price sentence scored Romanian 0.8: a core language close by vetoes
+    core = tuple(t for t in CORE_LATIN if t in tags)
+    with _LINGUA_LOCK:
+        accurate = _detector(core, True)
+    found, confidence, english, _ = _best(accurate, text, core)
+    if found is None or confidence < IDENTIFY_MIN_CONFIDENCE:
+        return default
+    # English is the product's Latin default: another language must clearly beat it.
+    if found != "en" and confidence < ENGLISH_MARGIN * english:
+        return default
+    return found
+
+
+def letter_script(ch: str) -> str:
+    """The script of a letter outside Latin/CJK, by its Unicode name ("cyrillic",
+    "devanagari", "greek", ...)."""
+    try:
+        return unicodedata.name(ch).split(" ", 1)[0].lower()
+    except ValueError:
+        return "other"
+
+
+def _script_language(script: str, letters: str, hint: str | None, default: str | None) -> str:
+    """The language of a sentence's letters of one (non-CJK) script."""
+    rows = _script_rows(script)
+    if hint is not None and hint in rows:
+        return hint
+    if not rows:
+        return "other"
+    if len(rows) == 1:
+        return rows[0]
+    fallback = default if default in rows else ("en" if script == "latin" else rows[0])
+    return identify(only_script(letters, script), script, fallback) or fallback
+
+
+def only_script(text: str, script: str) -> str:
+    """`text` with the letters of every other script blanked (what lingua should weigh)."""
+    out = []
+    for ch in text:
+        own = script_of(ch)
+        if own == "neutral" or own == script or (own == "other" and letter_script(ch) == script):
+            out.append(ch)
+        else:
+            out.append(" ")
+    return "".join(out)
+
+
+def text_language(text: str) -> str | None:
+    """The language of a whole request text's Latin letters (None: unsure or no Latin): the
+    default for its sentences too short to identify."""
+    if not any(script_of(c) == "latin" for c in text):
+        return None
+    return identify(only_script(text, "latin"), "latin", None)
 
 
 def script_of(ch: str) -> str:
@@ -127,10 +266,35 @@ def han_language(sentence: str, hint: str | None) -> str:
     return "zh"
 
 
-def _raw_pieces(sentence: str, han_lang: str) -> list[tuple[str, str | None, bool]]:
+def _letter_langs(sentence: str, hint: str | None, default: str | None) -> dict[str, str]:
+    """The language of each non-CJK script in `sentence` ("latin" and the Unicode script names
+    of other letters)."""
+    by_script: dict[str, list[str]] = {}
+    cjk = False
+    for ch in sentence:
+        script = script_of(ch)
+        if script in ("han", "kana", "hangul"):
+            cjk = True
+        elif script == "latin":
+            by_script.setdefault("latin", []).append(ch)
+        elif script == "other":
+            by_script.setdefault(letter_script(ch), []).append(ch)
+    out: dict[str, str] = {}
+    for script in by_script:
+        if script == "latin" and cjk and (hint is None or BY_TAG.get(hint, ROWS[0]).script != "latin"):
+            out[script] = "en"  # a Latin word in a zh/ja/ko sentence: English, as always
+        else:
+            out[script] = _script_language(script, sentence, hint, default)
+    return out
+
+
+def _raw_pieces(
+    sentence: str, han_lang: str, letter_langs: dict[str, str] | None = None
+) -> list[tuple[str, str | None, bool]]:
     """Split into (text, lang or None for neutral, is_number) pieces, one per script change."""
     pieces: list[tuple[str, str | None, bool]] = []
-    script_lang = {"kana": "ja", "han": han_lang, "hangul": "ko", "latin": "en", "other": "other"}
+    letters = letter_langs or {}
+    script_lang = {"kana": "ja", "han": han_lang, "hangul": "ko", "latin": letters.get("latin", "en")}
     run_start, run_lang = -1, None  # the piece being extended (sliced once it ends: no re-joins)
     pos = 0
     while pos < len(sentence):
@@ -149,7 +313,8 @@ def _raw_pieces(sentence: str, han_lang: str) -> list[tuple[str, str | None, boo
             pieces.append((m.group(0), None, True))
             pos = m.end()
             continue
-        lang = script_lang.get(script_of(sentence[pos]))
+        script = script_of(sentence[pos])
+        lang = script_lang.get(script) if script != "other" else letters.get(letter_script(sentence[pos]), "other")
         if run_start < 0 or run_lang != lang:
             if run_start >= 0:
                 pieces.append((sentence[run_start:pos], run_lang, False))
@@ -208,19 +373,21 @@ def _attach_neutral(pieces: list[tuple[str, str | None, bool]]) -> list[Run]:
     return [Run("".join(parts), lang) for parts, lang in zip(texts, run_langs, strict=True)]
 
 
-def tag_runs(sentence: str, lang_hint: str | None = None) -> list[Run]:
+def tag_runs(sentence: str, lang_hint: str | None = None, default: str | None = None) -> list[Run]:
     """Split one sentence into language runs.
 
     Args:
         sentence: one normalized sentence.
         lang_hint: request language (already normalized by `normalize_lang_hint`), or None.
+        default: the request text's language (`text_language`), for a sentence lingua is
+            unsure of (None: English for Latin).
     Returns:
         Runs in order whose texts concatenate to `sentence`. A sentence with no letters at all
         (e.g. only digits) takes the hint's language, or "en" without a hint.
     """
     if not sentence:
         return []
-    pieces = _raw_pieces(sentence, han_language(sentence, lang_hint))
+    pieces = _raw_pieces(sentence, han_language(sentence, lang_hint), _letter_langs(sentence, lang_hint, default))
     if all(lang is None for _, lang, _ in pieces):
         return [Run(sentence, lang_hint or "en")]
     return _attach_neutral(pieces)

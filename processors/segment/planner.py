@@ -25,10 +25,10 @@ from streamtts.processors.segment.ssml import looks_like_ssml, parse_ssml
 from streamtts.processors.segment.voice_plan import VoiceChooser, VoicePlan, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
 from streamtts.schemas.request import MAX_SEGMENTS
-from streamtts.schemas.segment import Mark, SpanRun, TextBlock
+from streamtts.schemas.segment import SPAN_LANGUAGES, Mark, SpanRun, TextBlock
 
 # Span languages the contract knows; anything else the segmenter reports is "other".
-_CONTRACT_LANGS = {"zh", "en", "ja", "ko", "yue", "mixed"}
+_CONTRACT_LANGS = frozenset(SPAN_LANGUAGES)
 _MIN_SPEED, _MAX_SPEED = 0.5, 2.0
 
 
@@ -140,7 +140,7 @@ def plan_segments(
                 total=total,
                 last=i == total - 1,
                 text=item.span.text,
-                lang=item.span.lang if item.span.lang in _CONTRACT_LANGS else "other",  # type: ignore[arg-type]
+                lang=item.span.lang if item.span.lang in _CONTRACT_LANGS else "other",
                 sentence_index=item.span.sentence_index,
                 ends_sentence=item.span.ends_sentence,
                 pause_after_ms=int(item.span.pause_after_ms),
@@ -164,7 +164,7 @@ def _runs(span: Span) -> list[SpanRun] | None:
     given = any(r.phonemes for r in span.runs)
     if span.lang != "mixed" and not given:
         return None
-    return [SpanRun(text=r.text, lang=r.lang, phonemes=r.phonemes) for r in span.runs]  # type: ignore[arg-type]
+    return [SpanRun(text=r.text, lang=r.lang, phonemes=r.phonemes) for r in span.runs]
 
 
 def _ssml_plan(

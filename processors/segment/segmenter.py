@@ -17,8 +17,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong
-from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs
+from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong, UnsupportedLanguage
+from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs, text_language
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
@@ -135,6 +135,8 @@ def segment_text(
         raise EmptyText("text is empty")
     if not has_speakable(clean.text):
         raise SegmentationError("text has nothing speakable (only punctuation, symbols or emoji)")
+    # The request text's own language: the default of a sentence too short to identify.
+    default = text_language(clean.text) if hint is None else None
     table = given
     splitter = ClauseSplitter(
         max_chars=max_chars,
@@ -155,9 +157,9 @@ def segment_text(
         else:
             cursor = clean.text.find(sentence_text, cursor) + len(sentence_text)
         if lexicon:
-            sentence = _with_lexicon(sentence, hint, lexicon, given, spoken)
+            sentence = _with_lexicon(sentence, hint, lexicon, given, spoken, default)
         pieces = _sentence_pieces(
-            sentence, hint, splitter, first=first and not spans, verbalize=verbalize, given=given
+            sentence, hint, splitter, first=first and not spans, verbalize=verbalize, given=given, default=default
         )
         if not pieces:
             continue
@@ -182,17 +184,26 @@ def segment_text(
         sentence_index += 1
     if not spans:  # only reachable if every letter sat in stripped markup
         raise SegmentationError("text has nothing speakable after removing markup")
+    if all(s.lang == "other" for s in spans):
+        raise UnsupportedLanguage(
+            "no voice speaks the language of this text (not even espeak-ng); see `streamtts voices`"
+        )
     return spans
 
 
 def _with_lexicon(
-    sentence: MappedText, hint: str | None, lexicon: LexiconMatcher, given: GivenTable, spoken: SpokenBudget
+    sentence: MappedText,
+    hint: str | None,
+    lexicon: LexiconMatcher,
+    given: GivenTable,
+    spoken: SpokenBudget,
+    default: str | None = None,
 ) -> MappedText:
     """The sentence with the lexicon applied; an entry applies where the front-end reads
     its grapheme in the entry's language. Raises ExpandedTooLong as soon as the sentence
     grows past what the request may still say."""
     langs: list[str] = []
-    for run in tag_runs(sentence.text, hint):
+    for run in tag_runs(sentence.text, hint, default):
         langs.extend([run.lang] * len(run.text))
     out = lexicon.apply(
         sentence, lambda i: langs[i] if i < len(langs) else "other", given, max_chars=spoken.left
@@ -208,13 +219,13 @@ def _with_lexicon(
 _PROXY = {"zh": "中", "yue": "中", "ja": "ア", "ko": "한", "en": "a"}
 
 
-def _tag(text: str, hint: str | None, given: GivenTable | None) -> list[Run]:
+def _tag(text: str, hint: str | None, given: GivenTable | None, default: str | None = None) -> list[Run]:
     if not given or not any(is_placeholder(c) for c in text):
-        return tag_runs(text, hint)
+        return tag_runs(text, hint, default)
     proxy = "".join(_proxy(c, given) for c in text)
     out: list[Run] = []
     at = 0
-    for run in tag_runs(proxy, hint):
+    for run in tag_runs(proxy, hint, default):
         out.append(Run(text[at : at + len(run.text)], run.lang))
         at += len(run.text)
     return out
@@ -279,6 +290,7 @@ def _sentence_pieces(
     first: bool,
     verbalize: bool,
     given: GivenTable | None = None,
+    default: str | None = None,
 ) -> list[tuple[tuple[Run, ...], MappedText]]:
     """Pieces of one sentence, each as its runs and its mapped text; `first` makes the first
     piece a short clause."""
@@ -286,7 +298,7 @@ def _sentence_pieces(
     mapped_runs: list[MappedText] = []
     before = ""
     pos = 0
-    for run in _tag(sentence.text, hint, given):
+    for run in _tag(sentence.text, hint, given, default):
         found = sentence.find(run.text, pos)
         if found is None:  # unreachable: runs partition the sentence; map to all of it
             a, b = sentence.source_range(0, len(sentence))

@@ -6,7 +6,9 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-SENTENCE_END = frozenset("。！？!?\n")
+from streamtts.schemas.languages import SENTENCE_END as LANGUAGE_SENTENCE_END
+
+SENTENCE_END = frozenset("。！？!?\n" + LANGUAGE_SENTENCE_END)
 CLAUSE_END = frozenset("，、；：;:,…")
 CLOSERS = frozenset("\"'”’」』）)】》〉]")
 # Words after which "." does not end a sentence.

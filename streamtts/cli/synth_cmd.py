@@ -35,7 +35,10 @@ def register(subparsers: Any) -> None:
         " languages)",
     )
     parser.add_argument(
-        "--lang", default=None, help="language hint: zh, en, ja, ko, yue (decides Han characters)"
+        "--lang",
+        default=None,
+        help="language (a tag of `streamtts voices`: zh, en, ja, es, fr, pl, ...; default: identified"
+        " per sentence)",
     )
     parser.add_argument(
         "--format",

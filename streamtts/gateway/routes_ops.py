@@ -58,7 +58,13 @@ async def metrics(request: Request) -> Response:
 
 async def voices(request: Request) -> Response:
     gw = gateway(request)
-    return JSONResponse({"voices": list(gw.voices.voices), "openai_voices": dict(OPENAI_VOICES)})
+    return JSONResponse(
+        {
+            "voices": list(gw.voices.voices),
+            "languages": list(gw.voices.languages),
+            "openai_voices": dict(OPENAI_VOICES),
+        }
+    )
 
 
 async def openapi(request: Request) -> Response:

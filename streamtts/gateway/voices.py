@@ -32,12 +32,15 @@ _BLEND_PART = re.compile(r"^([A-Za-z0-9_.-]+):([0-9]*\.?[0-9]+)$")
 @dataclass(frozen=True)
 class VoiceCatalog:
     voices: tuple[dict[str, Any], ...]
+    languages: tuple[dict[str, Any], ...] = ()
+    """The language table: tag, name, tier, the voice `auto` picks, measured error."""
 
     @classmethod
     def load(cls) -> VoiceCatalog:
         from streamtts.processors.synthesize.registry import VoiceRegistry
 
-        return cls(tuple(VoiceRegistry(threads=1).describe()))  # describes without loading models
+        registry = VoiceRegistry(threads=1)  # describes without loading models
+        return cls(tuple(registry.describe()), tuple(registry.describe_languages()))
 
     @property
     def ids(self) -> list[str]:

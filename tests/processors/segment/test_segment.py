@@ -14,6 +14,7 @@ from streamtts.processors.segment.langid import normalize_lang_hint, tag_runs
 from streamtts.processors.segment.normalize import normalize_text
 from streamtts.processors.segment.segmenter import DEFAULT_MAX_CHARS, Span, segment_text
 from streamtts.processors.segment.splitter import ClauseSplitter
+from streamtts.schemas.languages import TAGS
 
 
 def runs(text: str, hint: str | None = None) -> list[tuple[str, str]]:
@@ -189,7 +190,7 @@ def test_a_mixed_sentence_is_one_span_with_language_runs() -> None:
 
 def test_runs_concatenate_to_the_span_and_other_scripts_stay_apart() -> None:
     spans = segment_text(
-        "我今天用 Python 写了一个 demo，Привет мир，然后 push 到 GitHub。", first_min_chars=0
+        "我今天用 Python 写了一个 demo，བཀྲ་ཤིས་བདེ་ལེགས，然后 push 到 GitHub。", first_min_chars=0
     )
     for span in spans:
         assert "".join(r.text for r in span.runs) == span.text
@@ -235,12 +236,14 @@ def test_20000_chars_segment_quickly_and_limit_is_configurable() -> None:
 
 
 def test_other_scripts_are_kept_and_tagged() -> None:
-    spans = segment_text("Привет, мир. Hello.", first_min_chars=0)
+    spans = segment_text("བཀྲ་ཤིས་བདེ་ལེགས, བཀྲ་ཤིས. Hello.", first_min_chars=0)
     assert [(s.text, s.lang) for s in spans] == [
-        ("Привет,", "other"),
-        ("мир.", "other"),
+        ("བཀྲ་ཤིས་བདེ་ལེགས,", "other"),
+        ("བཀྲ་ཤིས.", "other"),
         ("Hello.", "en"),
     ]
+    spans = segment_text("Привет, мир. Hello.", first_min_chars=0)
+    assert [s.lang for s in spans] == ["ru", "ru", "en"]
 
 
 # -- properties -------------------------------------------------------------------------------
@@ -286,7 +289,7 @@ def test_segmentation_properties(text: str, first: int, first_min: int, extra: i
     assert all(len(s.text) <= first + extra for s in spans)
     # Every speakable character of the (normalized) input is spoken, in order.
     assert speakable("".join(s.text for s in spans)) == speakable(normalize_text(text))
-    assert all(s.lang in {"zh", "en", "ja", "ko", "yue", "other", "mixed"} for s in spans)
+    assert all(s.lang in {*TAGS, "other", "mixed"} for s in spans)
     for span in spans:  # runs tile the span; only mixed spans have several; never "other" in them
         assert "".join(r.text for r in span.runs) == span.text
         assert (span.lang == "mixed") == (len(span.runs) > 1)

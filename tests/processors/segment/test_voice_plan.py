@@ -84,5 +84,5 @@ def test_the_voice_changes_inside_a_sentence_only_when_no_voice_speaks_it() -> N
 
 
 def test_unspeakable_scripts_do_not_change_the_choice(registry: VoiceRegistry) -> None:
-    spans = segment_text("Hello. Привет, мир. Goodbye.")
+    spans = segment_text("Hello. བཀྲ་ཤིས་བདེ་ལེགས. Goodbye.")
     assert {p.voice for _, p in plan_voices(spans, None, registry)} == {"en_joe"}
