@@ -107,7 +107,11 @@ def fold(text: str, lang: str) -> list[str]:
 def fold_alphabetic(text: str) -> str:
     """Letters and digits of an alphabetic language, lower-cased, without spaces or punctuation
     (a character error rate, as the issue's trial measured)."""
-    return "".join(c for c in unicodedata.normalize("NFC", text).lower() if c.isalnum() or unicodedata.category(c)[0] == "M")
+    return "".join(
+        c
+        for c in unicodedata.normalize("NFC", text).lower()
+        if c.isalnum() or unicodedata.category(c)[0] == "M"
+    )
 
 
 def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:

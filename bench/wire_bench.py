@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-
 from streamtts.schemas import AudioChunk, PcmChunk, wire
 
 TEXT = (
@@ -121,7 +120,9 @@ def measure(chunks: Sequence[PcmChunk], formats: Sequence[str] = ("mp3", "opus",
     audio_s = sum(c.duration_ms for c in chunks) / 1000
     rows = compare("tts.pcm", chunks, audio_s)
     for fmt in formats:
-        as_fmt = [c.model_copy(update={"request": c.request.model_copy(update={"format": fmt})}) for c in chunks]
+        as_fmt = [
+            c.model_copy(update={"request": c.request.model_copy(update={"format": fmt})}) for c in chunks
+        ]
         audio = [encode_pcm_chunk(c) for c in as_fmt]
         content_type = registry.get(fmt).media_type(audio[0].sample_rate)
         rows += compare(f"tts.audio ({fmt})", audio, audio_s, content_type)
@@ -129,7 +130,10 @@ def measure(chunks: Sequence[PcmChunk], formats: Sequence[str] = ("mp3", "opus",
 
 
 def table(rows: Sequence[Row]) -> str:
-    head = "| topic | format | records | bytes / audio s | vs v1 | decode µs / record | decode µs / audio s | encode µs / record |"
+    head = (
+        "| topic | format | records | bytes / audio s | vs v1 | decode µs / record"
+        " | decode µs / audio s | encode µs / record |"
+    )
     out = [head, "|---|---|---:|---:|---:|---:|---:|---:|"]
     v1: dict[str, Row] = {r.topic: r for r in rows if r.wire_format == "v1"}
     for r in rows:
@@ -143,9 +147,13 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streamtts.bench.wire_bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m streamtts.bench.wire_bench", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--voice", default="en_joe", help="voice to render with (default en_joe, Piper)")
-    parser.add_argument("--timestamps", action="store_true", help="with word timestamps (words in the chunks)")
+    parser.add_argument(
+        "--timestamps", action="store_true", help="with word timestamps (words in the chunks)"
+    )
     args = parser.parse_args(argv)
     chunks = render_chunks(args.voice, args.timestamps)
     audio_s = sum(c.duration_ms for c in chunks) / 1000
@@ -156,8 +164,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(table(measure(chunks)))
     return 0
-
-
 
 
 if __name__ == "__main__":

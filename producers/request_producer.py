@@ -31,7 +31,10 @@ class RequestProducer(AsyncLifecycle):
     def _headers(self, contract: Contract, schema: str) -> list[tuple[str, bytes]]:
         """Its CloudEvents headers (v1: the content type alone) and the schema name."""
         record = wire.encode(contract, self.wire_format, source=wire.SOURCE_PREFIX + "/producer")
-        return [*(record.headers or [(wire.CONTENT_TYPE, wire.JSON_CONTENT_TYPE.encode())]), ("schema", schema.encode())]
+        return [
+            *(record.headers or [(wire.CONTENT_TYPE, wire.JSON_CONTENT_TYPE.encode())]),
+            ("schema", schema.encode()),
+        ]
 
     async def start(self) -> None:
         try:

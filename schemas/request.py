@@ -6,13 +6,20 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 
 from streamtts.audio import formats
 from streamtts.schemas.base import Contract
 from streamtts.schemas.languages import REQUEST_LANGUAGES
 from streamtts.schemas.names import AudioFormat, WavCodec
-
 
 
 def _known_language(value: str) -> str:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.context import RequestContext
@@ -30,7 +38,9 @@ SpanLanguage = Annotated[
     str, AfterValidator(_span_language), WithJsonSchema({"type": "string", "enum": list(SPAN_LANGUAGES)})
 ]
 """A tag of the language table, "other" (a script nobody speaks) or "mixed" (see `runs`)."""
-RunLanguage = Annotated[str, AfterValidator(_run_language), WithJsonSchema({"type": "string", "enum": list(TAGS)})]
+RunLanguage = Annotated[
+    str, AfterValidator(_run_language), WithJsonSchema({"type": "string", "enum": list(TAGS)})
+]
 
 
 TextBlock = tuple[int, int, int, int]

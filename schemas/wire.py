@@ -268,7 +268,11 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
     layout = BINARY.get(cls.contract_name)
     if layout is None:
         props[CONTENT_TYPE] = {"const": JSON_CONTENT_TYPE, "description": "The value is the contract's JSON."}
-        schema: dict[str, Any] = {"type": "object", "properties": props, "required": [*required, CONTENT_TYPE]}
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": props,
+            "required": [*required, CONTENT_TYPE],
+        }
         return _headers_document(cls, schema, {})
     fields = model.get("properties", {})
     must = set(model.get("required", [])) - {layout.payload, layout.time, SUBJECT_FIELD, "schema_version"}
@@ -287,14 +291,19 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
             props[header] = {
                 "type": "string",
                 "contentMediaType": JSON_CONTENT_TYPE,
-                "contentSchema": {k: v for k, v in field_schema.items() if k not in ("default", "description")},
+                "contentSchema": {
+                    k: v for k, v in field_schema.items() if k not in ("default", "description")
+                },
                 **described,
             }
         if name in must:
             required.append(header)
     if cls is PcmChunk:
         props["ce_channels"] = {"const": str(PCM_CHANNELS), "description": "Channels of the PCM (mono)."}
-        props[CONTENT_TYPE] = {"type": "string", "pattern": r"^audio/L16;rate=\d+;channels=1;endianness=little-endian$"}
+        props[CONTENT_TYPE] = {
+            "type": "string",
+            "pattern": r"^audio/L16;rate=\d+;channels=1;endianness=little-endian$",
+        }
     else:
         props[CONTENT_TYPE] = {"type": "string", "pattern": r"^audio/", "description": "The chunk's format."}
     required.append(CONTENT_TYPE)

@@ -34,8 +34,7 @@ from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import stage_spec
-from streamtts.schemas import wire
-from streamtts.schemas import CompletionResult, ContractError, PcmChunk
+from streamtts.schemas import CompletionResult, ContractError, PcmChunk, wire
 from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import SinkCheckpoint

@@ -29,8 +29,7 @@ from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import wire
-from streamtts.schemas import AudioChunk, ContractError, ControlMessage, WordTiming
+from streamtts.schemas import AudioChunk, ContractError, ControlMessage, WordTiming, wire
 from streamtts.schemas.captions import retimed
 
 

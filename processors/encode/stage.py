@@ -24,8 +24,7 @@ from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import wire
-from streamtts.schemas import AudioChunk, ContractError, PcmChunk
+from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
 
 
 class EncodedChunks(ByteLRU[bytes]):

@@ -15,10 +15,9 @@ language of their own: they join a neighbouring run (see `_attach_neutral`).
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
-
-import threading
 from functools import lru_cache
 from typing import Any
 
@@ -314,7 +313,11 @@ def _raw_pieces(
             pos = m.end()
             continue
         script = script_of(sentence[pos])
-        lang = script_lang.get(script) if script != "other" else letters.get(letter_script(sentence[pos]), "other")
+        lang = (
+            script_lang.get(script)
+            if script != "other"
+            else letters.get(letter_script(sentence[pos]), "other")
+        )
         if run_start < 0 or run_lang != lang:
             if run_start >= 0:
                 pieces.append((sentence[run_start:pos], run_lang, False))
@@ -387,7 +390,9 @@ def tag_runs(sentence: str, lang_hint: str | None = None, default: str | None = 
     """
     if not sentence:
         return []
-    pieces = _raw_pieces(sentence, han_language(sentence, lang_hint), _letter_langs(sentence, lang_hint, default))
+    pieces = _raw_pieces(
+        sentence, han_language(sentence, lang_hint), _letter_langs(sentence, lang_hint, default)
+    )
     if all(lang is None for _, lang, _ in pieces):
         return [Run(sentence, lang_hint or "en")]
     return _attach_neutral(pieces)

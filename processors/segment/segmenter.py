@@ -17,7 +17,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from streamtts.processors.segment.exceptions import EmptyText, SegmentationError, TextTooLong, UnsupportedLanguage
+from streamtts.processors.segment.exceptions import (
+    EmptyText,
+    SegmentationError,
+    TextTooLong,
+    UnsupportedLanguage,
+)
 from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs, text_language
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
@@ -159,7 +164,13 @@ def segment_text(
         if lexicon:
             sentence = _with_lexicon(sentence, hint, lexicon, given, spoken, default)
         pieces = _sentence_pieces(
-            sentence, hint, splitter, first=first and not spans, verbalize=verbalize, given=given, default=default
+            sentence,
+            hint,
+            splitter,
+            first=first and not spans,
+            verbalize=verbalize,
+            given=given,
+            default=default,
         )
         if not pieces:
             continue

@@ -27,7 +27,11 @@ from typing import Any
 import numpy as np
 
 from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec
-from streamtts.processors.synthesize.exceptions import ModelLoadError, SynthesisError, UnsupportedLanguageError
+from streamtts.processors.synthesize.exceptions import (
+    ModelLoadError,
+    SynthesisError,
+    UnsupportedLanguageError,
+)
 from streamtts.schemas.languages import BY_TAG, ROWS
 
 FORMANT_LANGS: frozenset[str] = frozenset(r.tag for r in ROWS if r.espeak and r.tag != "yue")
@@ -117,14 +121,16 @@ class FormantEngine:
     def from_ipa(self, ipa: str, lang: str) -> str:
         return ""  # IPA input is not mapped to espeak's mnemonics: the text is read instead
 
-    def synthesize_phonemes(self, phonemes: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
+    def synthesize_phonemes(
+        self, phonemes: str, voice: VoiceSpec, speed: float = 1.0
+    ) -> Iterator[AudioChunk]:
         """One chunk: every tagged run of `phonemes` spoken in turn by its espeak voice."""
         runs = [piece.split(_VOICE_END, 1) for piece in phonemes.split(_RUN) if _VOICE_END in piece]
         if not runs:
             return
         with self._lock:
             self._pieces = []
-            self.lib.espeak_SetParameter(_RATE, int(round(_DEFAULT_WPM * speed)), 0)
+            self.lib.espeak_SetParameter(_RATE, round(_DEFAULT_WPM * speed), 0)
             for espeak_voice, text in runs:
                 if not text.strip():
                     continue

@@ -27,8 +27,8 @@ from streamtts.processors.synthesize.exceptions import (
     UnknownVoiceError,
     UnsupportedLanguageError,
 )
-from streamtts.processors.synthesize.g2p import G2PBank
 from streamtts.processors.synthesize.formant import FORMANT_LANGS
+from streamtts.processors.synthesize.g2p import G2PBank
 from streamtts.processors.synthesize.kokoro import KOKORO_LANGS, bundled_voice_packs
 from streamtts.schemas.languages import FORMANT_VOICE, NEURAL_TAGS, ROWS
 
@@ -100,7 +100,13 @@ class VoiceRegistry:
             self._add_kokoro(voice_id, pack, _BUNDLED_NOTES.get(voice_id, "Kokoro"))
         self._add_piper(JOE_VOICE_ID, None, None, 22_050, "en", "Piper en_US-joe-medium, male")
         self._voices[FORMANT_VOICE] = VoiceSpec(
-            FORMANT_VOICE, FORMANT, FORMANT_LANGS, 22_050, 1.0, None, "espeak-ng formant synthesizer (robotic)"
+            FORMANT_VOICE,
+            FORMANT,
+            FORMANT_LANGS,
+            22_050,
+            1.0,
+            None,
+            "espeak-ng formant synthesizer (robotic)",
         )
         if user_voice_dir is not None:
             self._load_user_voices(Path(user_voice_dir))

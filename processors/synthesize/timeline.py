@@ -19,8 +19,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.schemas import wire
-from streamtts.schemas import ContractError, PcmChunk, Segment
+from streamtts.schemas import ContractError, PcmChunk, Segment, wire
 
 log = logging.getLogger(__name__)
 
