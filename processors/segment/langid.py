@@ -138,6 +138,9 @@ one as English, "Your verification code is …" as French and an Italian price s
 Romanian, 0.96)."""
 SURE = 0.8
 """A low-accuracy pick outside `CORE_LATIN` (Swedish, Czech, …) is taken at this confidence."""
+OTHER_LATIN_MIN_WORDS = 4
+"""... and only from this many words: "Hello world." scored Vietnamese 0.8 in low accuracy;
+shorter texts are told apart among `CORE_LATIN` by the accurate models."""
 
 
 def _best(detector: Any, text: str, tags: tuple[str, ...]) -> tuple[str | None, float, float, float]:
@@ -172,7 +175,13 @@ def identify(text: str, script: str = "latin", default: str | None = None) -> st
         return found if found is not None and confidence >= IDENTIFY_MIN_CONFIDENCE else default
     if found == "en" and confidence >= IDENTIFY_MIN_CONFIDENCE:
         return "en"
-    if found is not None and found not in CORE_LATIN and confidence >= SURE and core_confidence < 0.1:
+    if (
+        found is not None
+        and found not in CORE_LATIN
+        and len(words) >= OTHER_LATIN_MIN_WORDS
+        and confidence >= SURE
+        and core_confidence < 0.1
+    ):
         return found  # an Italian price sentence scored Romanian 0.8: a core language close by vetoes
     core = tuple(t for t in CORE_LATIN if t in tags)
     with _LINGUA_LOCK:

@@ -49,11 +49,13 @@ def test_clipping_and_join_clicks() -> None:
     assert join_clicks(cut, [1000]) == 1
 
 
-def test_the_bundled_set_has_forty_sentences_in_five_languages() -> None:
+def test_the_bundled_set_has_sixty_sentences_in_eleven_languages() -> None:
     sentences = load_sentences()
-    assert len(sentences) >= 40
-    assert {s.lang for s in sentences} == {"zh", "en", "ja", "mixed", "ko"}
+    assert len(sentences) >= 60
+    first_five = {"zh", "en", "ja", "mixed", "ko"}
+    kokoro_v1 = {"es", "fr", "hi", "it", "pt", "de"}  # the languages of the language table's rows
+    assert {s.lang for s in sentences} == first_five | kokoro_v1
     assert sum(any(c.isdigit() for c in s.text) for s in sentences) >= 12
     assert len(load_sentences(langs=["zh"], per_lang=2)) == 2
     with pytest.raises(ConfigError, match="unknown language"):
-        load_sentences(langs=["fr"])
+        load_sentences(langs=["tlh"])

@@ -12,7 +12,7 @@ from streamtts.cli.main import main
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--langs", "fr"], "unknown language(s) ['fr']"),
+        (["--langs", "tlh"], "unknown language(s) ['tlh']"),
         (["--first-min", "a,b"], "--first-min takes comma-separated integers"),
         (["--per-lang", "0"], "must be ≥ 1"),
         (["--set", "/no/such/set.jsonl"], "cannot read /no/such/set.jsonl"),

@@ -146,7 +146,7 @@ def test_long_phoneme_strings_are_split_not_truncated(registry: VoiceRegistry) -
 
 
 def test_user_errors_are_clear(synthesizer: Synthesizer) -> None:
-    with pytest.raises(UnknownVoiceError, match="available: en_joe, jf_alpha"):
+    with pytest.raises(UnknownVoiceError, match="available: en_joe, espeak, jf_alpha"):
         list(synthesize_text(synthesizer, "hello", voice_id="nobody"))
     with pytest.raises(UnknownVoiceError, match="nobody"):
         list(synthesize_text(synthesizer, "hello", voice_id="jm_kumo:0.5+nobody:0.5"))
