@@ -155,6 +155,25 @@ def _best(detector: Any, text: str, tags: tuple[str, ...]) -> tuple[str | None, 
     return by_name.get(values[0].language.name), float(values[0].value), float(english), float(core)
 
 
+_WARM_TEXT = "Hello there, thank you for calling today"
+"""Long enough for every n-gram order lingua uses (it loads each language's models lazily)."""
+
+
+def warm_identification() -> None:
+    """Load lingua's models now (the accurate Latin ones take ~5 s on 2 cores), so that no
+    request waits for them: a segment worker's first "Hello there." cost 5 s more without."""
+    for script in sorted({r.script for r in ROWS}):
+        tags = tuple(t for t in _script_rows(script) if BY_TAG[t].lingua)
+        if len(tags) > 1:
+            with _LINGUA_LOCK:
+                detector = _detector(tags)
+            detector.compute_language_confidence_values(_WARM_TEXT)  # lingua loads models lazily
+    latin = tuple(t for t in _script_rows("latin") if BY_TAG[t].lingua)
+    with _LINGUA_LOCK:
+        detector = _detector(tuple(t for t in CORE_LATIN if t in latin), True)
+    detector.compute_language_confidence_values(_WARM_TEXT)
+
+
 def identify(text: str, script: str = "latin", default: str | None = None) -> str | None:
     """The table language of `text` among the rows of `script` that lingua knows; `default`
     when lingua is unsure (confidence under `IDENTIFY_MIN_CONFIDENCE`, one word only, or

@@ -17,6 +17,7 @@ from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.routing import Route, route
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.processors.segment.exceptions import TooCostly
+from streamtts.processors.segment.langid import warm_identification
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
@@ -106,6 +107,11 @@ class SegmentStage(FaustStage):
         # overrun its budget where no check reaches (see `_plan`).
         self._planning = ThreadPoolExecutor(max_workers=2, thread_name_prefix="segment-plan")
         self._stopping = threading.Event()
+
+    async def start(self) -> None:
+        # Language identification's models load before the first record, off the loop.
+        await asyncio.to_thread(warm_identification)
+        await super().start()
 
     async def stop(self) -> None:
         # 1. a plan still running ends at its next check, at once: its thread no longer
