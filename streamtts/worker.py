@@ -148,7 +148,7 @@ class Worker:
             pools=self.pools if pooled else None,
             release=self.pipeline.release.name if any(spec.release_lanes for spec in self.specs) else None,
             ops_port=self.ops_port,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            duration_ms=_ms_since(started),
         )
 
     async def stop(self) -> None:

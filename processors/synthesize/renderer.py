@@ -242,15 +242,7 @@ class SegmentRenderer:
                 taken: DegradationStep = "formant" if base.voice_id == FORMANT_VOICE else step
                 return self._degraded(segment, spoken, taken, reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
-                log_event(
-                    log,
-                    "fallback_failed",
-                    logging.WARNING,
-                    request_id=ctx.request_id,
-                    seq=segment.seq,
-                    lang=fallback_lang,
-                    error=str(err)[:200],
-                )
+                _fallback_failed(segment, fallback_lang, err)
         # Step 3: espeak-ng's formant voice, when it speaks every language of the span.
         formant = self.synth.registry.formant_voice()
         if langs <= formant.languages:
@@ -258,15 +250,7 @@ class SegmentRenderer:
                 spoken = self._speak(self._plan(segment, formant.voice_id, langs))
                 return self._degraded(segment, spoken, "formant", reason, started)
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
-                log_event(
-                    log,
-                    "fallback_failed",
-                    logging.WARNING,
-                    request_id=ctx.request_id,
-                    seq=segment.seq,
-                    lang=lang,
-                    error=str(err)[:200],
-                )
+                _fallback_failed(segment, lang, err)
         # Step 4: the clip pre-rendered at start-up: cannot fail.
         clip = self._clip(main_lang if main_lang in PLEASE_WAIT_TEXT else "en", ctx.sample_rate)
         # No words: the clip says "please wait", not the span's text.
@@ -436,6 +420,19 @@ def _unique(items: tuple[str, ...]) -> list[str]:
         if item not in seen:
             seen.append(item)
     return seen
+
+
+def _fallback_failed(segment: Segment, lang: str, err: Exception) -> None:
+    """A degradation step that failed too: logged, and the next step is tried."""
+    log_event(
+        log,
+        "fallback_failed",
+        logging.WARNING,
+        request_id=segment.request.request_id,
+        seq=segment.seq,
+        lang=lang,
+        error=str(err)[:200],
+    )
 
 
 def _ms(started: float) -> float:
