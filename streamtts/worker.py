@@ -85,6 +85,8 @@ class Worker:
         self._lag: Any = None
         self.cancels: CancelWatch | None = None
         """The process's view of `tts.control` (synthesize drops cancelled work)."""
+        self.lanes: Any = None
+        """The process's inference lanes, shared by its synthesize stages (None: "fifo")."""
         self.lexicons: LexiconBook | None = None
         """The process's view of `tts.lexicons` (segment applies each tenant's lexicon)."""
         self.releases: ReleaseWatch | None = None
@@ -205,7 +207,7 @@ class Worker:
     # -- side services (see `runtime.topology.SIDE_SERVICES`) --------------------------------
     async def _start_model(self) -> None:
         """The model (CPU-bound load + warm-up, off the loop) and the canary's reference."""
-        from streamtts.processors.synthesize.speech_stack import build_renderer
+        from streamtts.processors.synthesize.speech_stack import build_lanes, build_renderer
         from streamtts.runtime.canary import Canary
 
         self.telemetry.release_info.labels(self.pipeline.release.name).set(1)
@@ -219,6 +221,7 @@ class Worker:
             renderer = self._renderer = await asyncio.to_thread(
                 build_renderer, self.pipeline, self.settings.s3, count
             )
+        self.lanes = build_lanes(self.pipeline)
         self._on_stop("model", self._close_model)
         for rendered in voice_map(self.pipeline.release.voices).values():
             renderer.synth.registry.spec(rendered)  # a release mapping to an unknown voice fails at start
@@ -264,6 +267,9 @@ class Worker:
         if self.canary_reports is not None:
             await self.canary_reports.stop()
             self.canary_reports = None
+        if self.lanes is not None:
+            await asyncio.to_thread(self.lanes.close)  # joins the lanes' threads
+            self.lanes = None
         if self._renderer is not None and self._owns_renderer:
             self._renderer.close()  # the budget guard's threads
 
@@ -375,6 +381,7 @@ def _synthesize(worker: Worker, group: GroupSpec) -> Stage:
         telemetry=worker.telemetry,
         cancels=worker.cancels,
         profile=ReleaseProfile(pipe.release.name, voice_map(pipe.release.voices)),
+        lanes=worker.lanes,
     )
 
 

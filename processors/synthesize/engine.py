@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from streamtts.processors.synthesize.exceptions import Preempted
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -144,3 +148,84 @@ def make_session(
         available = ort.get_available_providers()
         providers = [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available]
     return ort.InferenceSession(model, sess_options=opts, providers=list(providers))
+
+
+@dataclass
+class RunControl:
+    """One scheduled job's hold on its model runs: lets the lanes stop it from another thread
+    (onnxruntime's `RunOptions.terminate`, checked between operators) to give its lane to a
+    first span, and keeps the outputs of the runs it finished, so that a stopped job started
+    again redoes only the run that was stopped."""
+
+    piece_phonemes: int | None = None
+    """Bulk work: cut the job's phonemes at clause boundaries into model calls of about this
+    many phonemes (None: no cuts, the engine's own limits only)."""
+    preempted: bool = False
+    compute_ms: float = 0.0
+    """Time in model runs that finished (over every attempt)."""
+    wasted_ms: float = 0.0
+    """Time in runs that were stopped: compute the preemption threw away."""
+    tokens: int = 0
+    """Tokens (phonemes) of the runs that finished: the cost model's x."""
+    _options: Any = field(default=None, repr=False)
+    _done: dict[bytes, list[Any]] = field(default_factory=dict, repr=False)
+
+    def options(self) -> Any:
+        if self._options is None:
+            self._options = import_onnxruntime().RunOptions()
+        self._options.terminate = self.preempted
+        return self._options
+
+    def stop(self) -> None:
+        self.preempted = True
+        if self._options is not None:
+            self._options.terminate = True
+
+    def rearm(self) -> None:
+        """Before another attempt: not stopped; finished runs stay remembered."""
+        self.preempted = False
+        if self._options is not None:
+            self._options.terminate = False
+
+    def recall(self, key: bytes) -> list[Any] | None:
+        return self._done.get(key)
+
+    def remember(self, key: bytes, outputs: list[Any], tokens: int, ms: float) -> None:
+        self._done[key] = outputs
+        self.tokens += tokens
+        self.compute_ms += ms
+
+
+CURRENT_RUN: ContextVar[RunControl | None] = ContextVar("streamtts_run_control", default=None)
+"""The control of the job this thread runs for the lanes (None outside them)."""
+
+
+def run_session(session: Any, feeds: Mapping[str, np.ndarray], *, tokens: int) -> list[Any]:
+    """`session.run(None, feeds)`, stoppable by the lanes when they scheduled this call.
+
+    Raises:
+        Preempted: the scheduler stopped it (before or during the run).
+    """
+    control = CURRENT_RUN.get()
+    if control is None:
+        return list(session.run(None, dict(feeds)))
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(feeds):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(feeds[name]).tobytes())
+    key = digest.digest()
+    done = control.recall(key)
+    if done is not None:
+        return done
+    if control.preempted:
+        raise Preempted()
+    started = time.perf_counter()
+    try:
+        outputs = list(session.run(None, dict(feeds), control.options()))
+    except Exception as err:  # onnxruntime's Fail: "Exiting due to terminate flag ..."
+        if control.preempted:
+            control.wasted_ms += (time.perf_counter() - started) * 1000.0
+            raise Preempted() from err
+        raise
+    control.remember(key, outputs, tokens, (time.perf_counter() - started) * 1000.0)
+    return outputs

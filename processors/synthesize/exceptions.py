@@ -37,3 +37,11 @@ class InvalidParameterError(SynthesisError, ValueError):
     """A request parameter (speed, sample rate) is out of range."""
 
     reason = "invalid_parameter"
+
+
+class Preempted(Exception):  # a scheduling outcome, not an error
+    """A bulk run was stopped so that a first span could have its lane; it runs again.
+
+    Deliberately not a SynthesisError/RuntimeError: the renderer's degradation chain must let
+    it through (it is no failure of the voice), up to the lanes that re-queue the run.
+    """

@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 
 from streamtts.processors.synthesize.durations import KOKORO_DURATIONS, phoneme_bounds, with_duration_output
-from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
+from streamtts.processors.synthesize.engine import (
+    CURRENT_RUN,
+    AudioChunk,
+    VoiceSpec,
+    make_session,
+    run_session,
+)
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import WARM_UP_TEXT, G2PBank
 from streamtts.processors.synthesize.ipa import kokoro_phonemes
@@ -80,6 +86,24 @@ def split_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[str]:
         return [phonemes] if phonemes.strip() else []
     words = (word for part in _BREAK_RE.split(phonemes) for word in _fit(part, limit))
     return [p for p in _pack(words, limit) if p.strip()]
+
+
+def clause_pieces(phonemes: str, budget: int) -> list[str]:
+    """Whole clauses packed greedily into pieces of at most `budget` phonemes, each within
+    the model's limit: the scheduler's bound on one bulk model call. A clause longer than the
+    budget stays whole (a cut for the schedule's sake never falls inside a clause)."""
+    pieces: list[str] = []
+    current = ""
+    for clause in _BREAK_RE.split(phonemes):
+        joined = f"{current} {clause}" if current else clause
+        if current and len(joined) > budget:
+            pieces.append(current)
+            current = clause
+        else:
+            current = joined
+    if current:
+        pieces.append(current)
+    return [q for p in pieces for q in split_phonemes(p)]
 
 
 def _fit(text: str, limit: int) -> list[str]:
@@ -187,7 +211,11 @@ class KokoroEngine:
         """Yield audio for a phoneme string, one chunk per ≤510-phoneme piece."""
         if voice.style is None:
             raise ValueError(f"voice {voice.voice_id!r} has no Kokoro style pack")
-        for piece in split_phonemes(phonemes):
+        # Scheduled as bulk work, a long span is several bounded calls (see `lanes`).
+        control = CURRENT_RUN.get()
+        budget = control.piece_phonemes if control is not None else None
+        pieces = split_phonemes(phonemes) if budget is None else clause_pieces(phonemes, budget)
+        for piece in pieces:
             samples, bounds = self._infer(piece, voice.style, speed)
             yield AudioChunk(samples, SAMPLE_RATE, piece, bounds=bounds)
 
@@ -201,13 +229,14 @@ class KokoroEngine:
         # Invariant: the caller split to MAX_PHONEMES; the model's position table ends there.
         assert len(tokens) <= MAX_PHONEMES, len(tokens)
         style = style_pack[min(len(tokens), len(style_pack) - 1)].reshape(1, 256)
-        outputs = self.session.run(
-            None,
+        outputs = run_session(
+            self.session,
             {
                 "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
                 "style": np.asarray(style, dtype=np.float32),
                 "speed": np.array([speed], dtype=np.float32),
             },
+            tokens=len(tokens),
         )
         audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
         if not self.timed or len(outputs) < 2:

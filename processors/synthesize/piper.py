@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from streamtts.processors.synthesize.durations import PIPER_DURATIONS, phoneme_bounds, with_duration_output
-from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session
+from streamtts.processors.synthesize.engine import AudioChunk, VoiceSpec, make_session, run_session
 from streamtts.processors.synthesize.exceptions import ModelLoadError, UnsupportedLanguageError
 from streamtts.processors.synthesize.g2p import ascii_punctuation, quiet_word_count_warnings
 from streamtts.processors.synthesize.ipa import espeak_phonemes
@@ -184,14 +184,14 @@ class PiperEngine:
             ],
             dtype=np.float32,
         )
-        feeds = {
+        feeds: dict[str, np.ndarray] = {
             "input": np.array([ids], dtype=np.int64),
             "input_lengths": np.array([len(ids)], dtype=np.int64),
             "scales": scales,
         }
         if int(self.config.get("num_speakers", 1)) > 1:
             feeds["sid"] = np.array([0], dtype=np.int64)
-        outputs = self.session.run(None, feeds)
+        outputs = run_session(self.session, feeds, tokens=len(ids))
         audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
         return audio, (outputs[1] if self.timed and len(outputs) > 1 else None)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -44,6 +45,37 @@ class FirstSegmentsFirst(Generic[T]):
             _, _, item = heapq.heappop(self._heap)
             self._changed.notify_all()
             return item
+
+    async def get_where(self, ready: Callable[[T, bool], bool]) -> T:
+        """The first item in queue order for which `ready(item, first)` holds; waits until
+        one does (call `wake` when what `ready` depends on changed). Linear in the queue,
+        which is bounded by `maxsize`."""
+        async with self._changed:
+            found: list[int] = []
+
+            def pick() -> bool:
+                best = None
+                for k, (rank, count, item) in enumerate(self._heap):
+                    if (best is None or (rank, count) < self._heap[best][:2]) and ready(item, rank == 0):
+                        best = k
+                if best is None:
+                    return False
+                found.append(best)
+                return True
+
+            await self._changed.wait_for(pick)
+            k = found[-1]
+            _, _, item = self._heap[k]
+            self._heap[k] = self._heap[-1]
+            self._heap.pop()
+            heapq.heapify(self._heap)
+            self._changed.notify_all()
+            return item
+
+    async def wake(self) -> None:
+        """Re-check waiting `get_where` calls."""
+        async with self._changed:
+            self._changed.notify_all()
 
 
 class InOrderAcks(Generic[T]):

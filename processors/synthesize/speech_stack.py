@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from streamtts.processors.synthesize.blob_tier import BlobTier
 from streamtts.processors.synthesize.breaker import CircuitBreaker
+from streamtts.processors.synthesize.lanes import InferenceLanes
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
@@ -41,6 +42,21 @@ def build_cache(
     return RenderCache(MemoryTier(pipeline.render_cache.mb * 1024 * 1024), shared, on_count)
 
 
+def inference_threads(pipeline: PipelineSettings) -> int:
+    """Intra-op threads per model run: with lanes each lane is one core's worth of work."""
+    synth = pipeline.synthesis
+    return synth.threads or (1 if synth.scheduler == "lanes" else usable_cpus())
+
+
+def build_lanes(pipeline: PipelineSettings) -> InferenceLanes | None:
+    """The process's inference lanes (None with `scheduler = "fifo"`)."""
+    synth = pipeline.synthesis
+    if synth.scheduler != "lanes":
+        return None
+    slots = synth.lanes or max(1, usable_cpus() // inference_threads(pipeline))
+    return InferenceLanes(slots, preempt_after_ms=synth.preempt_after_ms, piece_ms=synth.piece_ms)
+
+
 def budgets_of(pipeline: PipelineSettings) -> Budgets:
     """The time budgets the settings give a span (G2P, inference)."""
     return Budgets(
@@ -58,7 +74,7 @@ def build_renderer(
     """Load and warm the engines (blocking: call it in a thread at start-up); with `s3`, the
     render cache's shared tier lives there and its newest entries are preloaded."""
     started = time.perf_counter()
-    threads = pipeline.synthesis.threads or usable_cpus()
+    threads = inference_threads(pipeline)
     registry = VoiceRegistry(threads=threads, spin=pipeline.synthesis.spin)
     log_event(
         log,

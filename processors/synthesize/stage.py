@@ -14,15 +14,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from faust.types import EventT, StreamT
 
 from streamtts.features.control.cancel_watch import CancelWatch
 from streamtts.features.releases.profile import ReleaseProfile
 from streamtts.processors.synthesize.chunker import cancelled_marker, pcm_chunks
+from streamtts.processors.synthesize.cost_model import family
+from streamtts.processors.synthesize.lanes import InferenceLanes, LaneStats
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.renderer import NOTHING_CACHED, CacheLookup, SegmentRenderer
 from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
+from streamtts.processors.synthesize.span_plan import planned_voice
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
@@ -63,8 +67,11 @@ class SynthesizeStage(FaustStage):
         telemetry: Telemetry | None = None,
         cancels: CancelWatch | None = None,
         profile: ReleaseProfile | None = None,
+        lanes: InferenceLanes | None = None,
     ) -> None:
-        """pool: "short" reads tts.segments (group streamtts-synthesize), "long" reads
+        """lanes: the process's inference lanes (first spans never wait for bulk work);
+        None: the stage's own executor, one segment at a time (`scheduler = "fifo"`).
+        pool: "short" reads tts.segments (group streamtts-synthesize), "long" reads
         tts.segments.long (group streamtts-synthesize-long). cancels: segments of cancelled
         requests are skipped (a marker instead of audio). profile: the release served; a
         release other than "stable" reads its own lane, tts.release.NAME.segments[.long], in
@@ -87,6 +94,7 @@ class SynthesizeStage(FaustStage):
         self._looked_up: dict[int, LookedUp] = {}
         self._timeline = RequestTimeline()
         self.cancels = cancels
+        self.lanes = lanes
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
         """Reads ahead into a bounded first-segments-first queue while one task synthesizes.
@@ -99,7 +107,8 @@ class SynthesizeStage(FaustStage):
         queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synthesis.lookahead))
         self._acks = InOrderAcks()
         self._looked_up.clear()  # lookups of records a previous run left queued
-        worker = asyncio.create_task(self._drain(queue, manual), name=f"{self.group}-drain")
+        drain = self._drain if self.lanes is None else self._drain_lanes
+        worker = asyncio.create_task(drain(queue, manual), name=f"{self.group}-drain")
         try:
             async for event in manual.events():
                 msg = event.message
@@ -150,6 +159,66 @@ class SynthesizeStage(FaustStage):
                 continue  # read before a rebalance: its partition may be someone else's now
             await self.process(event, manual)
 
+    async def _drain_lanes(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
+        """With lanes: up to `lanes.slots` first spans and as many bulk spans in flight at
+        once, at most one per request, so each request's segments are published in order
+        (a later segment starts only once the one before it is out)."""
+        assert self.lanes is not None
+        cap = self.lanes.slots
+        busy: set[bytes] = set()
+        in_flight = {True: 0, False: 0}
+        tasks: set[asyncio.Task[None]] = set()
+        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def ready(event: EventT, first: bool) -> bool:
+            return (event.message.key or b"") not in busy and in_flight[first] < cap
+
+        async def one(event: EventT, key: bytes, first: bool) -> None:
+            try:
+                await self.process(event, manual)
+            except Exception as err:  # a bug past the stage's own handling: stop the drain
+                if not failed.done():
+                    failed.set_exception(err)
+            finally:
+                busy.discard(key)
+                in_flight[first] -= 1
+                await queue.wake()
+
+        getter: asyncio.Future[EventT] | None = None
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get_where(ready))
+                await asyncio.wait((getter, failed), return_when=asyncio.FIRST_COMPLETED)
+                if failed.done():
+                    getter.cancel()
+                    failed.result()
+                event = getter.result()
+                if event.message.generation_id != self.app.consumer_generation_id:
+                    self._looked_up.pop(id(event), None)
+                    continue  # read before a rebalance: its partition may be someone else's now
+                first = header(event.message.headers, FIRST_SEGMENT) is not None
+                key = event.message.key or b""
+                busy.add(key)
+                in_flight[first] += 1
+                task = asyncio.create_task(one(event, key, first), name=f"{self.group}-span")
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        finally:
+            if getter is not None and not getter.done():
+                getter.cancel()  # stopped while waiting for a record: the wait ends with us
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _engine_of(self, segment: Segment) -> str:
+        """The engine that will speak the segment (for the cost model), best effort."""
+        registry = self.renderer.synth.registry
+        try:
+            voice = planned_voice(segment)
+            return (registry.spec(voice) if voice else registry.base_voice(segment.lang)).engine
+        except Exception:  # an unknown voice: the render degrades; any guess will do here
+            return "kokoro"
+
     async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
         """In offset order per partition, although records finish out of order (see
         `InOrderAcks`): an earlier record still queued holds back the acks of later ones."""
@@ -172,12 +241,24 @@ class SynthesizeStage(FaustStage):
         if self._cancelled(segment):  # before any work: no inference for it
             return await self._skip(segment, event, started)
         loop = asyncio.get_running_loop()
+        lane: LaneStats | None = None
         try:
             rendered = found.rendered
             if rendered is None:
                 # A lookup's plan is reused: the voice is resolved and G2P runs once per span.
                 render = partial(self.renderer.render, segment, found.plan)
-                rendered = await loop.run_in_executor(self.pool, render)
+                if self.lanes is None:
+                    rendered = await loop.run_in_executor(self.pool, render)
+                else:
+                    ran = await self.lanes.run(
+                        render,
+                        first=segment.seq == 0,
+                        engine=self._engine_of(segment),
+                        chars=len(segment.text),
+                        phonemes=len(found.plan.phonemes) if found.plan is not None else None,
+                    )
+                    rendered, lane = ran.value, ran.stats
+                    self._lane_metrics(lane)
             if self._cancelled(segment):  # cancelled while it was spoken: abandon at this span
                 return await self._skip(segment, event, started)
             ctx = segment.request
@@ -222,10 +303,27 @@ class SynthesizeStage(FaustStage):
             audio_s=round(audio_s, 3),
             parts=len(chunks),
             rtf=round(rendered.synth_ms / 1000 / audio_s, 3) if audio_s else None,
+            cpu_ms=round(rendered.cpu_ms, 1),
             degraded=rendered.degradation.reason if rendered.degradation else None,
             cache=rendered.cache,
+            **_lane_fields(lane),
         )
         return "degraded" if rendered.degradation else "ok"
+
+    def _lane_metrics(self, lane: LaneStats) -> None:
+        assert self.lanes is not None
+        t = self.telemetry
+        t.lane_wait.labels(lane.lane).observe(lane.waited_ms / 1000)
+        if lane.preemptions:
+            t.preemptions.inc(lane.preemptions)
+            t.preempted_compute.inc(lane.wasted_ms / 1000)
+        if lane.predicted_ms > 0:
+            t.cost_error.labels(family(lane.engine)).observe(
+                (lane.run_ms - lane.wasted_ms) / lane.predicted_ms
+            )
+        t.predicted_first_wait.set(self.lanes.predicted_first_wait_ms() / 1000)
+        for engine, fit in self.lanes.cost.snapshot().items():
+            t.cost_slope.labels(engine).set(fit["ms_per_phoneme"])
 
     def _cancelled(self, segment: Segment) -> bool:
         return (
@@ -285,3 +383,17 @@ class SynthesizeStage(FaustStage):
         await super().stop()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.lookup_pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _lane_fields(lane: LaneStats | None) -> dict[str, Any]:
+    """The scheduler's view of a span, for the synthesize log line (checkable decisions)."""
+    if lane is None:
+        return {}
+    return {
+        "lane": lane.lane,
+        "predicted_ms": round(lane.predicted_ms, 1),
+        "lane_wait_ms": round(lane.waited_ms, 1),
+        "lane_run_ms": round(lane.run_ms, 1),
+        "preemptions": lane.preemptions,
+        "wasted_ms": round(lane.wasted_ms, 1),
+    }

@@ -222,7 +222,8 @@ class SynthesisSettings(SettingsGroup):
     env_prefix: ClassVar[str] = "SYNTH_"
     at_least_one: ClassVar[tuple[str, ...]] = ("workers", "chunk_max_ms")
     threads: int = 0
-    """onnxruntime intra-op threads per inference; 0 = every CPU this process may use (its affinity mask)."""
+    """onnxruntime intra-op threads per inference; 0 = 1 with lanes (one run per lane and core),
+    every CPU this process may use (its affinity mask) with `scheduler = "fifo"`."""
     spin: bool = False
     """Let onnxruntime's intra-op threads busy-wait between operators. Off by default: on a
     node shared with Kafka and the other stages, spinning threads burn the cores those need
@@ -232,7 +233,18 @@ class SynthesisSettings(SettingsGroup):
     """Segments a synthesize worker reads ahead so a new request's first segment can overtake
     queued later segments of other requests (head-of-line blocking)."""
     workers: int = 1
-    """Concurrent inferences per synthesize worker (bounded executor; more = queueing)."""
+    """With `scheduler = "fifo"`: concurrent inferences per synthesize stage (bounded executor)."""
+    scheduler: str = "lanes"
+    """"lanes": one inference lane per core shared by the process's synthesize stages, first
+    spans ahead of bulk work, long bulk spans cut into bounded calls, a bulk run stopped when a
+    first span would wait past `preempt_after_ms` (docs/scheduling.md). "fifo": each stage
+    renders one segment at a time on `threads` intra-op threads (the scheduler before lanes)."""
+    lanes: int = 0
+    """Inference lanes per synthesize process; 0 = one per usable CPU."""
+    preempt_after_ms: float = 500.0
+    """A first span predicted to wait longer than this for a lane stops a bulk run."""
+    piece_ms: float = 500.0
+    """Bulk model calls are cut (at clause boundaries) to about this much predicted compute; 0 = no cuts."""
     warm_voices: tuple[str, ...] = _env_alias(("jm_kumo",), "WARM_VOICES")
     """Voices loaded and warmed at start, so their first request pays no load time."""
     chunk_max_ms: int = _env_alias(5_000, "CHUNK_MAX_MS")
@@ -240,6 +252,10 @@ class SynthesisSettings(SettingsGroup):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.scheduler not in ("lanes", "fifo"):
+            raise ConfigError(f"{ENV_PREFIX}SYNTH_SCHEDULER must be lanes or fifo, not {self.scheduler!r}")
+        if self.lanes < 0 or self.preempt_after_ms < 0 or self.piece_ms < 0:
+            raise ConfigError(f"{ENV_PREFIX}SYNTH_LANES, _PREEMPT_AFTER_MS and _PIECE_MS must be ≥ 0")
         if self.chunk_max_ms > 15_000:
             raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 

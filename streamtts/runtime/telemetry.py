@@ -45,6 +45,39 @@ class Telemetry:
             buckets=RTF_BUCKETS,
             registry=r,
         )
+        self.lane_wait = Histogram(
+            "streamtts_synth_lane_wait_seconds",
+            "Time a span waited for an inference lane (first spans vs bulk work)",
+            ["lane"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        self.preemptions = Counter(
+            "streamtts_synth_preemptions", "Bulk runs stopped to give a lane to a first span", registry=r
+        )
+        self.preempted_compute = Counter(
+            "streamtts_synth_preempted_compute_seconds",
+            "Model compute thrown away by preemptions (the stopped calls)",
+            registry=r,
+        )
+        self.predicted_first_wait = Gauge(
+            "streamtts_synth_predicted_first_wait_seconds",
+            "Predicted wait of a first span submitted now (what admission reads)",
+            registry=r,
+        )
+        self.cost_error = Histogram(
+            "streamtts_synth_cost_ratio",
+            "Measured / predicted compute of a span (the cost model's error)",
+            ["engine"],
+            buckets=(0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0),
+            registry=r,
+        )
+        self.cost_slope = Gauge(
+            "streamtts_synth_cost_ms_per_phoneme",
+            "The cost model's fitted compute per phoneme",
+            ["engine"],
+            registry=r,
+        )
         cache_kinds = (
             ("hits", "Spans served"),
             ("misses", "Lookups that found nothing"),

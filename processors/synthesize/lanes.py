@@ -1,0 +1,319 @@
+"""Inference lanes: a first span never waits for a later span's compute.
+
+One scheduler per synthesize process, shared by every synthesize stage in it (short and long
+pools, a release lane), with one thread per lane — `slots` lanes, each running one model
+call at a time on one intra-op thread (2 × 1 thread on 2 cores measured better than 1 × 2:
+docs/performance.md). Jobs are first spans (a request's seq 0: what a caller waits for) or
+bulk (everything else). The rules, in order:
+
+1. A free lane takes the oldest first span, else the oldest bulk job: work-conserving, so
+   saturation throughput is that of every lane busy.
+2. Bulk jobs are bounded: a bulk Kokoro span is spoken as several model calls of about
+   `piece_ms` of predicted compute each, cut at clause boundaries (`kokoro.clause_pieces`).
+3. Preemption where it pays: when a first span arrives, every lane is busy and its predicted
+   wait exceeds `preempt_after_ms`, the bulk job with the most predicted compute left is
+   stopped (`RunOptions.terminate`) and queued again at the head of the bulk queue; its
+   finished model calls are kept (`RunControl`), so what is thrown away is the one call
+   that was stopped — counted as wasted compute.
+
+Costs come from the `CostModel` fitted on every finished job. CPU-bound work runs on the
+lanes' threads; the event loop only awaits futures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from streamtts.processors.synthesize.cost_model import CostModel
+from streamtts.processors.synthesize.engine import CURRENT_RUN, RunControl
+from streamtts.processors.synthesize.exceptions import Preempted
+from streamtts.runtime.jsonlog import log_event
+
+log = logging.getLogger("streamtts.synthesize.lanes")
+
+T = TypeVar("T")
+Lane = Literal["first", "bulk"]
+
+MIN_PIECE_PHONEMES = 40
+"""A bulk piece is never cut shorter than this: a clause fragment loses its prosody."""
+
+
+@dataclass(frozen=True)
+class LaneStats:
+    """How one job went through the lanes (logged and measured by the stage)."""
+
+    lane: Lane
+    engine: str
+    predicted_ms: float
+    waited_ms: float
+    """Submission to its (last) start."""
+    run_ms: float
+    """Time on a lane, every attempt."""
+    preemptions: int
+    wasted_ms: float
+
+
+@dataclass(frozen=True)
+class LaneResult(Generic[T]):
+    value: T
+    stats: LaneStats
+
+
+@dataclass(eq=False)
+class _Job:
+    fn: Callable[[], Any]
+    lane: Lane
+    engine: str
+    chars: int
+    predicted_ms: float
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    submitted: float
+    control: RunControl = field(default_factory=RunControl)
+    started: float | None = None
+    run_ms: float = 0.0
+    preemptions: int = 0
+    cancelled: bool = False
+    order: int = 0
+
+    def remaining_ms(self, now: float) -> float:
+        done = self.run_ms + ((now - self.started) * 1000.0 if self.started is not None else 0.0)
+        return max(0.0, self.predicted_ms - done)
+
+
+class InferenceLanes:
+    """Thread-safe scheduler of model jobs over `slots` lanes (see the module doc)."""
+
+    def __init__(
+        self,
+        slots: int,
+        *,
+        cost: CostModel | None = None,
+        preempt_after_ms: float = 500.0,
+        piece_ms: float = 500.0,
+        name: str = "synth",
+    ) -> None:
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        self.slots = slots
+        self.cost = cost or CostModel()
+        self.preempt_after_ms = preempt_after_ms
+        self.piece_ms = piece_ms
+        self._cond = threading.Condition()
+        self._first: deque[_Job] = deque()
+        self._bulk: deque[_Job] = deque()
+        self._running: dict[int, _Job] = {}
+        self._closed = False
+        self._order = itertools.count()
+        self.preemptions = 0
+        self.wasted_ms = 0.0
+        self._threads = [
+            threading.Thread(target=self._serve, args=(i,), name=f"{name}-lane-{i}", daemon=True)
+            for i in range(slots)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- the loop's side ----------------------------------------------------------------------
+    def predict_ms(self, engine: str, *, chars: int, phonemes: int | None = None) -> float:
+        return self.cost.predict_ms(engine, chars=chars, phonemes=phonemes)
+
+    async def run(
+        self,
+        fn: Callable[[], T],
+        *,
+        first: bool,
+        engine: str,
+        chars: int,
+        phonemes: int | None = None,
+    ) -> LaneResult[T]:
+        """Run `fn` (a whole span: G2P, model calls, post-processing) on a lane.
+
+        Cancelled while waiting, the job leaves the queue; while running, it is stopped at
+        its next model call and its result dropped.
+        """
+        loop = asyncio.get_running_loop()
+        lane: Lane = "first" if first else "bulk"
+        job = _Job(
+            fn,
+            lane,
+            engine,
+            chars,
+            self.predict_ms(engine, chars=chars, phonemes=phonemes),
+            loop,
+            loop.create_future(),
+            time.perf_counter(),
+            order=next(self._order),
+        )
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the inference lanes are closed")
+            (self._first if first else self._bulk).append(job)
+            if first:
+                self._preempt_for(job)
+            self._cond.notify()
+        try:
+            value = await asyncio.shield(job.future)
+        except asyncio.CancelledError:
+            self._abandon(job)
+            raise
+        waited = ((job.started or job.submitted) - job.submitted) * 1000.0
+        stats = LaneStats(
+            lane, engine, job.predicted_ms, waited, job.run_ms, job.preemptions, job.control.wasted_ms
+        )
+        return LaneResult(value, stats)
+
+    def predicted_first_wait_ms(self) -> float:
+        """How long a first span submitted now is predicted to wait for a lane: what
+        admission compares with a request's deadline, and a gauge."""
+        now = time.perf_counter()
+        with self._cond:
+            ahead = sum(j.predicted_ms for j in self._first)
+            if len(self._running) < self.slots and not self._first:
+                return 0.0
+            running = list(self._running.values())
+            if any(j.lane == "bulk" and not j.control.preempted for j in running):
+                free_at = 0.0  # a bulk job would be stopped for it
+            else:
+                free_at = min((j.remaining_ms(now) for j in running), default=0.0)
+            return free_at + ahead / self.slots
+
+    def queued(self) -> dict[Lane, int]:
+        with self._cond:
+            return {"first": len(self._first), "bulk": len(self._bulk)}
+
+    def close(self) -> None:
+        """Stop the lanes: queued jobs are cancelled, running ones stopped at their next call."""
+        with self._cond:
+            self._closed = True
+            for job in (*self._first, *self._bulk):
+                job.cancelled = True
+                job.loop.call_soon_threadsafe(_cancel, job.future)
+            self._first.clear()
+            self._bulk.clear()
+            for job in self._running.values():
+                job.cancelled = True
+                job.control.stop()
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+
+    # -- decisions (under the lock) -------------------------------------------------------------
+    def _preempt_for(self, job: _Job) -> None:
+        """Stop a bulk job if `job` (a first span) would otherwise wait past the budget."""
+        idle = self.slots - len(self._running)
+        stopping = sum(1 for j in self._running.values() if j.control.preempted)
+        if len(self._first) <= idle + stopping:
+            return  # a lane is (or is about to be) free for it
+        now = time.perf_counter()
+        wait = min((j.remaining_ms(now) for j in self._running.values()), default=0.0)
+        if wait <= self.preempt_after_ms:
+            return
+        victims = [j for j in self._running.values() if j.lane == "bulk" and not j.control.preempted]
+        if not victims:
+            return  # every lane speaks a first span: it waits its turn
+        victim = max(victims, key=lambda j: j.remaining_ms(now))
+        victim.control.stop()
+        log_event(
+            log,
+            "bulk_preempted",
+            engine=victim.engine,
+            remaining_ms=round(victim.remaining_ms(now), 1),
+            for_engine=job.engine,
+            predicted_wait_ms=round(wait, 1),
+        )
+
+    def _piece_phonemes(self, job: _Job) -> int | None:
+        if job.lane == "first" or self.piece_ms <= 0:
+            return None
+        snap = self.cost.snapshot().get(job.engine.split(":", 1)[0])
+        if not snap or snap["ms_per_phoneme"] <= 0:
+            return None
+        fit = (self.piece_ms - snap["intercept_ms"]) / snap["ms_per_phoneme"]
+        return max(MIN_PIECE_PHONEMES, int(fit))
+
+    # -- the lanes' threads -------------------------------------------------------------------
+    def _serve(self, slot: int) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and not (self._first or self._bulk):
+                    self._cond.wait()
+                if self._closed:
+                    return
+                job = self._first.popleft() if self._first else self._bulk.popleft()
+                job.started = time.perf_counter()
+                self._running[slot] = job
+                job.control.rearm()
+                job.control.piece_phonemes = self._piece_phonemes(job)
+            self._attempt(slot, job)
+
+    def _attempt(self, slot: int, job: _Job) -> None:
+        token = CURRENT_RUN.set(job.control)
+        outcome: tuple[str, Any]
+        try:
+            outcome = ("ok", job.fn())
+        except Preempted:
+            outcome = ("preempted", None)
+        except BaseException as err:  # handed to the awaiting task, which decides
+            outcome = ("error", err)
+        finally:
+            CURRENT_RUN.reset(token)
+        assert job.started is not None
+        elapsed = (time.perf_counter() - job.started) * 1000.0
+        with self._cond:
+            del self._running[slot]
+            job.run_ms += elapsed
+            job.started = None if outcome[0] == "preempted" else job.started
+            if job.cancelled:
+                return
+            if outcome[0] == "preempted":
+                job.preemptions += 1
+                self.preemptions += 1
+                self._bulk.appendleft(job)
+                self._cond.notify()
+                return
+            self.wasted_ms += job.control.wasted_ms
+        if outcome[0] == "ok" and job.control.tokens:
+            # The lane's whole hold (G2P, calls, post-processing) minus stopped calls.
+            self.cost.observe(
+                job.engine,
+                chars=job.chars,
+                phonemes=job.control.tokens,
+                ms=max(0.0, job.run_ms - job.control.wasted_ms),
+            )
+        if outcome[0] == "ok":
+            job.loop.call_soon_threadsafe(_resolve, job.future, outcome[1], None)
+        else:
+            job.loop.call_soon_threadsafe(_resolve, job.future, None, outcome[1])
+
+    def _abandon(self, job: _Job) -> None:
+        with self._cond:
+            job.cancelled = True
+            if job in self._first:
+                self._first.remove(job)
+            elif job in self._bulk:
+                self._bulk.remove(job)
+            else:
+                job.control.stop()
+
+
+def _resolve(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
+def _cancel(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()
