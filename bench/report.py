@@ -450,6 +450,7 @@ def markdown(result: BenchResult, images: list[str]) -> str:
             ],
             rows,
         )
+    lines += _wire_table(result)
     if result.skipped:
         lines += ["", "Skipped (time budget): " + "; ".join(result.skipped)]
     if result.worker_start_s:
@@ -461,3 +462,56 @@ def markdown(result: BenchResult, images: list[str]) -> str:
     if images:
         lines += ["", "## Plots", ""] + [f"![{Path(i).stem}]({i})" for i in images]
     return "\n".join(lines) + "\n"
+
+
+def _wire_table(result: BenchResult) -> list[str]:
+    """v1 vs cloudevents (`--sections wire`): per request and per audio second, side by side."""
+    runs = [r for r in result.runs if r.section == "wire" and r.extra]
+    if not runs:
+        return []
+    base = runs[0]
+    direct = result.run("direct", base.voice)
+    rows: list[list[str]] = []
+
+    def row(name: str, values: list[float | None], unit: str = "") -> None:
+        first = values[0]
+        cells = [f"{v:,.1f}{unit}" if v is not None else "-" for v in values]
+        change = [f"{(v / first - 1) * 100:+.1f} %" if v is not None and first else "-" for v in values[1:]]
+        rows.append([name, *cells, *change])
+
+    def per_req(r: LoadRun, key: str) -> float | None:
+        value = r.extra.get(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    procs = sorted({k for r in runs for k in r.extra["cpu_ms_per_request"]})
+    row(
+        "CPU outside inference, ms / request",
+        [per_req(r, "outside_inference_cpu_ms_per_request") for r in runs],
+    )
+    row("inference CPU, ms / request", [per_req(r, "inference_cpu_ms_per_request") for r in runs])
+    for proc in procs:
+        row(f"{proc} CPU, ms / request", [r.extra["cpu_ms_per_request"].get(proc) for r in runs])
+    row("subscriber (bench) CPU, ms / request", [per_req(r, "subscriber_cpu_ms_per_request") for r in runs])
+    topics = sorted({t for r in runs for t in r.extra["kafka_bytes_per_audio_s"]})
+    for topic in topics:
+        row(f"Kafka bytes / audio s, {topic}", [r.extra["kafka_bytes_per_audio_s"].get(topic) for r in runs])
+    row(
+        "Kafka bytes / audio s, all topics",
+        [float(sum(r.extra["kafka_bytes_per_audio_s"].values())) for r in runs],
+    )
+    row("throughput, req/s", [r.summary.throughput_rps for r in runs])
+    if direct and direct.summary.throughput_rps:
+        row(
+            "pipeline / direct throughput",
+            [r.summary.throughput_rps / direct.summary.throughput_rps for r in runs],
+        )
+    row("first audio p50, ms", [(r.summary.ttfa.p50 or 0) * 1000 for r in runs])
+    row("first audio p99, ms", [(r.summary.ttfa.p99 or 0) * 1000 for r in runs])
+    names = [r.topology.split()[-1] for r in runs]
+    lines = [
+        "",
+        f"## Wire formats side by side ({base.voice}, {base.mode}, same texts, "
+        f"{', '.join(f'{n}: {r.summary.completed} requests' for n, r in zip(names, runs, strict=True))})",
+        "",
+    ]
+    return lines + _table(["measure", *names, *(f"{n} vs {names[0]}" for n in names[1:])], rows)

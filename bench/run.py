@@ -15,8 +15,9 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from streamtts.bench.loadgen import (
     progress_line,
 )
 from streamtts.bench.stats import RequestRecord, Summary, summarize
-from streamtts.bench.worker_procs import ProcUsage, Topology, UsageWindow, WorkerSet
+from streamtts.bench.worker_procs import OTHERS, ProcUsage, Topology, UsageWindow, WorkerSet
 from streamtts.bench.workloads import WorkItem, draw_mix, load_burst_profile, load_texts, speakable
 from streamtts.errors import ConfigError, StreamTTSError
 from streamtts.runtime.settings import KafkaSettings, Settings
@@ -79,6 +80,8 @@ class Plan:
     custom: CustomLoad | None = None
     pipeline: bool = True
     """Overhead, sustained, burst, long-form and capacity (off: only --guarantees/--scale-out)."""
+    wire: bool = False
+    """wire_format v1 vs cloudevents side by side at capacity (`--sections wire`)."""
 
     @classmethod
     def make(
@@ -94,6 +97,7 @@ class Plan:
         threads: int = 2,
         concurrency: int = 4,
         pipeline: bool = True,
+        wire: bool = False,
     ) -> Plan:
         # Quick: every core section with small samples (< 5 min); full: the README numbers.
         return cls(
@@ -118,6 +122,7 @@ class Plan:
             seed=seed,
             custom=custom,
             pipeline=pipeline,
+            wire=wire,
         )
 
 
@@ -134,6 +139,8 @@ class LoadRun:
     usage: dict[str, ProcUsage] = field(default_factory=dict)
     dlq: dict[str, int] = field(default_factory=dict)
     records: list[RequestRecord] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Section-specific measures (the wire section: CPU and Kafka bytes per request)."""
 
     @property
     def dlq_total(self) -> int:
@@ -221,6 +228,8 @@ class Bench:
                 await self._guarantees()
             if self.plan.scale_out:
                 await self._scale_out()
+            if self.plan.wire:
+                await self._wire()
         if (self.plan.pipeline or self.plan.custom) and self.fits(
             "baseline pass 2", 40 if self.plan.quick else 90
         ):
@@ -600,6 +609,47 @@ class Bench:
             topo = Topology(procs, threads, warm_voices=self.plan.voices)
             await self._batch_on(f"scale{procs}x{threads}", topo, "scale_out", self.plan.voices)
 
+    async def _wire(self) -> None:
+        """The two wire formats side by side: the same texts, closed loop at capacity, one
+        synthesize process with one intra-op thread per lane (so the render's thread CPU is all
+        of inference). Per request: CPU of every process, inference CPU (the synthesize log's
+        `cpu_ms`) and what is outside it; per audio second: bytes added to Kafka's log."""
+        voice = self.plan.voices[0]
+        n = 3 * self.n_for(voice)
+        items = draw_mix(self.pools[voice], n, self.rng)
+        direct = self.result.run("direct", voice)
+        per_item = direct.summary.completion.mean if direct and direct.summary.completed else 1.0
+        duration = n * per_item * 1.5 + 10
+        if not self.fits("wire formats (both)", 2 * (30 + duration)):
+            return
+        for fmt in ("v1", "cloudevents"):
+            topo = Topology(1, 1, warm_voices=(voice,), wire_format=fmt)
+            workers, client, prefix = await self._with_workers(f"wire-{fmt}", topo)
+            try:
+                cpu0 = workers.summed("synthesized.cpu_ms")
+                spans0 = workers.counts("synthesized")
+                bytes0 = _log_bytes(self.settings, prefix)
+                run = await self._measure(
+                    workers,
+                    client,
+                    name=f"{fmt} c={self.plan.concurrency}",
+                    section="wire",
+                    voice=voice,
+                    workload="customer_service",
+                    items=items,
+                    concurrency=self.plan.concurrency,
+                    duration_s=duration,
+                )
+                # Each span's log line is written before its audio leaves; the thread that
+                # reads the log may still be a line behind: wait for every delivered span's.
+                spans = sum(r.spans for r in run.records)
+                await _until(partial(_spans_logged, workers, spans0 + spans), 5.0)
+                inference_s = (workers.summed("synthesized.cpu_ms") - cpu0) / 1000
+                grown = {t: b - bytes0.get(t, 0) for t, b in _log_bytes(self.settings, prefix).items()}
+                run.extra = _wire_measures(run, inference_s, grown)
+            finally:
+                await self._close(workers, client, prefix)
+
     async def _custom(self) -> None:
         c = self.plan.custom
         assert c is not None
@@ -676,6 +726,55 @@ async def _drop_topics(settings: Settings, prefix: str) -> None:
         say(f"could not delete topics of {prefix}: {err}")
     finally:
         await admin.close()
+
+
+def _spans_logged(workers: WorkerSet, at_least: int) -> bool:
+    return workers.counts("synthesized") >= at_least
+
+
+async def _until(ready: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll `ready` (a counter another thread advances) until it holds or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+def _log_bytes(settings: Settings, prefix: str) -> dict[str, int]:
+    """Bytes in the local broker's log segments of each topic under `prefix` (what the runs
+    wrote to Kafka: records with their batch framing). Empty when the broker is not local."""
+    try:
+        from streamtts.infra.local.stack import LocalStack
+
+        data = LocalStack.from_settings(settings).kafka.data_dir
+    except Exception:
+        return {}
+    out: dict[str, int] = {}
+    for part in data.glob(f"{prefix}*-*"):
+        topic = part.name[len(prefix) :].rsplit("-", 1)[0]
+        out[topic] = out.get(topic, 0) + sum(f.stat().st_size for f in part.glob("*.log"))
+    return out
+
+
+def _wire_measures(run: LoadRun, inference_s: float, grown: dict[str, int]) -> dict[str, Any]:
+    """Per completed request and per second of audio delivered, for the wire table."""
+    n = max(run.summary.completed, 1)
+    audio_s = max(sum(r.audio_s for r in run.records if r.completed_at is not None), 1e-9)
+    pipeline = {k: u.cpu_s for k, u in run.usage.items() if k not in ("bench", OTHERS)}
+    total = sum(pipeline.values())
+    return {
+        "requests": run.summary.completed,
+        "audio_s": round(audio_s, 2),
+        "cpu_ms_per_request": {k: round(v / n * 1000, 1) for k, v in pipeline.items()},
+        "subscriber_cpu_ms_per_request": round(run.usage["bench"].cpu_s / n * 1000, 1)
+        if "bench" in run.usage
+        else None,
+        "inference_cpu_ms_per_request": round(inference_s / n * 1000, 1),
+        "outside_inference_cpu_ms_per_request": round((total - inference_s) / n * 1000, 1),
+        "kafka_bytes_per_audio_s": {t: round(b / audio_s) for t, b in sorted(grown.items()) if b > 0},
+    }
 
 
 def _infra_pids(settings: Settings) -> dict[str, int]:

@@ -23,6 +23,8 @@ from streamtts.runtime.topology import TOPOLOGY
 
 # The "front" process runs every stage that needs no model; the others get processes of their own.
 FRONT_STAGES = tuple(spec.name for spec in TOPOLOGY if "model" not in spec.services)
+SUMMED: dict[str, tuple[str, ...]] = {"synthesized": ("cpu_ms", "audio_s")}
+"""Numeric log fields the bench adds up per process (see `WorkerProc.sums`)."""
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -35,10 +37,13 @@ class Topology:
     synth_threads: int = 2
     guarantee: str = "at_least_once"
     warm_voices: tuple[str, ...] = ("en_joe", "jm_kumo")
+    wire_format: str | None = None
+    """The stages' `wire_format` (None: the setting's default)."""
 
     @property
     def label(self) -> str:
-        return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}"
+        wire = f" {self.wire_format}" if self.wire_format else ""
+        return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}{wire}"
 
 
 @dataclass
@@ -48,6 +53,9 @@ class WorkerProc:
     started: threading.Event = field(default_factory=threading.Event)
     tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=40))
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    sums: collections.defaultdict[str, float] = field(default_factory=lambda: collections.defaultdict(float))
+    """`event.field` → the sum of that numeric field over the process's log events
+    (`SUMMED` only), e.g. the render CPU of every synthesized span."""
 
     def drain(self, log_file: Path | None) -> None:
         out = log_file.open("ab") if log_file else None
@@ -59,11 +67,16 @@ class WorkerProc:
                 line = raw.decode(errors="replace").strip()
                 self.tail.append(line)
                 try:
-                    event = json.loads(line).get("event")
+                    parsed = json.loads(line)
+                    event = parsed.get("event")
                 except (ValueError, AttributeError):
                     continue
                 if isinstance(event, str):
                     self.counts[event] += 1
+                    for name in SUMMED.get(event, ()):
+                        value = parsed.get(name)
+                        if isinstance(value, int | float):
+                            self.sums[f"{event}.{name}"] += float(value)
                     if event == "worker_started":
                         self.started.set()
         finally:
@@ -189,6 +202,8 @@ class WorkerSet:
             "STREAMTTS_WARM_VOICES": ",".join(t.warm_voices),
             "PYTHONUNBUFFERED": "1",
         }
+        if t.wire_format:
+            common["STREAMTTS_WIRE_FORMAT"] = t.wire_format
         self._spawn("front", FRONT_STAGES, common)
         for i in range(t.synth_procs):
             self._spawn(
@@ -223,6 +238,10 @@ class WorkerSet:
 
     def counts(self, event: str) -> int:
         return sum(p.counts[event] for p in self.procs)
+
+    def summed(self, key: str) -> float:
+        """`event.field` summed over every process's log so far (see `SUMMED`)."""
+        return float(sum(p.sums[key] for p in self.procs))
 
     def alive(self) -> bool:
         return all(p.popen.poll() is None for p in self.procs)

@@ -179,15 +179,18 @@ def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, 
     payload: bytes = getattr(contract, layout.payload)
     time = fields.pop(layout.time)
     subject = fields.pop(SUBJECT_FIELD)
+    # Each fact once: the request context's id is the subject, and PCM's rate and channels
+    # are in its content type (the reader restores them from there).
+    if isinstance(fields.get("request"), dict) and fields["request"].get(SUBJECT_FIELD) == subject:
+        del fields["request"][SUBJECT_FIELD]
     if isinstance(contract, PcmChunk):
         content_type = pcm_content_type(contract.sample_rate)
+        fields.pop("sample_rate", None)
     elif content_type is None:
         raise ValueError(f"{contract.contract_name} in binary mode needs its content type")
     headers = _attributes(contract, source or layout.source, time)
     headers.append(("ce_subject", subject.encode()))
     headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
-    if isinstance(contract, PcmChunk):
-        headers.append(("ce_channels", str(PCM_CHANNELS).encode()))
     headers.append((CONTENT_TYPE, content_type.encode()))
     if sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES:
         return Record(contract.to_bytes(), [], "v1")  # bounded: see MAX_HEADER_BYTES
@@ -229,10 +232,12 @@ def _from_binary(
     if attrs.get("type") != event_type(cls).encode():
         got = attrs.get("type", b"").decode("utf-8", "replace")
         raise ContractError(name, "ce_type", "unsupported_version", f"{got!r} is not {event_type(cls)}")
-    channels = attrs.pop("channels", None)
+    channels = attrs.pop("channels", None)  # written by the first cloudevents builds
     if cls is PcmChunk and channels not in (None, b"1"):
         raise ContractError(name, "ce_channels", "unsupported_channels", "PCM must be mono (1 channel)")
     obj: dict[str, Any] = {layout.payload: value if value is not None else b""}
+    if cls is PcmChunk:
+        obj.update(_pcm_format(name, _content_type(pairs) or ""))
     fields, text = _field_of_extension(cls), _text_fields(cls)
     for attr, raw in attrs.items():
         if attr in ("specversion", "type", "source", "id"):
@@ -244,7 +249,23 @@ def _from_binary(
             obj[field] = raw.decode("utf-8") if field in text else orjson.loads(raw)
         except (UnicodeDecodeError, orjson.JSONDecodeError):
             raise ContractError(name, f"ce_{attr}", "invalid_header", "is not valid UTF-8 / JSON") from None
+    request = obj.get("request")
+    if isinstance(request, dict) and SUBJECT_FIELD in obj:
+        request.setdefault(SUBJECT_FIELD, obj[SUBJECT_FIELD])
     return cls.from_obj(obj)
+
+
+def _pcm_format(name: str, content_type: str) -> dict[str, Any]:
+    """`sample_rate` from a PCM chunk's content type (`audio/L16;rate=R;channels=1;…`)."""
+    params = dict(p.strip().split("=", 1) for p in content_type.split(";")[1:] if "=" in p)
+    if params.get("channels", "1") != "1":
+        raise ContractError(name, CONTENT_TYPE, "unsupported_channels", "PCM must be mono (1 channel)")
+    if params.get("endianness", "little-endian") != "little-endian":
+        raise ContractError(name, CONTENT_TYPE, "unsupported_encoding", "PCM must be little-endian")
+    rate = params.get("rate", "")
+    if not rate.isdigit():
+        raise ContractError(name, CONTENT_TYPE, "invalid_header", f"{content_type!r} has no rate=")
+    return {"sample_rate": int(rate)}
 
 
 def headers_size(headers: Iterable[tuple[str, bytes]]) -> int:
@@ -279,9 +300,14 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
     props["ce_time"]["description"] = f"The contract's `{layout.time}`."
     props["ce_subject"] = {**fields[SUBJECT_FIELD], "description": "The request id (`request_id`)."}
     required.append("ce_subject")
+    defs = dict(model.get("$defs", {}))
+    skip = {layout.payload, layout.time, SUBJECT_FIELD, "schema_version"}
+    if cls is PcmChunk:
+        skip.add("sample_rate")  # in the content type
     for name, field_schema in fields.items():
-        if name in (layout.payload, layout.time, SUBJECT_FIELD, "schema_version"):
+        if name in skip:
             continue
+        field_schema = _without_subject(field_schema, defs)
         header = CE_PREFIX + extension_name(name)
         described = {"description": field_schema.get("description", f"The contract's `{name}`.")}
         if name in _text_fields(cls):
@@ -308,7 +334,23 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
         props[CONTENT_TYPE] = {"type": "string", "pattern": r"^audio/", "description": "The chunk's format."}
     required.append(CONTENT_TYPE)
     schema = {"type": "object", "properties": props, "required": required}
-    return _headers_document(cls, schema, model.get("$defs", {}))
+    return _headers_document(cls, schema, defs)
+
+
+def _without_subject(field_schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A nested model with its own `request_id` (the request context) goes in a header
+    without it (it is `ce_subject`): its schema there does not require it."""
+    ref = field_schema.get("$ref", "")
+    target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else None
+    if not target or SUBJECT_FIELD not in target.get("required", []):
+        return field_schema
+    name = ref.rsplit("/", 1)[-1] + "InHeader"
+    defs[name] = {
+        **target,
+        "required": [r for r in target["required"] if r != SUBJECT_FIELD],
+        "description": f"{target.get('description', '')} Its `{SUBJECT_FIELD}` is `ce_subject`.".strip(),
+    }
+    return {**field_schema, "$ref": f"#/$defs/{name}"}
 
 
 def _headers_document(cls: type[Contract], schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ as the step `formant` (reason `no_neural_voice`).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -95,6 +96,10 @@ class RenderedSegment:
     """With timestamps: the span's words, timed from the start of `samples`."""
     marks: list[tuple[str, float]] | None = None
     """The segment's SSML marks: (name, ms from the start of `samples`)."""
+    cpu_ms: float = 0.0
+    """CPU time of the render in the threads that ran it (the caller's and the budget guard's):
+    all of it with one intra-op thread per model run (the lanes); with more, onnxruntime's own
+    pool threads are not counted."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +180,15 @@ class SegmentRenderer:
             plan.segment is not segment or plan.asked != planned_voice(segment) or plan.langs != segment.langs
         ):
             raise ValueError("a plan is reused only for the segment and voice it was made for")
-        rendered = self._render(segment, plan)
+        guarded: list[float] = []
+        token = _GUARD_CPU.set(guarded)
+        started = time.thread_time()
+        try:
+            rendered = self._render(segment, plan)
+        finally:
+            _GUARD_CPU.reset(token)
+        cpu_ms = (time.thread_time() - started + sum(guarded)) * 1000.0
+        rendered = replace(rendered, cpu_ms=cpu_ms)
         if not segment.marks:
             return rendered
         return replace(rendered, marks=mark_times(segment, rendered))
@@ -338,7 +351,9 @@ class SegmentRenderer:
     def _within(self, budget_s: float | None, what: str, fn: Callable[..., object], *args: object) -> object:
         if budget_s is None:
             return fn(*args)
-        future = self._guard.submit(fn, *args)
+        # In the caller's context: a lane's run control reaches the model call (see `lanes`),
+        # and the guard thread's CPU is added to the render's.
+        future = self._guard.submit(contextvars.copy_context().run, _timed, fn, *args)
         try:
             return future.result(timeout=budget_s)
         except FutureTimeout:
@@ -433,6 +448,22 @@ def _fallback_failed(segment: Segment, lang: str, err: Exception) -> None:
         lang=lang,
         error=str(err)[:200],
     )
+
+
+_GUARD_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "streamtts_guard_cpu", default=None
+)
+"""The CPU seconds that the budget guard's threads spent for the render in progress."""
+
+
+def _timed(fn: Callable[..., object], *args: object) -> object:
+    started = time.thread_time()
+    try:
+        return fn(*args)
+    finally:
+        spent = _GUARD_CPU.get()
+        if spent is not None:
+            spent.append(time.thread_time() - started)
 
 
 def _ms(started: float) -> float:

@@ -18,7 +18,7 @@ from streamtts.errors import ConfigError
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS_PERF = ROOT / "docs" / "perf"
 WORKLOAD_CHOICES = ("customer_service", "long_form", "burst")
-SECTIONS = ("pipeline", "guarantees", "scale_out")
+SECTIONS = ("pipeline", "guarantees", "scale_out", "wire")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sections",
         default=None,
-        help="comma-separated subset of pipeline,guarantees,scale_out (default: by --quick and the flags)",
+        help=(
+            "comma-separated subset of pipeline,guarantees,scale_out,wire (default: by --quick and"
+            " the flags; wire, v1 vs cloudevents records at capacity, runs only when named)"
+        ),
     )
     p.add_argument(
         "--max-minutes", type=float, default=None, help="time budget (default 4.5 quick, ~17 full)"
@@ -174,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         guarantees=args.guarantees if sections is None else "guarantees" in sections,
         scale_out=args.scale_out if sections is None else "scale_out" in sections,
         pipeline=sections is None or "pipeline" in sections,
+        wire=sections is not None and "wire" in sections,
         budget_s=args.max_minutes * 60 if args.max_minutes else None,
         seed=args.seed,
         custom=custom,
