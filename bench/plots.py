@@ -7,6 +7,7 @@ from pathlib import Path
 
 from streamtts.bench.capacity import P99_TTFA_TARGET_S
 from streamtts.bench.run import BenchResult, LoadRun
+from streamtts.bench.tail import plot_tail
 
 
 def _cdf(ax: object, values: list[float], label: str) -> None:
@@ -98,4 +99,16 @@ def plot_all(result: BenchResult, out: Path) -> list[str]:
         fig.savefig(out / "throughput.png", dpi=110)
         plt.close(fig)
         names.append("throughput.png")
+    tail_voices = sorted({r.voice for r in result.runs if r.section == "tail"})
+    if tail_voices:
+        fig, axes = plt.subplots(1, len(tail_voices), figsize=(6 * len(tail_voices), 4.2), squeeze=False)
+        by_voice = dict(zip(tail_voices, axes[0], strict=True))
+        if plot_tail(result.runs, by_voice.__getitem__):
+            for ax in axes[0]:
+                ax.axhline(P99_TTFA_TARGET_S, color="red", linestyle=":", linewidth=1)
+                ax.grid(True, alpha=0.3)
+            fig.tight_layout()
+            fig.savefig(out / "tail_latency_vs_load.png", dpi=110)
+            names.append("tail_latency_vs_load.png")
+        plt.close(fig)
     return names

@@ -12,6 +12,7 @@ from typing import Any
 from streamtts.bench.capacity import P99_TTFA_TARGET_S
 from streamtts.bench.run import SUSTAIN_RATE, BenchResult, LoadRun
 from streamtts.bench.stats import ratio
+from streamtts.bench.tail import tail_markdown
 
 THROUGHPUT_TARGET = 0.85
 ADDED_TTFA_TARGET_S = 0.050
@@ -451,6 +452,7 @@ def markdown(result: BenchResult, images: list[str]) -> str:
             rows,
         )
     lines += _wire_table(result)
+    lines += tail_markdown(result.runs)
     if result.skipped:
         lines += ["", "Skipped (time budget): " + "; ".join(result.skipped)]
     if result.worker_start_s:

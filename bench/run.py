@@ -82,6 +82,8 @@ class Plan:
     """Overhead, sustained, burst, long-form and capacity (off: only --guarantees/--scale-out)."""
     wire: bool = False
     """wire_format v1 vs cloudevents side by side at capacity (`--sections wire`)."""
+    tail: bool = False
+    """First audio against load, scheduler fifo vs lanes (`--tail`, `bench.tail`)."""
 
     @classmethod
     def make(
@@ -98,6 +100,7 @@ class Plan:
         concurrency: int = 4,
         pipeline: bool = True,
         wire: bool = False,
+        tail: bool = False,
     ) -> Plan:
         # Quick: every core section with small samples (< 5 min); full: the README numbers.
         return cls(
@@ -118,11 +121,13 @@ class Plan:
             drain_s=20 if quick else 40,
             guarantees=(not quick) if guarantees is None else guarantees,
             scale_out=(not quick) if scale_out is None else scale_out,
-            budget_s=budget_s or (270 if quick else 1000),
+            # --tail waits out open loops at a slow engine's rates: tens of minutes, not ~17.
+            budget_s=budget_s or ((1800 if quick else 5400) if tail else (270 if quick else 1000)),
             seed=seed,
             custom=custom,
             pipeline=pipeline,
             wire=wire,
+            tail=tail,
         )
 
 
@@ -230,6 +235,10 @@ class Bench:
                 await self._scale_out()
             if self.plan.wire:
                 await self._wire()
+            if self.plan.tail:
+                from streamtts.bench.tail import tail_section
+
+                await tail_section(self)
         if (self.plan.pipeline or self.plan.custom) and self.fits(
             "baseline pass 2", 40 if self.plan.quick else 90
         ):
@@ -303,13 +312,20 @@ class Bench:
         passes["passes_wall_s"].append(round(one.wall_s, 3))
         run.mode = f"in-process, sequential, {len(passes['passes_rps'])} pass(es)"
 
-    async def _with_workers(self, label: str, topology: Topology) -> tuple[WorkerSet, PipelineClient, str]:
+    async def _with_workers(
+        self, label: str, topology: Topology, extra_env: dict[str, str] | None = None
+    ) -> tuple[WorkerSet, PipelineClient, str]:
         prefix = f"bench{self.stamp}-{label}-"
         await _apply_topics(self.settings, prefix)
         # The render cache off: these sections compare the pipeline with direct synthesis of
         # the same texts, and repeated texts served from the cache (or from a shared tier a
         # previous run filled) measured the cache instead. `bench --cache` measures it.
-        env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
+        env = {
+            **os.environ,
+            "STREAMTTS_TOPIC_PREFIX": prefix,
+            "STREAMTTS_RENDER_CACHE": "0",
+            **(extra_env or {}),
+        }
         logs = self.out / "logs" / label
         logs.mkdir(parents=True, exist_ok=True)
         workers = WorkerSet(topology, env, logs)

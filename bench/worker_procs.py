@@ -23,7 +23,9 @@ from streamtts.runtime.topology import TOPOLOGY
 
 # The "front" process runs every stage that needs no model; the others get processes of their own.
 FRONT_STAGES = tuple(spec.name for spec in TOPOLOGY if "model" not in spec.services)
-SUMMED: dict[str, tuple[str, ...]] = {"synthesized": ("cpu_ms", "audio_s")}
+SUMMED: dict[str, tuple[str, ...]] = {
+    "synthesized": ("cpu_ms", "audio_s", "preemptions", "wasted_ms", "lane_run_ms")
+}
 """Numeric log fields the bench adds up per process (see `WorkerProc.sums`)."""
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024

@@ -8,6 +8,7 @@ from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.lexicon import Lexicon, LexiconEntry
+from streamtts.schemas.load import LoadReport
 from streamtts.schemas.release import CanaryReport, GuardLimits, ReleaseConfig
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
@@ -26,6 +27,7 @@ CONTRACTS: dict[str, type[Contract]] = {
         AuditEvent,
         ReleaseConfig,
         CanaryReport,
+        LoadReport,
     )
 }
 
@@ -47,6 +49,7 @@ __all__ = [
     "GuardLimits",
     "Lexicon",
     "LexiconEntry",
+    "LoadReport",
     "PcmChunk",
     "ReleaseConfig",
     "RequestContext",

@@ -19,7 +19,7 @@ from pydantic import (
 from streamtts.audio import formats
 from streamtts.schemas.base import Contract
 from streamtts.schemas.languages import REQUEST_LANGUAGES
-from streamtts.schemas.names import AudioFormat, WavCodec
+from streamtts.schemas.names import AudioFormat, Pool, WavCodec
 
 
 def _known_language(value: str) -> str:
@@ -111,6 +111,10 @@ class TTSRequest(Contract):
     delivery: Delivery = Field(default_factory=Delivery)
     cache: bool = True
     """Serve and store renders in the render cache; false always synthesizes afresh."""
+    deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
+    """First audio is wanted within this many ms of `created_at`. Admission (the gateway,
+    `streamtts submit`) refuses the request as `overloaded` when the synthesize workers'
+    reported queue predicts it later (None: always queued)."""
     timestamps: bool = False
     """Word timestamps: every audio chunk carries the words it holds, and the result points
     at WebVTT and SRT captions stored next to the audio."""
@@ -149,3 +153,13 @@ class TTSRequest(Contract):
         fields.setdefault("request_id", uuid.uuid4().hex)
         fields.setdefault("created_at", datetime.now(UTC))
         return cls.from_obj({"text": text, **fields})
+
+
+def pool_of(request: TTSRequest, long_text_chars: int) -> Pool:
+    """The synthesize pool a request's segments go to: priority decides first, then length
+    (the segment stage routes by it; admission predicts by it)."""
+    if request.priority == "interactive":
+        return "short"
+    if request.priority == "batch" or len(request.text) > long_text_chars:
+        return "long"
+    return "short"

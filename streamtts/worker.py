@@ -13,6 +13,7 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError, StreamTTSError
@@ -28,6 +29,8 @@ from streamtts.runtime.stage import Stage
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, SideService, StageSpec, select, services_for
+from streamtts.schemas import LoadReport
+from streamtts.schemas.load import CostLine
 from streamtts.schemas.names import POOLS, STAGES
 from streamtts.schemas.release import BASE_RELEASE
 
@@ -85,6 +88,8 @@ class Worker:
         self._lag: Any = None
         self.cancels: CancelWatch | None = None
         """The process's view of `tts.control` (synthesize drops cancelled work)."""
+        self.load_reports: Any = None
+        """The process's load reporter (synthesize workers with `load_report_s` > 0)."""
         self.lanes: Any = None
         """The process's inference lanes, shared by its synthesize stages (None: "fifo")."""
         self.lexicons: LexiconBook | None = None
@@ -310,6 +315,46 @@ class Worker:
         self.release_guard = AutoRollback(self.settings.kafka, self.telemetry, releases=self.releases)
         await self._start_side("release_guard", self.release_guard)
 
+    async def _start_load_reports(self) -> None:
+        """This worker's predicted first-span wait on `tts.load`, for admission."""
+        every = self.pipeline.synthesis.load_report_s
+        if every <= 0:
+            return
+        from streamtts.features.admission.reporter import LoadReporter
+
+        self.load_reports = LoadReporter(
+            self.settings.kafka, self.topics.load, self._load_report, interval_s=every
+        )
+        await self._start_side("load_reports", self.load_reports)
+
+    def _load_report(self, worker: str, interval_s: float) -> LoadReport:
+        """The lanes' prediction and the partitions this worker's synthesize groups own."""
+        lanes = self.lanes
+        partitions: dict[str, list[int]] = {}
+        waiting_first = 0  # first spans read ahead but not yet handed to the lanes
+        for stage in self.services:
+            if stage.name == "synthesize":
+                for topic, parts in getattr(stage, "owned", {}).items():
+                    partitions.setdefault(topic, []).extend(parts)
+                read_ahead = getattr(stage, "read_ahead", None)
+                waiting_first += read_ahead.firsts() if read_ahead is not None else 0
+        queued = lanes.queued() if lanes is not None else {"first": 0, "bulk": 0}
+        wait = None
+        if lanes is not None:
+            wait = lanes.predicted_first_wait_ms() + waiting_first * lanes.first_cost_ms / lanes.slots
+        return LoadReport(
+            worker=worker,
+            release=self.pipeline.release.name,
+            partitions=partitions,
+            first_wait_ms=round(wait, 1) if wait is not None else None,
+            queued_first=queued["first"] + waiting_first,
+            queued_bulk=queued["bulk"],
+            slots=lanes.slots if lanes is not None else 1,
+            cost={fam: CostLine(**line) for fam, line in lanes.cost.snapshot().items()} if lanes else {},
+            interval_s=interval_s,
+            at=datetime.now(UTC),
+        )
+
     async def _start_side(self, what: SideService, service: AsyncLifecycle) -> None:
         """Start the side service held in this worker's attribute named `what`; at stop, stop
         it and set that attribute back to None (as before it started)."""
@@ -341,6 +386,7 @@ SIDE_SERVICE_STARTERS: dict[SideService, Callable[[Worker], Awaitable[None]]] = 
     "lexicons": Worker._start_lexicons,
     "canary": Worker._start_canary,
     "release_guard": Worker._start_release_guard,
+    "load_reports": Worker._start_load_reports,
 }
 """How this worker starts each side service the topology names (complete: a test checks)."""
 

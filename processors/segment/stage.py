@@ -31,6 +31,7 @@ from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import Lexicon, Segment, TTSRequest, wire
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
+from streamtts.schemas.request import pool_of
 
 
 class VoiceCatalog(VoiceChooser, Protocol):
@@ -43,12 +44,8 @@ class VoiceCatalog(VoiceChooser, Protocol):
 
 
 def pool_for(request: TTSRequest, long_text_chars: int) -> str:
-    """ "short" or "long": priority decides first, then text length."""
-    if request.priority == "interactive":
-        return "short"
-    if request.priority == "batch" or len(request.text) > long_text_chars:
-        return "long"
-    return "short"
+    """ "short" or "long": priority decides first, then text length (`schemas.request.pool_of`)."""
+    return pool_of(request, long_text_chars)
 
 
 class ReplyTopicNotAllowed(RecordError, ValueError):

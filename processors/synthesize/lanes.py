@@ -115,6 +115,9 @@ class InferenceLanes:
         self._order = itertools.count()
         self.preemptions = 0
         self.wasted_ms = 0.0
+        self.first_cost_ms = 0.0
+        """Moving average of first spans' predicted compute: what one more waiting first span
+        adds to the wait of a new one (the load report's estimate for spans not yet here)."""
         self._threads = [
             threading.Thread(target=self._serve, args=(i,), name=f"{name}-lane-{i}", daemon=True)
             for i in range(slots)
@@ -156,6 +159,9 @@ class InferenceLanes:
         with self._cond:
             if self._closed:
                 raise RuntimeError("the inference lanes are closed")
+            if first:
+                avg = self.first_cost_ms
+                self.first_cost_ms = job.predicted_ms if avg == 0 else 0.9 * avg + 0.1 * job.predicted_ms
             (self._first if first else self._bulk).append(job)
             if first:
                 self._preempt_for(job)

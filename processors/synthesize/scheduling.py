@@ -32,6 +32,10 @@ class FirstSegmentsFirst(Generic[T]):
     def __len__(self) -> int:
         return len(self._heap)
 
+    def firsts(self) -> int:
+        """Items waiting with `first=True`."""
+        return sum(1 for rank, _, _ in self._heap if rank == 0)
+
     async def put(self, item: T, *, first: bool) -> None:
         """Add an item; waits while the queue is full (back-pressure on the Kafka stream)."""
         async with self._changed:

@@ -95,6 +95,9 @@ class SynthesizeStage(FaustStage):
         self._timeline = RequestTimeline()
         self.cancels = cancels
         self.lanes = lanes
+        self.read_ahead: FirstSegmentsFirst[EventT] | None = None
+        """Records read ahead, not yet handed to the model (the load report counts their
+        first spans: a new first span queues behind them)."""
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
         """Reads ahead into a bounded first-segments-first queue while one task synthesizes.
@@ -105,6 +108,7 @@ class SynthesizeStage(FaustStage):
         """
         manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
         queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synthesis.lookahead))
+        self.read_ahead = queue
         self._acks = InOrderAcks()
         self._looked_up.clear()  # lookups of records a previous run left queued
         drain = self._drain if self.lanes is None else self._drain_lanes

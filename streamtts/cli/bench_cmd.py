@@ -65,6 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="1 synthesize worker × 2 threads vs 2 × 1 (default: on in a full run, off with --quick)",
     )
     p.add_argument(
+        "--tail",
+        action="store_true",
+        help=(
+            "first audio against load: saturation, then Poisson loads at 20/50/80 %% of it, "
+            "scheduler fifo vs lanes side by side, per voice (instead of the other sections)"
+        ),
+    )
+    p.add_argument(
         "--sections",
         default=None,
         help=(
@@ -174,10 +182,11 @@ def run(args: argparse.Namespace) -> int:
     plan = Plan.make(
         quick=args.quick,
         voices=voices,
-        guarantees=args.guarantees if sections is None else "guarantees" in sections,
-        scale_out=args.scale_out if sections is None else "scale_out" in sections,
-        pipeline=sections is None or "pipeline" in sections,
+        guarantees=False if args.tail else args.guarantees if sections is None else "guarantees" in sections,
+        scale_out=False if args.tail else args.scale_out if sections is None else "scale_out" in sections,
+        pipeline=not args.tail and (sections is None or "pipeline" in sections),
         wire=sections is not None and "wire" in sections,
+        tail=args.tail,
         budget_s=args.max_minutes * 60 if args.max_minutes else None,
         seed=args.seed,
         custom=custom,

@@ -44,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ssml", action="store_true", help='each TEXT is an SSML document (text_type "ssml")')
     p.add_argument("--lexicon-version", type=int, help="say it with this version of the tenant's lexicon")
+    p.add_argument(
+        "--deadline-ms",
+        type=int,
+        help="first audio wanted within this many ms: a request the synthesize workers' reported "
+        "queue cannot serve in time is refused (overloaded) instead of sent",
+    )
     p.add_argument("--wait", action="store_true", help="wait for completion results")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait with --wait")
     p.add_argument("--out", metavar="FILE", help="with --wait: write the audio to FILE (single request)")
@@ -71,6 +77,7 @@ def _defaults(args: argparse.Namespace) -> dict[str, Any]:
         "timestamps": True if args.timestamps else None,
         "text_type": "ssml" if args.ssml else None,
         "lexicon_version": args.lexicon_version,
+        "deadline_ms": args.deadline_ms,
     }
 
 
@@ -120,8 +127,14 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--out writes one file: submit exactly one request")
     for bad in parsed.bad_lines:
         print(f"streamtts: skipped {bad}", file=sys.stderr)
-    if parsed.requests:
-        asyncio.run(_submit(args, parsed.requests))
+    refused = asyncio.run(_submit(args, parsed.requests)) if parsed.requests else 0
+    if refused:
+        print(
+            f"streamtts: error: {refused} request(s) refused as overloaded, "
+            f"{len(parsed.requests) - refused} submitted",
+            file=sys.stderr,
+        )
+        return 1
     if parsed.bad_lines:
         print(
             f"streamtts: error: {len(parsed.bad_lines)} invalid line(s) skipped, "
@@ -132,7 +145,39 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> None:
+async def _admitted(settings: Settings, requests: list[TTSRequest]) -> list[TTSRequest]:
+    """The requests whose deadline the synthesize workers' load reports admit; each refused
+    one is reported on stderr (one line) and not sent."""
+    if all(r.deadline_ms is None for r in requests):
+        return requests
+    import asyncio
+
+    from streamtts.features.admission.view import Admission
+    from streamtts.processors.synthesize.registry import VoiceRegistry
+    from streamtts.runtime.settings import PipelineSettings
+
+    registry = VoiceRegistry(threads=1)  # resolves voices only; loads no model
+
+    def engine(voice: str) -> str:
+        try:
+            return registry.spec(voice).engine
+        except Exception:  # auto or a blend: Kokoro's cost line
+            return "kokoro"
+
+    admitted = []
+    async with Admission(settings.kafka, PipelineSettings.from_env().text.long_text_chars) as admission:
+        await asyncio.wait_for(admission.view.caught_up.wait(), 10)
+        for request in requests:
+            refusal = admission.check(request, engine(request.voice))
+            if refusal is None:
+                admitted.append(request)
+            else:
+                print(f"streamtts: refused {request.request_id}: {refusal.message()}", file=sys.stderr)
+    return admitted
+
+
+async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> int:
+    """Send the requests (those admission lets through); returns how many were refused."""
     from aiokafka.errors import KafkaError
 
     from streamtts.errors import InfraError
@@ -142,7 +187,11 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> None:
 
     settings = Settings.from_env()
     waiter = ResultWaiter(settings.kafka) if args.wait else None
+    wanted = len(requests)
     try:
+        requests = await _admitted(settings, requests)
+        if not requests:
+            return wanted
         if waiter:
             await waiter.start()  # attach before sending: a fast result must not be missed
         async with RequestProducer(settings.kafka) as producer:
@@ -163,6 +212,7 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> None:
     finally:
         if waiter:
             await waiter.stop()
+    return wanted - len(requests)
 
 
 async def _write_out(settings: Settings, request: TTSRequest, result: CompletionResult, path: str) -> None:

@@ -30,6 +30,9 @@ class OpenAISpeechBody(BaseModel):
     speed: float = Field(default=1.0, ge=0.25, le=4.0)
     instructions: str | None = None
     stream_format: Literal["audio"] = "audio"
+    deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
+    """Not OpenAI's: first audio wanted within this many ms, else 429 `overloaded`
+    (an SDK passes it with `extra_body`)."""
 
 
 async def speech(request: Request) -> Response:
@@ -47,6 +50,7 @@ async def speech(request: Request) -> Response:
         presign=False,
         metadata={"openai_model": body.model[:64]},
         text_type="text",  # OpenAI's `input` is plain text, whatever it looks like
+        deadline_ms=body.deadline_ms,
     )
     state = await gw.submit(tenant, opts, endpoint="openai")
     audit_context(request).request_id = state.request_id

@@ -55,6 +55,9 @@ class SpeechBody(BaseModel):
     """Serve repeated spans from the render cache (false: synthesize afresh)."""
     timestamps: bool = False
     """Word timestamps: chunks carry words; captions at /v1/speech/{id}/captions."""
+    deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
+    """First audio wanted within this many ms: a request the synthesize workers' queue
+    cannot serve in time is refused at once with 429 `overloaded` (and `Retry-After`)."""
     tenant: str | None = None
     """Optional; must be the API key's own tenant."""
 
@@ -81,6 +84,7 @@ async def submit(request: Request) -> Response:
         cache=body.cache,
         timestamps=body.timestamps,
         text_type=body.text_type,
+        deadline_ms=body.deadline_ms,
     )
     state = await gateway(request).submit(tenant, opts, endpoint="speech")
     audit_context(request).request_id = state.request_id

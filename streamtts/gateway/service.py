@@ -14,6 +14,7 @@ from typing import Any
 from minio.error import S3Error
 
 from streamtts.audio import formats
+from streamtts.features.admission.view import Admission
 from streamtts.features.audit.log import AuditLog
 from streamtts.features.retention.policy import expiry_marker_key
 from streamtts.gateway.audit_trail import ThrottledAudit
@@ -28,7 +29,7 @@ from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.lifecycle import cancel_and_wait
-from streamtts.runtime.settings import Settings
+from streamtts.runtime.settings import PipelineSettings, Settings
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
 from streamtts.schemas.captions import render as render_captions
 from streamtts.schemas.captions import retimed
@@ -56,6 +57,9 @@ class SpeechOptions:
     """Word timestamps on every chunk, captions stored with the audio."""
     text_type: str | None = None
     """"ssml": the text is an SSML document (checked here first: a malformed one is a 400)."""
+    deadline_ms: int | None = None
+    """First audio wanted within this many ms: refused with 429 `overloaded` when the
+    synthesize workers' reported queue predicts it later."""
 
 
 ID_RE = re.compile(ID_PATTERN)
@@ -84,6 +88,8 @@ class Gateway:
     audit: ThrottledAudit
     heard: HeardResults
     """Corrects the result of a request a cancel cut short (see `gateway.heard_results`)."""
+    admission: Admission
+    """The synthesize workers' load reports: a request with a deadline they cannot meet is refused."""
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
@@ -137,6 +143,8 @@ class Gateway:
                 on_suppressed=metrics.audit_suppressed.inc,
             ),
             heard=HeardResults(pipeline.kafka, wait_s=max(60.0, settings.request_timeout_s)),
+            # The pool rule needs the segment stage's length threshold (the same environment).
+            admission=Admission(pipeline.kafka, PipelineSettings.from_env().text.long_text_chars),
             trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
@@ -150,6 +158,11 @@ class Gateway:
                 await self.producer.start()
                 try:
                     await self.heard.start()
+                    try:
+                        await self.admission.start()
+                    except BaseException:
+                        await self.heard.stop()
+                        raise
                 except BaseException:
                     await self.producer.stop()
                     raise
@@ -164,6 +177,7 @@ class Gateway:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._key_reloader)
+        await self.admission.stop()
         await self.heard.stop()
         await self.producer.stop()
         await self.fanout.stop()
@@ -192,6 +206,20 @@ class Gateway:
             "rate_limited",
             f"{message}; retry in {wait_s:.1f} s",
             {"Retry-After": str(max(1, round(wait_s + 0.5)))},
+        )
+
+    def admit(self, request: TTSRequest) -> None:
+        """429 `overloaded` for a request whose deadline the workers' queue cannot meet: a
+        clear refusal now rather than audio too late to use."""
+        refusal = self.admission.check(request, self.voices.engine(request.voice))
+        if refusal is None:
+            return
+        self.metrics.rejected.labels("overloaded").inc()
+        raise ApiError(
+            429,
+            refusal.reason,
+            refusal.message(),
+            {"Retry-After": str(max(1, round(refusal.retry_after_s + 0.5)))},
         )
 
     def check_text(self, text: str) -> None:
@@ -223,6 +251,7 @@ class Gateway:
             "speed": opts.speed,
             "cache": opts.cache,
             "timestamps": opts.timestamps,
+            "deadline_ms": opts.deadline_ms,
             "metadata": {**opts.metadata, "via": "gateway"},
             "delivery": {
                 "chunks": True,  # the gateway streams from tts.audio
@@ -238,6 +267,7 @@ class Gateway:
         except ContractError as err:
             raise ApiError(400, "invalid_request", str(err)) from None
         self.rate_limit(tenant)
+        self.admit(request)
         held = self.fanout.get(request.request_id)
         if held is not None and (held.tenant != tenant or not held.terminal):
             # Ids are the caller's to choose; state is kept by id, so one in use is refused

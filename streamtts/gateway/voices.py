@@ -58,5 +58,13 @@ class VoiceCatalog:
                 return voice
         raise ApiError(400, "unknown_voice", f"unknown voice {voice[:60]!r}; see GET /v1/voices")
 
+    def engine(self, voice: str) -> str:
+        """The engine family that will speak `voice` (admission's cost line): a blend or
+        `auto` is Kokoro's (the multilingual default), a known id its own."""
+        for v in self.voices:
+            if v["voice_id"] == voice:
+                return str(v["engine"]).split(":", 1)[0]
+        return "kokoro"
+
     def openai(self, name: str) -> str:
         return self.check(OPENAI_VOICES.get(name, name))

@@ -91,6 +91,9 @@ class StartMessage(BaseModel):
     text_type: Literal["text", "ssml"] | None = None
     """"ssml": each `text` message is one whole SSML document (not split into sentences);
     its marks arrive as `marks` events."""
+    deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
+    """Each sentence's first audio wanted within this many ms: a sentence the synthesize
+    workers cannot serve in time gets an `error` event `overloaded` instead of late audio."""
     frame_ms: int | None = None
     """Telephony framing (pcm, mulaw, alaw): audio as frames of exactly this length instead
     of one frame per chunk (no `chunk` events then)."""
@@ -451,6 +454,7 @@ class Session:
             metadata={"session_id": self.session_id, "sentence": str(index)},
             timestamps=self.config.timestamps,
             text_type=self.config.text_type,
+            deadline_ms=self.config.deadline_ms,
         )
         try:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)

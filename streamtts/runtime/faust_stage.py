@@ -64,6 +64,8 @@ class FaustStage(DeadLettering):
         """True while the group gives this worker partitions of its source (readiness)."""
         self.rebalances = 0
         """Completed group assignments so far (with or without partitions)."""
+        self.owned: dict[str, list[int]] = {}
+        """Source topic → the partitions of it the group gives this worker now (load reports)."""
         self.app.on_partitions_assigned.connect(self._on_assigned)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
         # The stage's one agent over its sources (`_agent` may be overridden; it runs at start).
         self.app.agent(self.app.topic(*self.sources, value_type=bytes, key_type=bytes), name=self.group)(
@@ -75,6 +77,11 @@ class FaustStage(DeadLettering):
         # missing from metadata gets none and would idle silently (the metadata refresh,
         # `metadata_refresh_s`, makes it rejoin within seconds; readiness says so meanwhile).
         self.assigned = any(tp.topic in self.sources for tp in assigned)
+        owned: dict[str, list[int]] = {}
+        for tp in assigned:
+            if tp.topic in self.sources:
+                owned.setdefault(tp.topic, []).append(tp.partition)
+        self.owned = {topic: sorted(parts) for topic, parts in owned.items()}
         self.rebalances += 1
         log_event(
             self.log,

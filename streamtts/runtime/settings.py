@@ -243,6 +243,9 @@ class SynthesisSettings(SettingsGroup):
     """Inference lanes per synthesize process; 0 = one per usable CPU."""
     preempt_after_ms: float = 500.0
     """A first span predicted to wait longer than this for a lane stops a bulk run."""
+    load_report_s: float = 1.0
+    """How often a synthesize worker publishes its load report on `tts.load` (admission
+    reads it); 0 = never."""
     piece_ms: float = 500.0
     """Bulk model calls are cut (at clause boundaries) to about this much predicted compute; 0 = no cuts."""
     warm_voices: tuple[str, ...] = _env_alias(("jm_kumo",), "WARM_VOICES")
@@ -254,8 +257,10 @@ class SynthesisSettings(SettingsGroup):
         super().__post_init__()
         if self.scheduler not in ("lanes", "fifo"):
             raise ConfigError(f"{ENV_PREFIX}SYNTH_SCHEDULER must be lanes or fifo, not {self.scheduler!r}")
-        if self.lanes < 0 or self.preempt_after_ms < 0 or self.piece_ms < 0:
-            raise ConfigError(f"{ENV_PREFIX}SYNTH_LANES, _PREEMPT_AFTER_MS and _PIECE_MS must be ≥ 0")
+        if self.lanes < 0 or self.preempt_after_ms < 0 or self.piece_ms < 0 or self.load_report_s < 0:
+            raise ConfigError(
+                f"{ENV_PREFIX}SYNTH_LANES, _PREEMPT_AFTER_MS, _PIECE_MS and _LOAD_REPORT_S must be ≥ 0"
+            )
         if self.chunk_max_ms > 15_000:
             raise ConfigError(f"{ENV_PREFIX}CHUNK_MAX_MS must be ≤ 15000 (records must stay far below 1 MB)")
 

@@ -54,6 +54,11 @@ class TopicNames:
         return self._n("tts.control")
 
     @property
+    def load(self) -> str:
+        """Synthesize workers' load reports (compacted), keyed by worker; read by admission."""
+        return self._n("tts.load")
+
+    @property
     def lexicons(self) -> str:
         """Tenant lexicons (compacted), keyed by tenant; every segment stage reads all of it."""
         return self._n("tts.lexicons")

@@ -22,12 +22,21 @@ if TYPE_CHECKING:
     from streamtts.runtime.topics import TopicNames
 
 TopicRole = Literal[
-    "requests", "segments", "segments_long", "pcm", "audio", "results", "control", "lexicons", "config"
+    "requests",
+    "segments",
+    "segments_long",
+    "pcm",
+    "audio",
+    "results",
+    "control",
+    "lexicons",
+    "config",
+    "load",
 ]
 """A topic by what it carries; `TopicNames.role` gives its name in a deployment."""
 TOPIC_ROLES: tuple[str, ...] = get_args(TopicRole)
 
-SideService = Literal["model", "cancels", "releases", "lexicons", "canary", "release_guard"]
+SideService = Literal["model", "cancels", "releases", "lexicons", "canary", "release_guard", "load_reports"]
 """A process-wide service a stage needs beside its consumer: started once per worker."""
 
 
@@ -102,7 +111,7 @@ TOPOLOGY: tuple[StageSpec, ...] = (
     StageSpec("synthesize",
               groups=(GroupSpec(("segments",), pool="short"), GroupSpec(("segments_long",), pool="long")),
               outputs=("pcm",),
-              services=("model", "cancels", "canary"),
+              services=("model", "cancels", "canary", "load_reports"),
               release_lanes=True),
     StageSpec("encode",
               groups=(GroupSpec(("pcm",)),),
@@ -140,6 +149,8 @@ SIDE_SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("canary", (), before_stages=False),
     # Automatic rollback next to the router: it shares the router's view of the rule.
     ServiceSpec("release_guard", ("config",), before_stages=False),
+    # Each synthesize worker's predicted first-span wait, for admission (gateway, submit).
+    ServiceSpec("load_reports", ("load",), before_stages=False),
 )
 
 

@@ -1,0 +1,247 @@
+"""`streamtts bench --tail`: first audio against load, the old scheduler and the new side by side.
+
+For each voice (engine), on the customer-service mix with the render cache off, each
+scheduler gets fresh workers and, in order:
+
+1. idle: one request at a time — the first-audio p50 every ratio is taken against;
+2. saturation: closed loop, 4 clients — the most the worker completes per second;
+3. open-loop Poisson at 20 %, 50 % and 80 % of the *first* scheduler's saturation, so both
+   schedulers see the same arrival times and the same texts at the same absolute rates.
+
+The synthesize log lines are summed meanwhile (`worker_procs.SUMMED`): preemptions and the
+compute they threw away, so the cost of preemption is measured where it happens.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamtts.bench.loadgen import poisson_schedule
+from streamtts.bench.worker_procs import Topology
+from streamtts.bench.workloads import WorkItem, draw_mix
+
+if TYPE_CHECKING:
+    from streamtts.bench.run import Bench, LoadRun
+
+
+@dataclass(frozen=True)
+class SchedulerSetup:
+    label: str
+    scheduler: str
+    threads: int
+    """Intra-op threads per model run."""
+    lanes: int = 0
+    """Lanes (0: the setting's default, one per core ÷ threads)."""
+
+
+SCHEDULERS: tuple[SchedulerSetup, ...] = (
+    SchedulerSetup("fifo", "fifo", 2),  # before: one span at a time on both cores
+    SchedulerSetup("lanes2x1", "lanes", 1, 2),  # two lanes of one thread (the default on 2 cores)
+    SchedulerSetup("lanes1x2", "lanes", 2, 1),  # one lane on both cores: priority and preemption only
+)
+"""The first is the baseline whose saturation sets the offered loads."""
+LOADS: tuple[float, ...] = (0.2, 0.5, 0.8)
+"""Offered load as a share of the first scheduler's saturation throughput."""
+
+
+@dataclass(frozen=True)
+class TailSizes:
+    idle_n: int
+    saturation_s: float
+    load_n: int
+    """Requests per open-loop load (the schedule's length is `load_n / rate`)."""
+    loads: tuple[float, ...] = LOADS
+
+
+def sizes(quick: bool, fast: bool) -> TailSizes:
+    """Enough requests for a p99 that means something in a full run; a smoke test with --quick.
+    A slow engine (Kokoro, ~0.15 req/s on 2 cores) gets fewer: 30 requests at 50 % of its
+    saturation is already ~7 minutes."""
+    if fast:
+        return TailSizes(12, 20, 40) if quick else TailSizes(24, 40, 120)
+    # Quick on a slow engine: 20 % alone would take ~5 minutes per scheduler; 50 and 80 % are
+    # what the targets name.
+    return TailSizes(4, 60, 8, (0.5, 0.8)) if quick else TailSizes(8, 150, 30)
+
+
+async def tail_section(bench: Bench) -> None:
+    for voice in bench.plan.voices:
+        await _one_engine(bench, voice)
+
+
+async def _one_engine(bench: Bench, voice: str) -> None:
+    fast = bench.voice_fast[voice]
+    size = sizes(bench.plan.quick, fast)
+    pool = bench.pools[voice]
+    rng = random.Random(bench.plan.seed)  # the same texts and arrivals for every scheduler
+    idle_items = draw_mix(pool, size.idle_n, rng)
+    saturation_items = draw_mix(pool, 400, rng)  # more than a closed loop finishes in time
+    loads: list[tuple[float, float, list[float], list[WorkItem]]] | None = None
+    for setup in SCHEDULERS:
+        scheduler = setup.label
+        label = f"tail-{voice}-{scheduler}"
+        topology = Topology(1, setup.threads, warm_voices=(voice,))
+        env = {"STREAMTTS_SYNTH_SCHEDULER": setup.scheduler, "STREAMTTS_SYNTH_LANES": str(setup.lanes)}
+        workers, client, prefix = await bench._with_workers(label, topology, env)
+        try:
+            before = _lane_sums(workers)
+            idle = await bench._measure(
+                workers,
+                client,
+                name=f"{scheduler} idle",
+                section="tail",
+                voice=voice,
+                workload="customer_service",
+                items=idle_items,
+                concurrency=1,
+                duration_s=600,
+            )
+            saturation = await bench._measure(
+                workers,
+                client,
+                name=f"{scheduler} saturation",
+                section="tail",
+                voice=voice,
+                workload="customer_service",
+                items=saturation_items,
+                concurrency=4,
+                duration_s=size.saturation_s,
+            )
+            if loads is None:  # from the first scheduler: both are offered the same rates
+                sat = saturation.summary.throughput_rps
+                loads = []
+                for share in size.loads:
+                    rate = round(sat * share, 4)
+                    schedule = poisson_schedule(rate, size.load_n / rate, rng) if rate > 0 else []
+                    loads.append((share, rate, schedule, draw_mix(pool, len(schedule), rng)))
+            for share, rate, schedule, items in loads:
+                if not schedule or not bench.fits(f"tail {voice} {scheduler} {share:.0%}", schedule[-1] + 60):
+                    continue
+                run = await bench._measure(
+                    workers,
+                    client,
+                    name=f"{scheduler} {share:.0%}",
+                    section="tail",
+                    voice=voice,
+                    workload="customer_service",
+                    items=items,
+                    schedule=schedule,
+                    offered=rate,
+                )
+                run.extra = {"scheduler": scheduler, "load": share}
+            after = _lane_sums(workers)
+            for run in (idle, saturation):
+                run.extra = {"scheduler": scheduler, "load": run.name.split()[-1]}
+            saturation.extra["lanes"] = {k: round(after[k] - before[k], 1) for k in after}
+        finally:
+            await bench._close(workers, client, prefix)
+
+
+def _lane_sums(workers: Any) -> dict[str, float]:
+    return {
+        "preemptions": workers.summed("synthesized.preemptions"),
+        "wasted_ms": workers.summed("synthesized.wasted_ms"),
+        "lane_run_ms": workers.summed("synthesized.lane_run_ms"),
+    }
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def tail_rows(runs: Sequence[LoadRun]) -> dict[str, dict[str, dict[str, LoadRun]]]:
+    """voice → scheduler → load name ("idle", "saturation", "20%", …) → run."""
+    out: dict[str, dict[str, dict[str, LoadRun]]] = {}
+    for run in runs:
+        if run.section != "tail" or not run.extra:
+            continue
+        scheduler = str(run.extra["scheduler"])
+        load = run.name.split()[-1]
+        out.setdefault(run.voice, {}).setdefault(scheduler, {})[load] = run
+    return out
+
+
+def tail_markdown(runs: Sequence[LoadRun]) -> list[str]:
+    """One table per voice: saturation, idle p50, and first audio at each load, both schedulers."""
+    rows_by_voice = tail_rows(runs)
+    if not rows_by_voice:
+        return []
+    lines = [
+        "",
+        "## First audio against load (`--tail`): scheduler fifo (before) vs lanes (2×1 and 1×2 threads)",
+        "",
+        "Customer-service mix, render cache off. Loads are shares of the fifo saturation, the same",
+        "arrival times and texts for every setup. Ratios: p99 first audio / the setup's own idle p50,",
+        "and / fifo's idle p50 (the first audio an idle worker gave before).",
+    ]
+    for voice, by_scheduler in rows_by_voice.items():
+        header = ["scheduler", "saturation req/s", "idle p50 ms"]
+        loads = [f"{round(share * 100)}%" for share in LOADS]
+        header += [f"{load}: rate, p50/p99 ms (p99 ÷ own, ÷ fifo idle p50), lost" for load in loads]
+        header += ["preemptions, wasted compute"]
+        table = []
+        base = next(iter(by_scheduler.values())).get("idle")
+        base_p50 = base.summary.ttfa.p50 if base and not math.isnan(base.summary.ttfa.p50) else None
+        for scheduler, by_load in by_scheduler.items():
+            idle = by_load.get("idle")
+            sat = by_load.get("saturation")
+            idle_p50 = idle.summary.ttfa.p50 if idle and not math.isnan(idle.summary.ttfa.p50) else None
+            cells = [
+                scheduler,
+                f"{sat.summary.throughput_rps:.3f}" if sat else "-",
+                f"{idle_p50 * 1000:.0f}" if idle_p50 else "-",
+            ]
+            for load in loads:
+                run = by_load.get(load)
+                if run is None or math.isnan(run.summary.ttfa.p99):
+                    cells.append("-")
+                    continue
+                t = run.summary.ttfa
+                ratio = f" ({t.p99 / idle_p50:.1f}×" if idle_p50 else " (-"
+                ratio += f", {t.p99 / base_p50:.1f}×)" if base_p50 else ")"
+                cells.append(
+                    f"{run.offered_rps:g}/s, {t.p50 * 1000:.0f}/{t.p99 * 1000:.0f}{ratio}, {run.summary.lost}"
+                )
+            lanes = sat.extra.get("lanes", {}) if sat else {}
+            run_ms = lanes.get("lane_run_ms", 0.0)
+            wasted = lanes.get("wasted_ms", 0.0)
+            cells.append(
+                f"{lanes.get('preemptions', 0):.0f}, {wasted / run_ms:.1%} of lane time" if run_ms else "-"
+            )
+            table.append(cells)
+        lines += ["", f"**{voice}**", ""]
+        lines += [
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|",
+            *("| " + " | ".join(r) + " |" for r in table),
+        ]
+    return lines
+
+
+def plot_tail(runs: Sequence[LoadRun], ax_for: Any) -> bool:
+    """First-audio p50 and p99 against utilization, per voice and scheduler, on the axes that
+    `ax_for(voice)` gives. Returns whether anything was drawn."""
+    drew = False
+    for voice, by_scheduler in tail_rows(runs).items():
+        ax = ax_for(voice)
+        for scheduler, by_load in by_scheduler.items():
+            xs, p50, p99 = [], [], []
+            for share in LOADS:
+                run = by_load.get(f"{round(share * 100)}%")
+                if run is None or math.isnan(run.summary.ttfa.p99):
+                    continue
+                xs.append(share * 100)
+                p50.append(run.summary.ttfa.p50)
+                p99.append(run.summary.ttfa.p99)
+            if xs:
+                ax.plot(xs, p99, marker="o", label=f"{scheduler} p99")
+                ax.plot(xs, p50, marker=".", linestyle="--", label=f"{scheduler} p50")
+                drew = True
+        ax.set_title(f"{voice}: first audio vs load")
+        ax.set_xlabel("offered load, % of fifo saturation")
+        ax.set_ylabel("seconds")
+        ax.legend()
+    return drew

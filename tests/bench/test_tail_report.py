@@ -1,0 +1,38 @@
+"""The --tail report: one row per scheduler setup, ratios against its own and fifo's idle p50."""
+
+from __future__ import annotations
+
+from streamtts.bench.run import LoadRun
+from streamtts.bench.stats import Dist, Summary
+from streamtts.bench.tail import tail_markdown
+
+
+def _run(
+    setup: str, load: str, p50: float, p99: float, rps: float = 1.0, offered: float | None = None
+) -> LoadRun:
+    dist = Dist(10, p50, p99, p99, p99, p50)
+    summary = Summary(10, 10, 0, 0, dist, dist, 10.0, rps, 30.0, 3.0)
+    run = LoadRun(
+        f"{setup} {load}", "tail", "jm_kumo", "customer_service", "m", "t", summary, offered_rps=offered
+    )
+    run.extra = {"scheduler": setup, "load": load}
+    return run
+
+
+def test_each_setup_is_a_row_with_ratios_to_its_own_and_fifos_idle() -> None:
+    runs = [
+        _run("fifo", "idle", 1.0, 1.5),
+        _run("fifo", "saturation", 3.0, 7.0, rps=0.2),
+        _run("fifo", "50%", 1.3, 4.0, offered=0.1),
+        _run("lanes1x2", "idle", 1.0, 1.2),
+        _run("lanes1x2", "saturation", 3.0, 6.0, rps=0.21),
+        _run("lanes1x2", "50%", 1.1, 1.4, offered=0.1),
+    ]
+    runs[4].extra["lanes"] = {"preemptions": 3.0, "wasted_ms": 50.0, "lane_run_ms": 10_000.0}
+    text = "\n".join(tail_markdown(runs))
+    fifo = next(line for line in text.splitlines() if line.startswith("| fifo "))
+    lanes = next(line for line in text.splitlines() if line.startswith("| lanes1x2 "))
+    assert "0.200" in fifo and "1300/4000 (4.0×, 4.0×)" in fifo
+    assert "0.210" in lanes and "1100/1400 (1.4×, 1.4×)" in lanes
+    assert "3, 0.5% of lane time" in lanes
+    assert tail_markdown([]) == []
