@@ -20,6 +20,7 @@ from streamtts.schemas import (
     ControlMessage,
     Lexicon,
     LexiconEntry,
+    LoadReport,
     PcmChunk,
     ReleaseConfig,
     RequestContext,
@@ -261,6 +262,27 @@ def _examples() -> dict[str, bytes]:
         ).to_bytes(),
         "release": ReleaseConfig(
             version=3, candidate="joe-v2", state="canary", percent=10, tenants=["acme"], updated_at=NOW
+        ).to_bytes(),
+        "load_report": LoadReport.from_obj(
+            {
+                "worker": "node-1:4242",
+                "release": "stable",
+                "partitions": {"tts.segments": [0, 3], "tts.segments.long": [0, 3]},
+                "first_wait_ms": 812.5,
+                "queued_first": 2,
+                "queued_bulk": 7,
+                "slots": 2,
+                "cost": {
+                    "kokoro": {
+                        "intercept_ms": 60,
+                        "ms_per_phoneme": 9.1,
+                        "phonemes_per_char": 1.1,
+                        "runs": 40,
+                    }
+                },
+                "interval_s": 1.0,
+                "at": NOW,
+            }
         ).to_bytes(),
     }
 

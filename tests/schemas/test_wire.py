@@ -221,3 +221,17 @@ def test_pcm_content_type_must_say_a_mono_little_endian_rate(content_type: bytes
     with pytest.raises(ContractError) as err:
         wire.decode(PcmChunk, record.value, headers)
     assert err.value.reason == reason
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_every_contract_is_valid_cloudevents_for_the_sdk_and_its_header_schema(name: str) -> None:
+    from tests.schemas.test_contracts import _examples
+
+    contract = CONTRACTS[name].from_bytes(_examples()[name])
+    record = wire.encode(contract, "cloudevents", content_type="audio/mpeg")
+    event = _sdk(record)
+    assert event.get_specversion() == "1.0"  # type: ignore[attr-defined]
+    assert event.get_type() == f"dev.streamtts.{name}.v1"  # type: ignore[attr-defined]
+    assert event.get_id() and event.get_source().startswith("/streamtts")  # type: ignore[attr-defined]
+    _validate_headers(name, record)
+    assert wire.decode(CONTRACTS[name], record.value, record.headers) == contract
