@@ -84,6 +84,8 @@ class Plan:
     """wire_format v1 vs cloudevents side by side at capacity (`--sections wire`)."""
     tail: bool = False
     """First audio against load, scheduler fifo vs lanes (`--tail`, `bench.tail`)."""
+    tail_requests: int | None = None
+    """Requests per offered load in `--tail` (None: by engine speed and --quick)."""
 
     @classmethod
     def make(
@@ -101,6 +103,7 @@ class Plan:
         pipeline: bool = True,
         wire: bool = False,
         tail: bool = False,
+        tail_requests: int | None = None,
     ) -> Plan:
         # Quick: every core section with small samples (< 5 min); full: the README numbers.
         return cls(
@@ -128,6 +131,7 @@ class Plan:
             pipeline=pipeline,
             wire=wire,
             tail=tail,
+            tail_requests=tail_requests,
         )
 
 

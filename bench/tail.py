@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from streamtts.bench.loadgen import poisson_schedule
@@ -76,6 +76,8 @@ async def tail_section(bench: Bench) -> None:
 async def _one_engine(bench: Bench, voice: str) -> None:
     fast = bench.voice_fast[voice]
     size = sizes(bench.plan.quick, fast)
+    if bench.plan.tail_requests:
+        size = replace(size, load_n=bench.plan.tail_requests)
     pool = bench.pools[voice]
     rng = random.Random(bench.plan.seed)  # the same texts and arrivals for every scheduler
     idle_items = draw_mix(pool, size.idle_n, rng)

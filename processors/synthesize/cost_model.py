@@ -122,8 +122,11 @@ class CostModel:
             fit.runs += 1
 
     def snapshot(self) -> dict[str, dict[str, float]]:
-        """Per engine family: the current line and ratio (metrics, logs, `bench --tail`)."""
+        """Per engine family: the current line and ratio (metrics, logs, load reports), every
+        family with a prior included before its first run (admission needs a line to predict)."""
         with self._lock:
+            for fam in PRIORS:
+                self._fit(fam)
             out: dict[str, dict[str, float]] = {}
             for fam, fit in self._fits.items():
                 a, b = fit.line()

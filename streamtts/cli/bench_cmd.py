@@ -73,6 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
+        "--tail-requests",
+        type=int,
+        default=None,
+        help="with --tail: requests per offered load (default 40/120 Piper, 8/30 Kokoro, quick/full)",
+    )
+    p.add_argument(
         "--sections",
         default=None,
         help=(
@@ -136,6 +142,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--duration must be > 0, got {args.duration:g}")
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    if args.tail_requests is not None and (args.tail_requests < 1 or not args.tail):
+        raise ConfigError("--tail-requests takes a count >= 1, with --tail")
     if args.max_minutes is not None and args.max_minutes <= 0:
         raise ConfigError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
     if args.sections is not None:
@@ -187,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=not args.tail and (sections is None or "pipeline" in sections),
         wire=sections is not None and "wire" in sections,
         tail=args.tail,
+        tail_requests=args.tail_requests,
         budget_s=args.max_minutes * 60 if args.max_minutes else None,
         seed=args.seed,
         custom=custom,
