@@ -188,6 +188,7 @@ async def test_start_order_is_prerequisites_then_stages_downstream_first_then_wa
         "start segment",
         "start canary",
         "start release_guard",
+        "start load_reports",
     ]
     events.clear()
     await worker.stop()
