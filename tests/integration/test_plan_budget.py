@@ -27,6 +27,9 @@ pytestmark = [pytest.mark.integration]
 # 2,500 sentences of Chinese with numbers to read: ~0.7–1.4 s to plan on the 2-core CI machine.
 ADVERSARIAL_20K = ("价格是123元。" * 2500)[:20_000]
 BUDGET_S = 0.2
+ADVERSARIAL = ADVERSARIAL_20K * 3
+"""60,000 characters: its whole plan costs well over twice the budget even on a fast, quiet
+machine (20,000 took 0.3 s on one CI run, which left no margin)."""
 LIMITS = {"first_max_chars": 40, "max_chars": 150, "max_text_chars": 20_000}
 
 
@@ -49,16 +52,16 @@ async def test_an_adversarial_request_costs_the_stage_at_most_its_budget(
     worker = Worker(
         ["segment"],
         Settings(kafka=kafka_settings, s3=services.s3),
-        pipeline_settings.replace(plan_budget_s=BUDGET_S),
+        pipeline_settings.replace(plan_budget_s=BUDGET_S, max_text_chars=len(ADVERSARIAL)),
     )
     segments = make_consumer(kafka_settings, topics.segments, group_id=None)
     dlq = make_consumer(kafka_settings, topics.dlq("segment"), group_id=None)
-    hostile = TTSRequest.new(ADVERSARIAL_20K, language="zh", priority="interactive")
+    hostile = TTSRequest.new(ADVERSARIAL, language="zh", priority="interactive")
     normal = TTSRequest.new("Hello there.", language="en", priority="interactive")
     seen: dict[str, float] = {}
     letter: DeadLetter | None = None
     started = time.perf_counter()
-    plan_segments(hostile, **LIMITS)
+    plan_segments(hostile, **{**LIMITS, "max_text_chars": len(ADVERSARIAL)})
     whole_s = time.perf_counter() - started  # what it costs unbounded, on this machine now
     assert whole_s > 2 * BUDGET_S, "the adversarial text must cost more than the budget here"
     await worker.start()
@@ -85,7 +88,7 @@ async def test_an_adversarial_request_costs_the_stage_at_most_its_budget(
         await segments.stop()
         await worker.stop()
     print(
-        f"20,000-char request dead-lettered {seen[hostile.request_id]:.2f} s after it was sent; "
+        f"{len(ADVERSARIAL):,}-char request dead-lettered {seen[hostile.request_id]:.2f} s after it was sent; "
         f"the request behind it segmented after {seen[normal.request_id]:.2f} s (budget {BUDGET_S} s; "
         f"the whole plan costs {whole_s:.2f} s)"
     )
