@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -50,18 +50,30 @@ class FirstSegmentsFirst(Generic[T]):
             self._changed.notify_all()
             return item
 
-    async def get_where(self, ready: Callable[[T, bool], bool]) -> T:
+    async def get_where(
+        self, ready: Callable[[T, bool], bool], key: Callable[[T], Hashable] | None = None
+    ) -> T:
         """The first item in queue order for which `ready(item, first)` holds; waits until
-        one does (call `wake` when what `ready` depends on changed). Linear in the queue,
-        which is bounded by `maxsize`."""
+        one does (call `wake` when what `ready` depends on changed). With `key`, only the
+        earliest queued item of each key is a candidate: a request's later segment never
+        overtakes its own first one (which may wait for a first-span slot while the later
+        one would find a bulk slot free). Linear in the queue, which is bounded by `maxsize`."""
         async with self._changed:
             found: list[int] = []
 
             def pick() -> bool:
+                earliest: dict[Hashable, int] = {}
+                if key is not None:
+                    for _, count, item in self._heap:
+                        k = key(item)
+                        if count < earliest.get(k, count + 1):
+                            earliest[k] = count
                 best = None
-                for k, (rank, count, item) in enumerate(self._heap):
+                for i, (rank, count, item) in enumerate(self._heap):
+                    if key is not None and earliest[key(item)] != count:
+                        continue  # an earlier item of its key is still queued
                     if (best is None or (rank, count) < self._heap[best][:2]) and ready(item, rank == 0):
-                        best = k
+                        best = i
                 if best is None:
                     return False
                 found.append(best)

@@ -191,7 +191,7 @@ class SynthesizeStage(FaustStage):
         getter: asyncio.Future[EventT] | None = None
         try:
             while True:
-                getter = asyncio.ensure_future(queue.get_where(ready))
+                getter = asyncio.ensure_future(queue.get_where(ready, key=_request_key))
                 await asyncio.wait((getter, failed), return_when=asyncio.FIRST_COMPLETED)
                 if failed.done():
                     getter.cancel()
@@ -387,6 +387,11 @@ class SynthesizeStage(FaustStage):
         await super().stop()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.lookup_pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _request_key(event: EventT) -> bytes:
+    """Segments are keyed by request id: one request's segments share a key."""
+    return event.message.key or b""
 
 
 def _lane_fields(lane: LaneStats | None) -> dict[str, Any]:

@@ -76,10 +76,10 @@ async def published_audio_ms(
         consumer.seek(tp, start)
         parts: dict[tuple[int, int], float] = {}
         last_part: dict[int, int] = {}
+        # Until the end offset: an empty poll on a busy node is not the end (the caller bounds
+        # the whole recovery in time; giving up early here left a takeover's words at 0 ms).
         while start < end and await consumer.position(tp) < end:
-            batch = await consumer.getmany(tp, timeout_ms=2000, max_records=500)
-            if not batch:
-                break
+            batch = await consumer.getmany(tp, timeout_ms=500, max_records=500)
             for record in batch.get(tp, []):
                 if record.key != key or record.value is None:
                     continue

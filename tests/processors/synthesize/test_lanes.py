@@ -247,3 +247,26 @@ def _until(cond: Any, timeout_s: float = 10.0) -> None:
         if time.perf_counter() > end:
             raise AssertionError("condition not reached")
         time.sleep(0.001)
+
+
+async def test_a_requests_later_segment_never_overtakes_its_first_one() -> None:
+    """The first-span slot is taken (by request a), the bulk slot is free: b's second segment
+    must still wait for b's first one, or b's audio would leave out of order (seen in the suite:
+    word offsets of 0 ms on seq 1, its seq 0 not yet published)."""
+    queue: FirstSegmentsFirst[str] = FirstSegmentsFirst(8)
+    await queue.put("b0", first=True)
+    await queue.put("b1", first=False)
+    await queue.put("c1", first=False)  # a later segment whose first one is not queued here
+    first_slot_free = False
+
+    def ready(item: str, first: bool) -> bool:
+        return first_slot_free or not first
+
+    assert await queue.get_where(ready, key=lambda item: item[0]) == "c1"
+    blocked = asyncio.ensure_future(queue.get_where(ready, key=lambda item: item[0]))
+    await asyncio.sleep(0)
+    assert not blocked.done(), "b1 overtook b0"
+    first_slot_free = True
+    await queue.wake()
+    assert await asyncio.wait_for(blocked, 1) == "b0"
+    assert await queue.get_where(ready, key=lambda item: item[0]) == "b1"
