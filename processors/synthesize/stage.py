@@ -166,7 +166,8 @@ class SynthesizeStage(FaustStage):
     async def _drain_lanes(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
         """With lanes: up to `lanes.slots` first spans and as many bulk spans in flight at
         once, at most one per request, so each request's segments are published in order
-        (a later segment starts only once the one before it is out)."""
+        (a later segment starts only once the one before it is out, and is not taken from
+        the queue while an earlier segment of its request still waits there)."""
         assert self.lanes is not None
         cap = self.lanes.slots
         busy: set[bytes] = set()
