@@ -183,7 +183,7 @@ def tail_markdown(runs: Sequence[LoadRun]) -> list[str]:
         header = ["scheduler", "saturation req/s", "idle p50 ms"]
         loads = [f"{round(share * 100)}%" for share in LOADS]
         header += [f"{load}: rate, p50/p99 ms (p99 ÷ own, ÷ fifo idle p50), lost" for load in loads]
-        header += ["preemptions, wasted compute"]
+        header += ["preemptions, wasted compute (whole setup)"]
         table = []
         base = next(iter(by_scheduler.values())).get("idle")
         base_p50 = base.summary.ttfa.p50 if base and not math.isnan(base.summary.ttfa.p50) else None

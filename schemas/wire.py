@@ -179,18 +179,18 @@ def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, 
     payload: bytes = getattr(contract, layout.payload)
     time = fields.pop(layout.time)
     subject = fields.pop(SUBJECT_FIELD)
-    # Each fact once: the request context's id is the subject, and PCM's rate and channels
-    # are in its content type (the reader restores them from there).
-    if isinstance(fields.get("request"), dict) and fields["request"].get(SUBJECT_FIELD) == subject:
-        del fields["request"][SUBJECT_FIELD]
     if isinstance(contract, PcmChunk):
         content_type = pcm_content_type(contract.sample_rate)
-        fields.pop("sample_rate", None)
     elif content_type is None:
         raise ValueError(f"{contract.contract_name} in binary mode needs its content type")
     headers = _attributes(contract, source or layout.source, time)
     headers.append(("ce_subject", subject.encode()))
+    # Still written although the content type and the subject say them too (the rate, the
+    # request's id in `ce_request`): readers of the release before this one require them. The
+    # reader here restores both when absent, so a later release can stop writing them.
     headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
+    if isinstance(contract, PcmChunk):
+        headers.append(("ce_channels", str(PCM_CHANNELS).encode()))
     headers.append((CONTENT_TYPE, content_type.encode()))
     if sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES:
         return Record(contract.to_bytes(), [], "v1")  # bounded: see MAX_HEADER_BYTES
@@ -302,11 +302,11 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
     required.append("ce_subject")
     defs = dict(model.get("$defs", {}))
     skip = {layout.payload, layout.time, SUBJECT_FIELD, "schema_version"}
-    if cls is PcmChunk:
-        skip.add("sample_rate")  # in the content type
     for name, field_schema in fields.items():
         if name in skip:
             continue
+        if cls is PcmChunk and name == "sample_rate":
+            must.discard(name)  # written, but a reader takes the content type's rate without it
         field_schema = _without_subject(field_schema, defs)
         header = CE_PREFIX + extension_name(name)
         described = {"description": field_schema.get("description", f"The contract's `{name}`.")}

@@ -48,6 +48,14 @@ class CircuitBreaker:
             st.probing = True
             return True
 
+    def release(self, key: tuple[str, str]) -> None:
+        """The probe `allow` granted ended with no verdict (its run was stopped to give the lane
+        to a first span, and runs again): the next caller may probe."""
+        with self._lock:
+            st = self._states.get(key)
+            if st is not None:
+                st.probing = False
+
     def record_success(self, key: tuple[str, str]) -> None:
         with self._lock:
             self._states.pop(key, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -169,23 +170,29 @@ class RunControl:
     """Tokens (phonemes) of the runs that finished: the cost model's x."""
     _options: Any = field(default=None, repr=False)
     _done: dict[bytes, list[Any]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """`stop` comes from the loop's thread while the lane's thread reads the flag: one lock,
+    so a stop between reading `preempted` and arming the options is never lost."""
 
     def options(self) -> Any:
-        if self._options is None:
-            self._options = import_onnxruntime().RunOptions()
-        self._options.terminate = self.preempted
-        return self._options
+        with self._lock:
+            if self._options is None:
+                self._options = import_onnxruntime().RunOptions()
+                self._options.terminate = self.preempted
+            return self._options
 
     def stop(self) -> None:
-        self.preempted = True
-        if self._options is not None:
-            self._options.terminate = True
+        with self._lock:
+            self.preempted = True
+            if self._options is not None:
+                self._options.terminate = True
 
     def rearm(self) -> None:
         """Before another attempt: not stopped; finished runs stay remembered."""
-        self.preempted = False
-        if self._options is not None:
-            self._options.terminate = False
+        with self._lock:
+            self.preempted = False
+            if self._options is not None:
+                self._options.terminate = False
 
     def recall(self, key: bytes) -> list[Any] | None:
         return self._done.get(key)

@@ -186,10 +186,17 @@ class InferenceLanes:
             if len(self._running) < self.slots and not self._first:
                 return 0.0
             running = list(self._running.values())
-            if any(j.lane == "bulk" and not j.control.preempted for j in running):
-                free_at = 0.0  # a bulk job would be stopped for it
-            else:
-                free_at = min((j.remaining_ms(now) for j in running), default=0.0)
+            # A running bulk job is stopped for a first span only past `preempt_after_ms`: until
+            # then the span waits for it (or for whichever lane frees first).
+            free_at = min(
+                (
+                    min(j.remaining_ms(now), self.preempt_after_ms)
+                    if j.lane == "bulk" and not j.control.preempted
+                    else j.remaining_ms(now)
+                    for j in running
+                ),
+                default=0.0,
+            )
             return free_at + ahead / self.slots
 
     def queued(self) -> dict[Lane, int]:
@@ -258,7 +265,10 @@ class InferenceLanes:
                 job.started = time.perf_counter()
                 self._running[slot] = job
                 job.control.rearm()
-                job.control.piece_phonemes = self._piece_phonemes(job)
+                if job.preemptions == 0:
+                    # Fixed at the first attempt: the same cuts again, so the calls a stopped job
+                    # finished are found (keyed by their inputs) and only the stopped one is redone.
+                    job.control.piece_phonemes = self._piece_phonemes(job)
             self._attempt(slot, job)
 
     def _attempt(self, slot: int, job: _Job) -> None:
@@ -278,7 +288,8 @@ class InferenceLanes:
             del self._running[slot]
             job.run_ms += elapsed
             job.started = None if outcome[0] == "preempted" else job.started
-            if job.cancelled:
+            if job.cancelled:  # abandoned or closed: whoever still awaits it is told
+                job.loop.call_soon_threadsafe(_cancel, job.future)
                 return
             if outcome[0] == "preempted":
                 job.preemptions += 1

@@ -170,11 +170,12 @@ class PiperEngine:
         if not phonemes.strip():
             return
         ids, chars = self._ids_and_chars(phonemes)
-        samples, frames = self._infer(ids, speed)
+        samples, frames = self._infer(ids, speed, len(phonemes))
         bounds = phoneme_bounds(frames, chars, len(phonemes), len(samples)) if frames is not None else None
         yield AudioChunk(samples, self.sample_rate, phonemes, bounds=bounds)
 
-    def _infer(self, ids: list[int], speed: float) -> tuple[np.ndarray, np.ndarray | None]:
+    def _infer(self, ids: list[int], speed: float, phonemes: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """`phonemes`: the span's phoneme count, the cost model's x (ids interleave pads)."""
         inference = self.config.get("inference", {})
         scales = np.array(
             [
@@ -191,7 +192,7 @@ class PiperEngine:
         }
         if int(self.config.get("num_speakers", 1)) > 1:
             feeds["sid"] = np.array([0], dtype=np.int64)
-        outputs = run_session(self.session, feeds, tokens=len(ids))
+        outputs = run_session(self.session, feeds, tokens=phonemes)
         audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
         return audio, (outputs[1] if self.timed and len(outputs) > 1 else None)
 

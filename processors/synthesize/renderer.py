@@ -26,7 +26,7 @@ import numpy as np
 
 from streamtts.errors import failure_reason
 from streamtts.processors.synthesize.breaker import CircuitBreaker
-from streamtts.processors.synthesize.exceptions import SynthesisError
+from streamtts.processors.synthesize.exceptions import Preempted, SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
 from streamtts.processors.synthesize.span_plan import (
@@ -212,6 +212,9 @@ class SegmentRenderer:
         else:
             try:
                 spoken = self._speak(plan or self._plan(segment, planned, langs))
+            except Preempted:
+                self.breaker.release(cls)  # no verdict: a half-open probe must not stay claimed
+                raise
             except (SynthesisError, ValueError, RuntimeError, TimeoutError) as err:
                 reason = _reason(err)
                 self.breaker.record_degradation(cls)

@@ -57,12 +57,17 @@ def build_lanes(pipeline: PipelineSettings) -> InferenceLanes | None:
     return InferenceLanes(slots, preempt_after_ms=synth.preempt_after_ms, piece_ms=synth.piece_ms)
 
 
+BUDGET_THREADS = 2
+"""The intra-op threads the inference budget settings were measured with."""
+
+
 def budgets_of(pipeline: PipelineSettings) -> Budgets:
-    """The time budgets the settings give a span (G2P, inference). The inference budget is
-    set for a run on every core; a run on fewer intra-op threads (a lane) gets it scaled by
-    the cores it does not have — a Kokoro span on one thread of two takes ~2× as long, and a
-    long zh span under load otherwise timed out and was degraded (bench --tail)."""
-    scale = max(1.0, usable_cpus() / inference_threads(pipeline))
+    """The time budgets the settings give a span (G2P, inference). The inference budget was
+    set for a run on two intra-op threads; a run on one (a lane on this 2-core class) takes
+    ~2× as long, and a long zh span under load otherwise timed out and was degraded (bench
+    --tail). Scaled by the threads it lacks, never past 2×: more cores than that a run never
+    had, and a stalled run must still be caught."""
+    scale = min(2.0, max(1.0, BUDGET_THREADS / inference_threads(pipeline)))
     return Budgets(
         g2p_s=pipeline.degradation.g2p_budget_ms / 1000,
         inference_base_s=pipeline.degradation.inference_budget_s * scale,

@@ -24,7 +24,7 @@ def test_each_setup_is_a_row_with_ratios_to_its_own_and_fifos_idle() -> None:
         _run("fifo", "idle", 1.0, 1.5),
         _run("fifo", "saturation", 3.0, 7.0, rps=0.2),
         _run("fifo", "50%", 1.3, 4.0, offered=0.1),
-        _run("lanes1x2", "idle", 1.0, 1.2),
+        _run("lanes1x2", "idle", 0.7, 1.2),
         _run("lanes1x2", "saturation", 3.0, 6.0, rps=0.21),
         _run("lanes1x2", "50%", 1.1, 1.4, offered=0.1),
     ]
@@ -33,6 +33,6 @@ def test_each_setup_is_a_row_with_ratios_to_its_own_and_fifos_idle() -> None:
     fifo = next(line for line in text.splitlines() if line.startswith("| fifo "))
     lanes = next(line for line in text.splitlines() if line.startswith("| lanes1x2 "))
     assert "0.200" in fifo and "1300/4000 (4.0×, 4.0×)" in fifo
-    assert "0.210" in lanes and "1100/1400 (1.4×, 1.4×)" in lanes
+    assert "0.210" in lanes and "1100/1400 (2.0×, 1.4×)" in lanes  # ÷ its own 0.7 s, ÷ fifo's 1.0 s
     assert "3, 0.5% of lane time" in lanes
     assert tail_markdown([]) == []

@@ -157,3 +157,17 @@ def test_asking_whether_the_breaker_is_closed_claims_no_probe() -> None:
     clock.now += 5.1
     assert not b.is_closed(key) and not b.is_closed(key)
     assert b.allow(key), "the probe is still there for the regular path"
+
+
+def test_a_half_open_probe_stopped_without_a_verdict_lets_the_next_one_probe() -> None:
+    """A probe span preempted for a first span (it runs again later) must not keep the probe
+    claimed: the class would stay on the fallback path on this worker until a restart."""
+    now = [0.0]
+    breaker = CircuitBreaker(threshold=1, open_s=5.0, clock=lambda: now[0])
+    key = ("kokoro", "zh")
+    breaker.record_degradation(key)
+    now[0] = 6.0  # half-open
+    assert breaker.allow(key)  # the probe
+    assert not breaker.allow(key)  # one probe at a time
+    breaker.release(key)  # stopped: no success, no failure
+    assert breaker.allow(key)  # the next caller probes
