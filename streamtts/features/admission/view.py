@@ -63,9 +63,13 @@ class LoadView(TopicFollower):
             except ContractError as err:
                 log_event(log, "load_report_invalid", logging.WARNING, error=str(err)[:200])
                 continue
-            # Read from the beginning, an old report would look fresh: judge by its own time.
-            age_s = max(0.0, time.time() - report.at.timestamp())
-            self.add(report, time.monotonic() - age_s)
+            if self.caught_up.is_set():
+                self.add(report)  # live: fresh now, whatever the worker's clock says
+            else:
+                # Read back from the log, an old report would look fresh: judge it by its own
+                # time (the worker's clock; only this catch-up depends on the clocks agreeing).
+                age_s = max(0.0, time.time() - report.at.timestamp())
+                self.add(report, time.monotonic() - age_s)
 
 
 class Admission(AsyncLifecycle):

@@ -116,3 +116,18 @@ def test_request_deadline_is_validated() -> None:
     with pytest.raises(ValueError, match="deadline_ms"):
         TTSRequest.new("hi", deadline_ms=0)
     assert CostLine(intercept_ms=1, ms_per_phoneme=1, phonemes_per_char=1, runs=0).runs == 0
+
+
+async def test_a_live_report_is_fresh_whatever_the_workers_clock_says() -> None:
+    """Once caught up, a report just read is the worker's latest: a worker clock minutes behind
+    must not make every report it sends look stale (admission would silently turn off)."""
+    view = LoadView(KafkaSettings(), "tts.load")
+    view.caught_up.set()
+
+    class Record:
+        def __init__(self, report: LoadReport) -> None:
+            self.key, self.value = report.worker.encode(), report.to_bytes()
+
+    behind = _report("skewed", [0], 10.0, at=datetime.now(UTC) - timedelta(minutes=10))
+    await view._take_batch([Record(behind)])  # type: ignore[list-item]
+    assert [r.worker for r in view.fresh()] == ["skewed"]
