@@ -174,8 +174,11 @@ class PiperEngine:
         bounds = phoneme_bounds(frames, chars, len(phonemes), len(samples)) if frames is not None else None
         yield AudioChunk(samples, self.sample_rate, phonemes, bounds=bounds)
 
-    def _infer(self, ids: list[int], speed: float, phonemes: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """`phonemes`: the span's phoneme count, the cost model's x (ids interleave pads)."""
+    def _infer(
+        self, ids: list[int], speed: float, phonemes: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """`phonemes`: the span's phoneme count, the cost model's x (ids interleave pads; None:
+        about half of them)."""
         inference = self.config.get("inference", {})
         scales = np.array(
             [
@@ -192,7 +195,7 @@ class PiperEngine:
         }
         if int(self.config.get("num_speakers", 1)) > 1:
             feeds["sid"] = np.array([0], dtype=np.int64)
-        outputs = run_session(self.session, feeds, tokens=phonemes)
+        outputs = run_session(self.session, feeds, tokens=phonemes if phonemes is not None else len(ids) // 2)
         audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
         return audio, (outputs[1] if self.timed and len(outputs) > 1 else None)
 
