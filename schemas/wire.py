@@ -183,14 +183,17 @@ def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, 
         content_type = pcm_content_type(contract.sample_rate)
     elif content_type is None:
         raise ValueError(f"{contract.contract_name} in binary mode needs its content type")
+    if isinstance(contract, PcmChunk):
+        # Each fact once: the rate (and mono) are in the content type, the request's id is
+        # `ce_subject`. The release before this one reads records without them (and the first
+        # cloudevents builds, which required them, are two releases back).
+        fields.pop("sample_rate", None)
+        request = fields.get("request")
+        if isinstance(request, dict):
+            request.pop(SUBJECT_FIELD, None)
     headers = _attributes(contract, source or layout.source, time)
     headers.append(("ce_subject", subject.encode()))
-    # Still written although the content type and the subject say them too (the rate, the
-    # request's id in `ce_request`): readers of the release before this one require them. The
-    # reader here restores both when absent, so a later release can stop writing them.
     headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
-    if isinstance(contract, PcmChunk):
-        headers.append(("ce_channels", str(PCM_CHANNELS).encode()))
     headers.append((CONTENT_TYPE, content_type.encode()))
     if sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES:
         return Record(contract.to_bytes(), [], "v1")  # bounded: see MAX_HEADER_BYTES
@@ -306,7 +309,7 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
         if name in skip:
             continue
         if cls is PcmChunk and name == "sample_rate":
-            must.discard(name)  # written, but a reader takes the content type's rate without it
+            continue  # the content type's `rate=` (earlier writers also wrote `ce_samplerate`)
         field_schema = _without_subject(field_schema, defs)
         header = CE_PREFIX + extension_name(name)
         described = {"description": field_schema.get("description", f"The contract's `{name}`.")}
@@ -325,7 +328,10 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
         if name in must:
             required.append(header)
     if cls is PcmChunk:
-        props["ce_channels"] = {"const": str(PCM_CHANNELS), "description": "Channels of the PCM (mono)."}
+        props["ce_channels"] = {
+            "const": str(PCM_CHANNELS),
+            "description": "Written by earlier releases only: the content type's `channels=` says it.",
+        }
         props[CONTENT_TYPE] = {
             "type": "string",
             "pattern": r"^audio/L16;rate=\d+;channels=1;endianness=little-endian$",

@@ -88,9 +88,10 @@ def test_binary_mode_value_is_the_audio_itself() -> None:
     assert record.value == pcm.pcm
     headers = dict(record.headers)
     assert headers["content-type"] == b"audio/L16;rate=24000;channels=1;endianness=little-endian"
-    # Kept for the previous release's readers, though the content type and subject say them.
-    assert headers["ce_samplerate"] == b"24000" and headers["ce_channels"] == b"1"
+    # Each fact once: the rate and channels only in the content type, the id only as subject.
+    assert "ce_samplerate" not in headers and "ce_channels" not in headers
     assert headers["ce_subject"] == pcm.request_id.encode()
+    assert b"request_id" not in headers["ce_request"]
     audio = _audio(pcm)
     assert wire.encode(audio, "cloudevents", content_type="audio/mpeg").value == audio.audio
     # ~25 % fewer bytes than base64 inside JSON, headers included.
@@ -121,7 +122,6 @@ def test_every_record_type_is_valid_cloudevents_for_the_sdk() -> None:
         assert event.get_id() and event.get_source().startswith("/streamtts"), name  # type: ignore[attr-defined]
         assert event.get_time() is not None, name  # type: ignore[attr-defined]
     pcm_event = _sdk(records["pcm_chunk"])
-    assert pcm_event.get_extension("samplerate") == "24000"  # type: ignore[attr-defined]
     assert "rate=24000" in pcm_event.get_datacontenttype()  # type: ignore[attr-defined]
     assert pcm_event.get_subject() == pcm.request_id  # type: ignore[attr-defined]
     assert pcm_event.get_datacontenttype().startswith("audio/L16")  # type: ignore[attr-defined]
@@ -196,16 +196,24 @@ def test_written_headers_validate_against_their_schemas() -> None:
         )
 
 
-def test_pcm_without_the_redundant_headers_still_reads() -> None:
-    """A later writer may drop ce_samplerate, ce_channels and the request id inside ce_request
-    (the content type and ce_subject say them): this reader restores them."""
+def test_pcm_with_the_first_builds_redundant_headers_still_reads() -> None:
+    """The first cloudevents builds also wrote ce_samplerate, ce_channels and the request id
+    inside ce_request: this reader takes such records (and the ones without them)."""
     pcm = _pcm(**RICH)
     record = wire.encode(pcm, "cloudevents")
-    headers = {k: v for k, v in record.headers if k not in ("ce_samplerate", "ce_channels")}
+    headers = dict(record.headers)
+    assert "ce_samplerate" not in headers and "ce_channels" not in headers
+    assert wire.decode(PcmChunk, record.value, record.headers) == pcm
     request = orjson.loads(headers["ce_request"])
-    del request["request_id"]
+    request["request_id"] = pcm.request_id
     headers["ce_request"] = orjson.dumps(request)
+    headers["ce_samplerate"] = b"24000"
+    headers["ce_channels"] = b"1"
     assert wire.decode(PcmChunk, record.value, list(headers.items())) == pcm
+    headers["ce_channels"] = b"2"
+    with pytest.raises(ContractError) as err:
+        wire.decode(PcmChunk, record.value, list(headers.items()))
+    assert err.value.reason == "unsupported_channels"
 
 
 @pytest.mark.parametrize(
@@ -221,7 +229,6 @@ def test_pcm_content_type_must_say_a_mono_little_endian_rate(content_type: bytes
     headers = [
         (k, content_type if k == "content-type" else v)
         for k, v in record.headers
-        if k not in ("ce_samplerate", "ce_channels")  # the content type alone decides
     ]
     with pytest.raises(ContractError) as err:
         wire.decode(PcmChunk, record.value, headers)
