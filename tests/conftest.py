@@ -88,7 +88,9 @@ def speech_renderer(registry):  # type: ignore[no-untyped-def]
     from streamtts.processors.synthesize.renderer import SegmentRenderer
     from streamtts.processors.synthesize.synthesizer import Synthesizer
 
-    registry.warm_up(("jm_kumo", "en_joe"), langs=("zh", "en", "ja", "ko"))
+    from streamtts.processors.synthesize.speech_stack import WARM_G2P_LANGS
+
+    registry.warm_up(("jm_kumo", "en_joe"), langs=WARM_G2P_LANGS)
     renderer = SegmentRenderer(Synthesizer(registry))
     renderer.prerender_please_wait()
     return renderer

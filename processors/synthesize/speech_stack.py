@@ -16,7 +16,13 @@ from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.settings import PipelineSettings, S3Settings
+from streamtts.schemas.languages import NEURAL_TAGS
 
+
+WARM_G2P_LANGS: tuple[str, ...] = ("zh", "en", "ja", "ko", *sorted(NEURAL_TAGS - {"zh", "en", "ja", "ko"}))
+"""Every neural language's phonemizer is warmed at start: a cold one (jieba ~1 s, OpenJTalk
+~0.8 s, espeak-ng's first voice ~0.6 s) would blow the 0.2 s G2P budget of the first request
+in that language and degrade it."""
 log = logging.getLogger("streamtts.synthesize")
 
 
@@ -92,8 +98,7 @@ def build_renderer(
         threads=threads,
         spin=pipeline.synthesis.spin,
     )
-    # Every phonemizer is warmed: a cold one (jieba, OpenJTalk) would blow the G2P budget.
-    registry.warm_up(pipeline.synthesis.warm_voices, langs=("zh", "en", "ja", "ko"))
+    registry.warm_up(pipeline.synthesis.warm_voices, langs=WARM_G2P_LANGS)
     cache = build_cache(pipeline, s3, on_cache_count)
     preloaded = cache.preload(pipeline.render_cache.preload) if cache is not None else 0
     renderer = SegmentRenderer(

@@ -171,3 +171,32 @@ def test_a_half_open_probe_stopped_without_a_verdict_lets_the_next_one_probe() -
     assert not breaker.allow(key)  # one probe at a time
     breaker.release(key)  # stopped: no success, no failure
     assert breaker.allow(key)  # the next caller probes
+
+
+def test_neural_engine_down_falls_back_to_formant_then_breaker_keeps_it_there(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Kokoro down for every voice: a Spanish caller hears espeak-ng's Spanish, not a failure
+    or the "please wait" clip, before and after the breaker opens."""
+    from streamtts.processors.synthesize.speech_stack import WARM_G2P_LANGS
+
+    registry.g2p.warm_up(WARM_G2P_LANGS)  # as a worker starts (a cold G2P is another degradation)
+    clock = FakeClock()
+    renderer = SegmentRenderer(Synthesizer(registry), breaker=CircuitBreaker(2, 30.0, clock=clock))
+    kokoro = registry.engine(registry.spec("jm_kumo"))
+    tried: list[str] = []
+
+    def down(phonemes, voice, speed=1.0):  # type: ignore[no-untyped-def]
+        tried.append(voice.voice_id)
+        raise RuntimeError("injected: the neural engine is down")
+
+    monkeypatch.setattr(kokoro, "synthesize_phonemes", down)
+    text = "Su pedido número 3870 fue enviado ayer."
+    outs = [renderer.render(_segment(text, "es", language="es")) for _ in range(3)]
+    assert tried, "the neural voice was tried first"
+    assert [o.degradation.step for o in outs] == ["formant"] * 3  # type: ignore[union-attr]
+    assert [o.degradation.reason for o in outs] == ["inference_error", "inference_error", "breaker_open"]  # type: ignore[union-attr]
+    assert renderer.breaker.state(("auto", "es")) == "open"
+    for out in outs:
+        assert out.voice_used == "espeak"
+        seconds = len(out.samples) / out.sample_rate
+        assert 1.5 < seconds < 8.0, f"the whole sentence, digits read out ({seconds:.2f} s)"
+        assert float(np.sqrt(np.mean(out.samples**2))) > 0.02
