@@ -104,14 +104,35 @@ def fold(text: str, lang: str) -> list[str]:
     return list(fold_alphabetic(text))
 
 
+# How a number is grouped or a currency written is the recognizer's spelling, not what was
+# heard: "5.812" / "5 812" = "5812", "89 €" = "89 Euro", "R$ 120" = "120 reais".
+_GROUPING = re.compile(r"(?<=\d)[.,'\u00a0\u202f ](?=\d{3}(?!\d))")
+_CURRENCY_WORDS = (
+    (re.compile(r"\b(?:euros?|eur)\b"), "€"),
+    (re.compile(r"\breais\b"), "r$"),
+    (re.compile(r"\b(?:dollars?|dólares|dolares)\b"), "$"),
+    (re.compile(r"(?:rupees?|रुपये|रुपए|روپے)"), "₹"),
+)
+_SYMBOL_FIRST = re.compile(r"(r\$|€|\$|₹)\s*(\d+)")  # text is lower-cased by then
+_SYMBOL_NAMES = {"r$": " brl ", "€": " eur ", "$": " usd ", "₹": " inr "}
+_ABBREVIATIONS = re.compile(r"\b(?:nr|no|n°|nº|n\.º)\.?(?=\s*\d)")
+"""'Nr. 5812', 'n° 7340', 'No. 4': the word "number" in any of these languages."""
+
+
 def fold_alphabetic(text: str) -> str:
     """Letters and digits of an alphabetic language, lower-cased, without spaces or punctuation
-    (a character error rate, as the issue's trial measured)."""
-    return "".join(
-        c
-        for c in unicodedata.normalize("NFC", text).lower()
-        if c.isalnum() or unicodedata.category(c)[0] == "M"
-    )
+    (a character error rate, as the issue's trial measured); number grouping, currency symbols
+    and "No."-style abbreviations folded the same way on both sides."""
+    text = unicodedata.normalize("NFC", text).lower()
+    text = _GROUPING.sub("", text)
+    for pattern, symbol in _CURRENCY_WORDS:
+        text = pattern.sub(symbol, text)
+    text = _SYMBOL_FIRST.sub(r"\2 \1", text)
+    for symbol, name in _SYMBOL_NAMES.items():
+        text = text.replace(symbol, name)
+    text = _ABBREVIATIONS.sub(" # ", text)
+    text = re.sub(r"\b(?:nummer|numéro|numero|número|number|नंबर)\b", " # ", text)
+    return "".join(c for c in text if c.isalnum() or c == "#" or unicodedata.category(c)[0] == "M")
 
 
 def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:

@@ -59,3 +59,23 @@ def test_the_bundled_set_has_sixty_sentences_in_eleven_languages() -> None:
     assert len(load_sentences(langs=["zh"], per_lang=2)) == 2
     with pytest.raises(ConfigError, match="unknown language"):
         load_sentences(langs=["tlh"])
+
+
+@pytest.mark.parametrize(
+    ("heard", "written", "lang"),
+    [
+        ("Ihre Bestellung mit der Nummer 5812 wird", "Ihre Bestellung mit der Nr. 5.812 wird", "de"),
+        ("O valor é de 120 reais, com vencimento", "O valor é de R$ 120, com vencimento", "pt"),
+        ("Der Betrag beträgt 89 Euro.", "Der Betrag beträgt 89 €.", "de"),
+        ("Votre commande numéro 7340 sera livrée", "Votre commande n° 7 340 sera livrée", "fr"),
+        ("आपका कुल बिल 250 रुपये है", "आपका कुल बिल ₹250 है", "hi"),
+    ],
+)
+def test_alphabetic_folding_ignores_how_numbers_and_currency_are_written(heard: str, written: str, lang: str) -> None:
+    assert score(heard, written, lang).edits == 0
+
+
+def test_alphabetic_folding_still_counts_a_wrong_number_or_amount() -> None:
+    assert score("Nummer 5812", "Nr. 5.882", "de").edits == 1
+    assert score("89 Euro", "9,80 €", "de").edits >= 1
+    assert score("120 reais", "120 dólares", "pt").edits >= 3
