@@ -277,6 +277,40 @@ def format_table(rows: Sequence[LangRow]) -> str:
     return "\n".join(lines)
 
 
+def write_measurements(path: Path, rows: Sequence[LangRow], *, today: str) -> dict[str, dict[str, Any]]:
+    """Merge each table language's error into the measurements file the language table reads
+    (`schemas.languages.MEASURED_FILE`): the pipeline's where it ran, else the core path's.
+    Languages not in this run keep their earlier measurement. Returns what was written."""
+    from streamtts.schemas.languages import BY_TAG as TABLE
+
+    try:
+        doc = json.loads(path.read_text("utf-8")) if path.exists() else {}
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot read {path}: {err}") from err
+    languages: dict[str, Any] = dict(doc.get("languages", {}))
+    written: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.lang not in TABLE or not row.n:
+            continue  # "mixed" and "all" are not table rows
+        system = "pipeline" if "pipeline" in row.rate else "core"
+        written[row.lang] = {
+            "error": round(row.rate[system], 3),
+            "system": system,
+            "sentences": row.n,
+            "voice": RAW_VOICE.get(row.lang, TABLE[row.lang].voice),
+            "measured_at": today,
+        }
+    languages.update(written)
+    doc = {
+        "about": "Written by `streamtts eval --write-tiers`: Whisper-base character error (en: word "
+        "error) per language through the system named, voice auto, no language given. "
+        "schemas/languages.py derives the tiers of the espeak-phonemized Kokoro languages from it.",
+        "languages": dict(sorted(languages.items())),
+    }
+    path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    return written
+
+
 def report_json(rows: Sequence[LangRow], renderings: Sequence[Rendering]) -> dict[str, Any]:
     return {
         "summary": [row.__dict__ for row in rows],

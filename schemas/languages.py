@@ -16,8 +16,10 @@ Adding a language is one row here plus its eval sentences (neural rows, in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import json
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any, Literal
 
 Tier = Literal["neural", "neural-accented", "formant"]
 G2PKind = Literal["misaki-zh", "espeak-en", "openjtalk", "espeak"]
@@ -301,6 +303,48 @@ ROWS: tuple[LanguageRow, ...] = (
     _f("am", "Amharic", "ethiopic", "ሰላም፣ እንዴት ልረዳዎት እችላለሁ።", sentence_end="።"),
 )
 
+MEASURED_FILE = "language_errors.json"
+"""Beside this module: what `streamtts eval --write-tiers` measured per language."""
+NEURAL_MAX_ERROR = 0.10
+ACCENTED_MAX_ERROR = 0.20
+
+
+def measured_tier(error: float) -> Tier:
+    """The tier a measured error earns a Kokoro language phonemized by espeak-ng. Above
+    `ACCENTED_MAX_ERROR` it stays neural-accented: espeak-ng's formant voice measured worse
+    in every such language (fr 0.52 against 0.21; see docs/languages.md)."""
+    return "neural" if error <= NEURAL_MAX_ERROR else "neural-accented"
+
+
+def load_measurements() -> dict[str, dict[str, Any]]:
+    """{tag: {error, system, sentences, voice, measured_at}} from `MEASURED_FILE` ({} if absent)."""
+    try:
+        text = (resources.files("streamtts.schemas") / MEASURED_FILE).read_text("utf-8")
+    except (OSError, ModuleNotFoundError):
+        return {}
+    languages = json.loads(text).get("languages", {})
+    return {str(k): dict(v) for k, v in languages.items() if isinstance(v, dict)}
+
+
+def _with_measurements(rows: tuple[LanguageRow, ...]) -> tuple[LanguageRow, ...]:
+    """Measured errors replace the declared ones; for a language phonemized by espeak-ng (its
+    quality is what the measurement decides) the tier follows too. zh, en and ja keep `neural`:
+    the model was trained on them with these G2Ps, and their character error mostly counts
+    Whisper's homophones (zh) and spelling."""
+    measured = load_measurements()
+    out = []
+    for r in rows:
+        m = measured.get(r.tag)
+        if m is None or not r.neural or not isinstance(m.get("error"), int | float):
+            out.append(r)
+            continue
+        error = round(float(m["error"]), 3)
+        tier = measured_tier(error) if r.g2p == "espeak" and r.tag not in ("ko", "yue") else r.tier
+        out.append(replace(r, error=error, tier=tier))
+    return tuple(out)
+
+
+ROWS = _with_measurements(ROWS)
 BY_TAG: dict[str, LanguageRow] = {row.tag: row for row in ROWS}
 TAGS: tuple[str, ...] = tuple(row.tag for row in ROWS)
 NEURAL_TAGS: frozenset[str] = frozenset(row.tag for row in ROWS if row.neural)

@@ -86,9 +86,8 @@ def registry():  # type: ignore[no-untyped-def]
 def speech_renderer(registry):  # type: ignore[no-untyped-def]
     """The real model, warmed as a synthesize worker warms it, shared by pipeline tests."""
     from streamtts.processors.synthesize.renderer import SegmentRenderer
-    from streamtts.processors.synthesize.synthesizer import Synthesizer
-
     from streamtts.processors.synthesize.speech_stack import WARM_G2P_LANGS
+    from streamtts.processors.synthesize.synthesizer import Synthesizer
 
     registry.warm_up(("jm_kumo", "en_joe"), langs=WARM_G2P_LANGS)
     renderer = SegmentRenderer(Synthesizer(registry))

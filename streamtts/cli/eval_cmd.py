@@ -35,6 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=2, help="onnxruntime and Whisper threads (default 2)")
     p.add_argument("--out", type=Path, default=None, help="write the full report (every transcript) as JSON")
     p.add_argument(
+        "--write-tiers",
+        nargs="?",
+        type=Path,
+        const=Path("-"),
+        default=None,
+        metavar="PATH",
+        help="record each language's error (pipeline, else core) in the measurements file the "
+        "language table reads, from which the tiers follow (default PATH: the installed package's "
+        "schemas/language_errors.json)",
+    )
+    p.add_argument(
         "--timestamps",
         action="store_true",
         help="word-timestamp accuracy instead: our word starts against Whisper's word alignment"
@@ -70,11 +81,31 @@ def _run(args: argparse.Namespace) -> int:
         first_mins=_ints(args.first_min),
         threads=args.threads,
     )
+    target = _tiers_path(args.write_tiers) if args.write_tiers is not None else None
     rows, renderings = run_eval(plan)
     print(format_table(rows))
+    if target is not None:
+        from datetime import UTC, datetime
+
+        from streamtts.bench.speech_eval import write_measurements
+
+        written = write_measurements(target, rows, today=datetime.now(UTC).date().isoformat())
+        print(f"measured errors of {', '.join(sorted(written)) or 'no table language'} written to {target}")
     if args.out:
         args.out.write_text(json.dumps(report_json(rows, renderings), ensure_ascii=False, indent=1), "utf-8")
     return 0
+
+
+def _tiers_path(given: Path) -> Path:
+    if str(given) != "-":
+        if not given.parent.exists():
+            raise ConfigError(f"directory {given.parent} does not exist")
+        return given
+    from importlib import resources
+
+    from streamtts.schemas.languages import MEASURED_FILE
+
+    return Path(str(resources.files("streamtts.schemas") / MEASURED_FILE))
 
 
 def _run_timestamps(args: argparse.Namespace, langs: list[str] | None) -> int:

@@ -71,7 +71,9 @@ def test_the_bundled_set_has_sixty_sentences_in_eleven_languages() -> None:
         ("आपका कुल बिल 250 रुपये है", "आपका कुल बिल ₹250 है", "hi"),
     ],
 )
-def test_alphabetic_folding_ignores_how_numbers_and_currency_are_written(heard: str, written: str, lang: str) -> None:
+def test_alphabetic_folding_ignores_how_numbers_and_currency_are_written(
+    heard: str, written: str, lang: str
+) -> None:
     assert score(heard, written, lang).edits == 0
 
 

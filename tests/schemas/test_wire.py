@@ -226,10 +226,7 @@ def test_pcm_with_the_first_builds_redundant_headers_still_reads() -> None:
 )
 def test_pcm_content_type_must_say_a_mono_little_endian_rate(content_type: bytes, reason: str) -> None:
     record = wire.encode(_pcm(), "cloudevents")
-    headers = [
-        (k, content_type if k == "content-type" else v)
-        for k, v in record.headers
-    ]
+    headers = [(k, content_type if k == "content-type" else v) for k, v in record.headers]
     with pytest.raises(ContractError) as err:
         wire.decode(PcmChunk, record.value, headers)
     assert err.value.reason == reason

@@ -97,3 +97,42 @@ def test_the_contract_takes_the_tables_tags() -> None:
     with pytest.raises(ContractError):
         TTSRequest.new("Hello.", language="xx")
     assert FORMANT_TAGS and not FORMANT_TAGS & NEURAL_TAGS
+
+
+def test_tiers_follow_the_measured_errors() -> None:
+    """The shipped measurements decide the tier of every espeak-phonemized Kokoro language."""
+    from streamtts.schemas.languages import load_measurements, measured_tier
+
+    measured = load_measurements()
+    assert {"es", "it", "pt", "de", "fr", "hi"} <= set(measured), "every new neural language is measured"
+    for tag, m in measured.items():
+        row = BY_TAG[tag]
+        assert row.error == round(m["error"], 3)
+        if row.g2p == "espeak" and tag not in ("ko", "yue"):
+            assert row.tier == measured_tier(m["error"]), tag
+    assert measured_tier(0.10) == "neural" and measured_tier(0.101) == "neural-accented"
+
+
+def test_eval_writes_and_merges_measurements(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from streamtts.bench.speech_eval import LangRow, write_measurements
+
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps({"languages": {"it": {"error": 0.5, "system": "core"}}}), "utf-8")
+
+    def row(lang: str, rate: dict[str, float]) -> LangRow:
+        return LangRow(lang, 3, rate, {}, {}, {})
+
+    rows = [row("es", {"raw": 0.0, "core": 0.05, "pipeline": 0.02}), row("de", {"raw": 0.1, "core": 0.3})]
+    rows += [row("mixed", {"pipeline": 0.1}), row("all", {"pipeline": 0.1})]
+    written = write_measurements(path, rows, today="2026-12-03")
+    assert set(written) == {"es", "de"}
+    doc = json.loads(path.read_text("utf-8"))["languages"]
+    assert doc["es"] == {
+        "error": 0.02,
+        "system": "pipeline",
+        "sentences": 3,
+        "voice": "jm_kumo",
+        "measured_at": "2026-12-03",
+    }
+    assert doc["de"]["system"] == "core" and doc["de"]["error"] == 0.3
+    assert doc["it"]["error"] == 0.5, "a language not in this run keeps its measurement"
