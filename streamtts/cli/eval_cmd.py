@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="intelligibility check: raw model vs speech core vs pipeline, transcribed by Whisper",
         description=(
             "Renders a sentence set (default: the bundled 66 customer-service sentences in zh, en, "
-            "ja, mixed zh/en, ko, es, it, pt, de, fr and hi, with codes, phone numbers, prices and dates) with the raw model "
+            "ja, mixed zh/en, ko, es, it, pt, de, fr and hi, with codes, phone numbers, prices and "
+            "dates) with the raw model "
             "(whole sentence, one voice), the speech core and the whole Kafka pipeline (voice auto), "
             "transcribes each with offline Whisper-base and reports CER/WER per language, clipping "
             "and discontinuities. The pipeline part starts the local stack if it is not running."
@@ -24,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--set", type=Path, default=None, help="JSON Lines sentence set: {id, lang, text, expect?}"
     )
-    p.add_argument("--langs", default=None, help="comma-separated subset of zh,en,ja,mixed,ko")
+    p.add_argument(
+        "--langs", default=None, help="comma-separated subset of zh,en,ja,mixed,ko,es,it,pt,de,fr,hi"
+    )
     p.add_argument("--per-lang", type=int, default=None, help="at most N sentences per language")
     p.add_argument("--no-pipeline", action="store_true", help="skip the Kafka pipeline (raw and core only)")
     p.add_argument(
