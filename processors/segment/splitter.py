@@ -259,11 +259,6 @@ class ClauseSplitter:
             # What is left of the sentence would be a fragment too ("…，请妥善保管。" spoken
             # alone came back garbled): the sentence goes whole, up to 1.5 × the budget.
             return (head + tail[1]).strip(), len(clauses)
-        if _CODE_OPEN in head and self._fits(head.strip(), whole_budget):
-            # A cut would fall before the code (never inside it): the code would open the next
-            # call, where the model's first syllables are the weakest ("客服热线" | "四 零 零…"
-            # came back with the hotline's start garbled). The clause goes whole instead.
-            return head.strip(), k
         head, rest = self.cut_head(head.strip(), self.first_max_chars)
         if rest.strip():
             k -= 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -147,9 +146,7 @@ class Synthesizer:
         known = self._phonemes.get(key)
         if known is not None:
             return known.decode("utf-8")
-        parts = [_run_phonemes(voice.engine, run) for run in pieces]
-        if len({run.lang for run in pieces} & {"zh", "en"}) == 2:
-            parts = [_set_off(p) if run.lang == "en" else p for run, p in zip(pieces, parts, strict=True)]
+        parts = (_run_phonemes(voice.engine, run) for run in pieces)
         phonemes = " ".join(p for p in parts if p)
         self._phonemes.put(key, phonemes.encode("utf-8"))
         return phonemes
@@ -301,16 +298,6 @@ def _phoneme_key(engine: SpeechEngine, runs: Sequence[SpeechRun]) -> str:
     for run in runs:
         h.update(f"\0{run.text}\0{run.lang}\0{run.ipa}".encode("utf-8", "surrogatepass"))
     return h.hexdigest()
-
-
-_TRAILING_PUNCT = re.compile(r"(?<=[^\s.,!?;:])([.,!?;:]+)$")
-
-
-def _set_off(phonemes: str) -> str:
-    """An English run inside a Chinese sentence, set off from its closing punctuation by a
-    space, as misaki's zh G2P sets off every Latin word: "tɤ ˈæp." made the model swallow a
-    sentence-final English word (heard as one Chinese syllable), "tɤ ˈæp ." does not."""
-    return _TRAILING_PUNCT.sub(r" \1", phonemes)
 
 
 def _run_phonemes(engine: SpeechEngine, run: SpeechRun) -> str:

@@ -63,14 +63,3 @@ def test_the_cached_fast_path_keeps_marks(registry) -> None:  # type: ignore[no-
         assert 0 < first.marks[0][1] < len(first.samples) / first.sample_rate * 1000
     finally:
         renderer.close()
-
-
-def test_an_english_word_closing_a_chinese_sentence_is_set_off_from_its_punctuation(registry) -> None:  # type: ignore[no-untyped-def]
-    """As misaki's zh G2P writes it ("tɤ ˈæp ."): glued to the period ("ˈæp.") the model
-    swallowed the word."""
-    synth = Synthesizer(registry)
-    kumo = synth.resolve("jm_kumo", {"zh", "en"})
-    mixed = synth.phonemize(kumo, [SpeechRun("您可以下载我们的", "zh"), SpeechRun("app。", "en")])
-    assert mixed.endswith("ˈæp ."), mixed
-    alone = synth.phonemize(kumo, [SpeechRun("Download our app.", "en")])
-    assert alone.endswith("ˈæp."), "an English sentence keeps its own punctuation"
