@@ -5,7 +5,7 @@ Two formats, chosen by the writer (`wire_format`), both read by every reader:
 - ``v1``: the JSON envelope (`Contract.to_bytes`), audio base64 inside, no headers.
 - ``cloudevents``: the CloudEvents 1.0 Kafka protocol binding in *binary mode*. PCM and audio
   chunks carry their audio as the record value itself (`tts.pcm`: raw s16le mono PCM,
-  `content-type: audio/L16;rate=R;channels=1;endianness=little-endian`; `tts.audio` and reply
+  `content-type: audio/L16;rate=R;endianness=little-endian` (mono: RFC 2586's default); `tts.audio` and reply
   topics: the encoded chunk, `content-type` of its format), and every other field of the
   envelope as a ``ce_`` header (see `docs/wire-format.md` for the mapping). JSON contracts
   keep their JSON body and gain the CloudEvents headers with `content-type: application/json`.
@@ -96,7 +96,9 @@ def event_type(contract: type[Contract] | Contract) -> str:
 
 
 def pcm_content_type(sample_rate: int) -> str:
-    return f"audio/L16;rate={sample_rate};channels={PCM_CHANNELS};endianness=little-endian"
+    # No `channels=`: RFC 2586's default is 1 (mono), and every reader here defaults to it;
+    # `endianness=` stays (L16's default is big-endian).
+    return f"audio/L16;rate={sample_rate};endianness=little-endian"
 
 
 @cache
@@ -334,7 +336,7 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
         }
         props[CONTENT_TYPE] = {
             "type": "string",
-            "pattern": r"^audio/L16;rate=\d+;channels=1;endianness=little-endian$",
+            "pattern": r"^audio/L16;rate=\d+;(channels=1;)?endianness=little-endian$",
         }
     else:
         props[CONTENT_TYPE] = {"type": "string", "pattern": r"^audio/", "description": "The chunk's format."}
