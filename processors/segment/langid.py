@@ -138,21 +138,31 @@ one as English, "Your verification code is …" as French and an Italian price s
 Romanian, 0.96)."""
 SURE = 0.8
 """A low-accuracy pick outside `CORE_LATIN` (Swedish, Czech, …) is taken at this confidence."""
+SIBLINGS: tuple[frozenset[str], ...] = (
+    frozenset({"hr", "bs"}),
+    frozenset({"ms", "id"}),
+    frozenset({"cs", "sk"}),
+)
+"""Languages lingua splits its confidence between on short text (a Croatian greeting: hr 0.6,
+bs 0.4): together they count towards `SURE`, and the best of them is taken."""
 OTHER_LATIN_MIN_WORDS = 4
 """... and only from this many words: "Hello world." scored Vietnamese 0.8 in low accuracy;
 shorter texts are told apart among `CORE_LATIN` by the accurate models."""
 
 
 def _best(detector: Any, text: str, tags: tuple[str, ...]) -> tuple[str | None, float, float, float]:
-    """(lingua's best tag, its confidence, English's confidence, the best `CORE_LATIN`
-    confidence) for `text`."""
+    """(lingua's best tag, its confidence — with its `SIBLINGS`' —, English's confidence, the
+    best `CORE_LATIN` confidence) for `text`."""
     values = detector.compute_language_confidence_values(text)
     if not values:
         return None, 0.0, 0.0, 0.0
     by_name = {BY_TAG[t].lingua: t for t in tags}
     english = next((v.value for v in values if v.language.name == "ENGLISH"), 0.0)
     core = max((v.value for v in values if by_name.get(v.language.name) in CORE_LATIN), default=0.0)
-    return by_name.get(values[0].language.name), float(values[0].value), float(english), float(core)
+    best = by_name.get(values[0].language.name)
+    group = next((g for g in SIBLINGS if best in g), frozenset({best}))
+    confidence = sum(float(v.value) for v in values if by_name.get(v.language.name) in group)
+    return best, confidence, float(english), float(core)
 
 
 _WARM_TEXT = "Hello there, thank you for calling today"

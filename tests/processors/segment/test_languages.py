@@ -71,6 +71,14 @@ def test_single_sentences_are_identified(tag: str, sentence: str) -> None:
     assert {s.lang for s in spans} == {tag}
 
 
+def test_languages_lingua_splits_count_together() -> None:
+    """lingua splits a Croatian greeting between hr (0.6) and bs (0.4): neither alone was sure,
+    so it was spoken as English; together they are."""
+    assert {s.lang for s in segment_text("Dobar dan, kako vam mogu pomoći?")} <= {"hr", "bs"}
+    assert {s.lang for s in segment_text("Dobrý den, jak vám mohu pomoci?")} == {"cs"}
+    assert {s.lang for s in segment_text("Thank you for calling, how can I help you?")} == {"en"}
+
+
 def test_the_requests_language_wins_and_a_mixed_sentence_stays_one_speaker() -> None:
     assert {s.lang for s in segment_text("Il suo ordine è stato spedito ieri.", lang_hint="es")} == {"es"}
     spans = segment_text("Puede descargar la app Microsoft Teams desde nuestra página web.")
