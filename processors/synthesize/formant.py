@@ -42,7 +42,30 @@ _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _CHARS_UTF8 = 1
 _RATE = 1
 _DEFAULT_WPM = 175
-_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+_EVENT_END = 0
+_EVENT_WORD = 1
+
+
+class _Event(ctypes.Structure):
+    """espeak-ng's `espeak_EVENT` (speak_lib.h)."""
+
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("unique_identifier", ctypes.c_uint),
+        ("text_position", ctypes.c_int),
+        ("length", ctypes.c_int),
+        ("audio_position", ctypes.c_int),
+        ("sample", ctypes.c_int),
+        ("user_data", ctypes.c_void_p),
+        ("id", ctypes.c_char * 8),
+    ]
+
+
+_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event)
+)
+_MAX_EVENTS_PER_CALLBACK = 10_000
+"""A guard against a missing terminator: espeak sends a few events per callback."""
 
 
 @dataclass
@@ -54,9 +77,12 @@ class FormantEngine:
     model_id: str
     name: str = "espeak"
     languages: frozenset[str] = FORMANT_LANGS
-    timed: bool = False
+    timed: bool = True
+    """Chunks carry word bounds from espeak's word events."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _pieces: list[np.ndarray] = field(default_factory=list, repr=False)
+    _words: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
+    """(text position, length, audio ms) of each word espeak reported in the current call."""
     _callback: Any = field(default=None, repr=False)
     _voice: str = field(default="", repr=False)
 
@@ -101,9 +127,16 @@ class FormantEngine:
         lib.espeak_SetSynthCallback(engine._callback)
         return engine
 
-    def _collect(self, wav: Any, count: int, _events: Any) -> int:
+    def _collect(self, wav: Any, count: int, events: Any) -> int:
         if count > 0 and wav:
             self._pieces.append(np.ctypeslib.as_array(wav, shape=(count,)).astype(np.float32) / 32768.0)
+        if events:
+            for k in range(_MAX_EVENTS_PER_CALLBACK):
+                event = events[k]
+                if event.type == _EVENT_END:
+                    break
+                if event.type == _EVENT_WORD:
+                    self._words.append((event.text_position, event.length, event.audio_position))
         return 0
 
     def warm_up(self) -> None:
@@ -124,24 +157,34 @@ class FormantEngine:
     def synthesize_phonemes(
         self, phonemes: str, voice: VoiceSpec, speed: float = 1.0
     ) -> Iterator[AudioChunk]:
-        """One chunk: every tagged run of `phonemes` spoken in turn by its espeak voice."""
-        runs = [piece.split(_VOICE_END, 1) for piece in phonemes.split(_RUN) if _VOICE_END in piece]
+        """One chunk: every tagged run of `phonemes` spoken in turn by its espeak voice, with
+        `bounds` from espeak's word events when `timed` (each character of a word spans the
+        word's audio: "phonemes" of this engine are characters)."""
+        runs = _runs(phonemes)
         if not runs:
             return
+        words: list[tuple[int, int, int, int]] = []  # (char start, char end, sample start, run end)
         with self._lock:
             self._pieces = []
             self.lib.espeak_SetParameter(_RATE, round(_DEFAULT_WPM * speed), 0)
-            for espeak_voice, text in runs:
-                if not text.strip():
-                    continue
+            for espeak_voice, text, at in runs:
                 self._set_voice(espeak_voice)
-                data = text.strip().encode("utf-8")
+                self._words = []
+                before = sum(len(p) for p in self._pieces)
+                data = text.encode("utf-8")
                 err = self.lib.espeak_Synth(data, len(data) + 1, 0, 0, 0, _CHARS_UTF8, None, None)
                 if err != 0:
                     raise SynthesisError(f"espeak-ng failed ({err}) on voice {espeak_voice!r}")
-            pieces, self._pieces = self._pieces, []
+                after = sum(len(p) for p in self._pieces)
+                for position, length, ms in self._words:
+                    start = at + max(0, position - 1)  # espeak counts characters from 1
+                    sample = min(after, before + round(ms * self.sample_rate / 1000))
+                    words.append((start, min(at + len(text), start + max(1, length)), sample, after))
+            pieces, self._pieces, self._words = self._pieces, [], []
         if pieces:
-            yield AudioChunk(np.concatenate(pieces), self.sample_rate, phonemes)
+            samples = np.concatenate(pieces)
+            bounds = _bounds(len(phonemes), words) if self.timed and words else None
+            yield AudioChunk(samples, self.sample_rate, phonemes, bounds=bounds)
 
     def _set_voice(self, name: str) -> None:
         if name == self._voice:
@@ -154,6 +197,49 @@ class FormantEngine:
 
     def synthesize(self, text: str, lang: str, voice: VoiceSpec, speed: float = 1.0) -> Iterator[AudioChunk]:
         yield from self.synthesize_phonemes(self.phonemize(text, lang), voice, speed)
+
+
+def _runs(phonemes: str) -> list[tuple[str, str, int]]:
+    """(espeak voice, stripped text, its index in `phonemes`) of each non-empty tagged run."""
+    out = []
+    at = 0
+    for piece in phonemes.split(_RUN):
+        start = at
+        at += len(piece) + 1
+        if _VOICE_END not in piece:
+            continue
+        voice, text = piece.split(_VOICE_END, 1)
+        stripped = text.strip()
+        if stripped:
+            lead = len(text) - len(text.lstrip())
+            out.append((voice, stripped, start + len(voice) + 1 + lead))
+    return out
+
+
+def _bounds(n: int, events: list[tuple[int, int, int, int]]) -> np.ndarray:
+    """(n, 2) sample bounds per character: a word's characters span from its first event to
+    the next word's (or its run's end); the characters between words are empty at the last
+    end. espeak reports a number as several words at one text position ("48213": czterdzieści,
+    osiem, tysięcy, …): events over characters already seen extend that word."""
+    words: list[list[int]] = []  # [char start, char end, sample start, run end]
+    for a, b, start, run_end in sorted(events, key=lambda e: (e[2], e[0])):
+        if words and words[-1][3] == run_end and a < words[-1][1] and b > words[-1][0]:
+            words[-1][0], words[-1][1] = min(words[-1][0], a), max(words[-1][1], b)
+            continue
+        words.append([a, b, start, run_end])
+    bounds = np.zeros((n, 2), dtype=np.int64)
+    last = 0
+    cursor = 0
+    for k, (a, b, start, run_end) in enumerate(words):
+        following = words[k + 1][2] if k + 1 < len(words) and words[k + 1][3] == run_end else run_end
+        end = max(start, min(following, run_end))
+        a = max(a, cursor)
+        bounds[cursor:a] = last
+        bounds[a:b, 0] = start
+        bounds[a:b, 1] = end
+        last, cursor = end, max(cursor, b)
+    bounds[cursor:] = last
+    return bounds
 
 
 _NO_VOICE = VoiceSpec("espeak", "espeak", FORMANT_LANGS, 22_050)

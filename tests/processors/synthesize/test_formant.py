@@ -46,3 +46,33 @@ def test_the_synthesizer_resamples_formant_audio_to_the_pipeline_rate() -> None:
     chunks = list(synth.synthesize_span("Dzień dobry, w czym mogę pomóc?", "pl", None, 1.0, 24_000))
     assert chunks and all(c.sample_rate == 24_000 and c.voice_id == "espeak" for c in chunks)
     assert sum(c.duration_s for c in chunks) > 1.0
+
+
+def test_formant_spans_have_word_timestamps_from_espeaks_word_events() -> None:
+    from datetime import UTC, datetime
+
+    from streamtts.processors.synthesize.renderer import SegmentRenderer
+    from streamtts.schemas import RequestContext, Segment, TTSRequest
+
+    text = "Zamówienie numer 48213 zostało wysłane."
+    req = TTSRequest.new(text, language="pl", timestamps=True)
+    segment = Segment(
+        request_id=req.request_id,
+        seq=0,
+        total=1,
+        last=True,
+        text=text,
+        lang="pl",
+        request=RequestContext.of(req),
+        segmented_at=datetime.now(UTC),
+    )
+    out = SegmentRenderer(Synthesizer(VoiceRegistry(threads=1))).render(segment)
+    assert out.voice_used == "espeak" and out.words is not None
+    said = [text[w.char_start : w.char_end] for w in out.words]
+    assert said == ["Zamówienie", "numer", "48213", "zostało", "wysłane"]
+    starts = [w.start_ms for w in out.words]
+    assert starts == sorted(starts) and starts[0] < 200
+    duration_ms = len(out.samples) / out.sample_rate * 1000
+    assert all(w.start_ms < w.end_ms <= duration_ms + 1 for w in out.words)
+    number = out.words[2]
+    assert number.end_ms - number.start_ms > 1000, "the code is read out digit group by group"
