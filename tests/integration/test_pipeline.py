@@ -308,3 +308,47 @@ async def test_g711_requests_stream_and_store_at_8_khz(
     with av.open(io.BytesIO(data), format="wav") as container:
         audio_stream = container.streams.audio[0]
         assert audio_stream.codec_context.name == "pcm_alaw" and audio_stream.rate == 8000
+
+
+FORMANT_CASES = [
+    ("pl", "Dzień dobry, Pana zamówienie zostało wysłane wczoraj wieczorem."),
+    ("tr", "Merhaba, siparişiniz dün akşam kargoya verildi."),
+    ("nl", "Goedemiddag, uw bestelling is gisteren verzonden."),
+]
+
+
+async def test_languages_without_a_neural_voice_complete_through_espeaks_formant_voice(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames, services: Services
+) -> None:
+    """Polish, Turkish and Dutch (no `language` given: identified) are spoken by espeak-ng's
+    formant voice, marked as such on chunks and results, stored, and timed word by word;
+    a Spanish request beside them stays neural."""
+    requests = [TTSRequest.new(text, format="mp3", timestamps=True) for _, text in FORMANT_CASES]
+    spanish = TTSRequest.new("Su pedido fue enviado ayer por la tarde.", format="mp3", timestamps=True)
+    ids = [r.request_id for r in [*requests, spanish]]
+    async with (
+        ResultWaiter(kafka_settings) as waiter,
+        AudioSubscriber(kafka_settings, topics.audio, request_ids=ids) as sub,
+    ):
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit_many([*requests, spanish])
+        received = {a.request_id: a async for a in sub.completed(timeout_s=240)}
+        results = await waiter.wait(ids, timeout_s=60)
+    s3 = _s3(services)
+    for (lang, text), req in zip(FORMANT_CASES, requests, strict=True):
+        audio, result = received[req.request_id], results[req.request_id]
+        assert result.status == "completed", (lang, result.error)
+        assert {d.step for d in result.degraded} == {"formant"}, (lang, result.degraded)
+        assert all(c.degradation is not None and c.degradation.step == "formant" for c in audio.chunks)
+        assert result.storage is not None
+        stored = s3.get_object(result.storage.bucket, result.storage.key).read()
+        samples, rate = decode_audio(stored, "mp3")
+        assert len(samples) / rate > 1.5 and np.sqrt(np.mean(samples**2)) > 0.01, lang
+        assert result.words, f"{lang}: word timestamps from espeak's word events"
+        words = [w.text for w in result.words]
+        assert all(text[w.char_start : w.char_end] == w.text for w in result.words)
+        assert words == [t.strip(",.") for t in text.split()], (lang, words)
+        starts = [w.start_ms for w in result.words]
+        assert starts == sorted(starts) and result.words[-1].end_ms <= result.duration_ms + 1
+    neural = results[spanish.request_id]
+    assert neural.status == "completed" and not neural.degraded, neural.degraded
