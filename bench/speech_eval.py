@@ -201,10 +201,29 @@ async def render_pipeline(
 # -- transcription and report -----------------------------------------------------------------
 
 
-def transcribe(asr: WhisperASR, renderings: Sequence[Rendering], progress: Progress = _say) -> None:
+def transcribe(
+    asr: WhisperASR,
+    renderings: Sequence[Rendering],
+    progress: Progress = _say,
+    *,
+    lead_ms: Sequence[int] = (0,),
+) -> None:
+    """Transcribe and score each rendering; with several `lead_ms`, once per amount of silence
+    put before the audio, edits and units summed over them. Whisper-base's error on the same
+    audio moved by ±0.03 with 100–300 ms of leading silence (mixed zh/en, 12 sentences): a
+    system that trims its leading silence (the pipeline) and one that keeps it (the raw model)
+    differ by that much before any difference in speech; averaging over offsets measures the
+    speech, not where Whisper's window starts."""
     for k, r in enumerate(renderings, 1):
-        r.transcript = asr.transcribe(r.samples, r.sample_rate, r.sentence.lang).text
-        r.score = score(r.sentence.expect, r.transcript, r.sentence.lang)
+        total = Score(0, 0)
+        transcripts = []
+        for lead in lead_ms:
+            pad = np.zeros(int(lead * r.sample_rate / 1000), dtype=np.float32)
+            text = asr.transcribe(np.concatenate([pad, r.samples]), r.sample_rate, r.sentence.lang).text
+            transcripts.append(text)
+            total = total + score(r.sentence.expect, text, r.sentence.lang)
+        r.transcript = " | ".join(transcripts)
+        r.score = total
         if k % 10 == 0 or k == len(renderings):
             progress(f"transcribed {k}/{len(renderings)}")
 
@@ -342,6 +361,8 @@ class EvalPlan:
     first_mins: tuple[int, ...] = ()
     """Extra first-span policies for the core path ("core fm=N"), for the latency trade-off."""
     threads: int = 2
+    lead_ms: tuple[int, ...] = (0,)
+    """Leading silence (ms) each rendering is transcribed with, scores summed (see `transcribe`)."""
 
 
 async def _pipeline_part(
@@ -410,5 +431,5 @@ def run_eval(
         finally:
             renderer.close()
     progress("loading Whisper-base (offline, from its PyPI packages)")
-    transcribe(WhisperASR(threads=plan.threads), renderings, progress)
+    transcribe(WhisperASR(threads=plan.threads), renderings, progress, lead_ms=plan.lead_ms)
     return summarize(renderings), renderings

@@ -81,3 +81,22 @@ def test_alphabetic_folding_still_counts_a_wrong_number_or_amount() -> None:
     assert score("Nummer 5812", "Nr. 5.882", "de").edits == 1
     assert score("89 Euro", "9,80 €", "de").edits >= 1
     assert score("120 reais", "120 dólares", "pt").edits >= 3
+
+
+def test_transcribe_sums_scores_over_leading_silences() -> None:
+    from streamtts.bench.speech_eval import EvalSentence, Rendering, transcribe
+
+    heard_lengths: list[int] = []
+
+    class FakeASR:  # records what it was given; hears the sentence right only without padding
+        def transcribe(self, samples: np.ndarray, rate: int, lang: str) -> object:
+            heard_lengths.append(len(samples))
+            return type("T", (), {"text": "hello world" if len(samples) == 100 else "hello"})()
+
+    r = Rendering(
+        EvalSentence("x", "en", "hello world", "hello world"), "core", np.ones(100, np.float32), 1000
+    )
+    transcribe(FakeASR(), [r], progress=lambda _: None, lead_ms=(0, 50))  # type: ignore[arg-type]
+    assert heard_lengths == [100, 150]
+    assert (r.score.edits, r.score.units) == (1, 4), "two words per pass, one missed in the padded pass"
+    assert r.transcript == "hello world | hello"
