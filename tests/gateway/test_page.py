@@ -41,6 +41,10 @@ async def test_page_streams_speech_in_chromium(
             await page.goto(f"{live_gateway_url}/?key=key-acme")
             await page.wait_for_selector("#voice option[value=en_joe]", state="attached")
             await page.select_option("#voice", "en_joe")
+            # The language list comes from GET /v1/voices: every table row, with its tier.
+            await page.wait_for_selector("#language option[value=pl]", state="attached")
+            assert "formant" in (await page.text_content("#language option[value=pl]") or "")
+            await page.select_option("#language", "en")
             await page.select_option("#format", "pcm")
             await page.fill("#text", "Hello from the browser. This sentence streams over a WebSocket.")
             await page.click("#speak")
@@ -99,6 +103,10 @@ async def test_page_highlights_each_word_while_it_plays(live_gateway_url: str, r
             await page.goto(f"{live_gateway_url}/?key=key-acme")
             await page.wait_for_selector("#voice option[value=en_joe]", state="attached")
             await page.select_option("#voice", "en_joe")
+            # The language list comes from GET /v1/voices: every table row, with its tier.
+            await page.wait_for_selector("#language option[value=pl]", state="attached")
+            assert "formant" in (await page.text_content("#language option[value=pl]") or "")
+            await page.select_option("#language", "en")
             await page.select_option("#format", "pcm")
             assert await page.is_checked("#timestamps")
             await page.fill("#text", " ".join(WORDS))
