@@ -306,13 +306,12 @@ ROWS: tuple[LanguageRow, ...] = (
 MEASURED_FILE = "language_errors.json"
 """Beside this module: what `streamtts eval --write-tiers` measured per language."""
 NEURAL_MAX_ERROR = 0.10
-ACCENTED_MAX_ERROR = 0.20
 
 
 def measured_tier(error: float) -> Tier:
-    """The tier a measured error earns a Kokoro language phonemized by espeak-ng. Above
-    `ACCENTED_MAX_ERROR` it stays neural-accented: espeak-ng's formant voice measured worse
-    in every such language (fr 0.52 against 0.21; see docs/languages.md)."""
+    """The tier a measured error earns a Kokoro language phonemized by espeak-ng. Above the
+    accented bar (0.20) it stays neural-accented: espeak-ng's formant voice measured worse in
+    every such language (fr 0.52 against 0.21; see docs/languages.md)."""
     return "neural" if error <= NEURAL_MAX_ERROR else "neural-accented"
 
 
@@ -320,9 +319,9 @@ def load_measurements() -> dict[str, dict[str, Any]]:
     """{tag: {error, system, sentences, voice, measured_at}} from `MEASURED_FILE` ({} if absent)."""
     try:
         text = (resources.files("streamtts.schemas") / MEASURED_FILE).read_text("utf-8")
-    except (OSError, ModuleNotFoundError):
-        return {}
-    languages = json.loads(text).get("languages", {})
+        languages = json.loads(text).get("languages", {})
+    except (OSError, ModuleNotFoundError, ValueError, AttributeError):
+        return {}  # the declared tiers stand (the test suite checks the shipped file reads)
     return {str(k): dict(v) for k, v in languages.items() if isinstance(v, dict)}
 
 
