@@ -326,7 +326,10 @@ def write_measurements(path: Path, rows: Sequence[LangRow], *, today: str) -> di
         "schemas/languages.py derives the tiers of the espeak-phonemized Kokoro languages from it.",
         "languages": dict(sorted(languages.items())),
     }
-    path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    try:
+        path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot write {path}: {err.strerror or err}") from err
     return written
 
 
