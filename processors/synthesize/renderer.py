@@ -60,7 +60,7 @@ class Budgets:
     """Time a span may take before it is treated as failed (field practice: a slow phoneme
     parser once blocked whole requests for seconds)."""
 
-    g2p_s: float | None = 0.2
+    g2p_s: float | None = 0.5
     """None: no budget (the direct path, where nobody else waits on the process)."""
     inference_base_s: float | None = 4.0
     inference_per_char_s: float = 0.15

@@ -20,7 +20,7 @@ from streamtts.schemas.languages import NEURAL_TAGS
 
 WARM_G2P_LANGS: tuple[str, ...] = ("zh", "en", "ja", "ko", *sorted(NEURAL_TAGS - {"zh", "en", "ja", "ko"}))
 """Every neural language's phonemizer is warmed at start: a cold one (jieba ~1 s, OpenJTalk
-~0.8 s, espeak-ng's first voice ~0.6 s) would blow the 0.2 s G2P budget of the first request
+~0.8 s, espeak-ng's first voice ~0.6 s) would blow the G2P budget (0.5 s) of the first request
 in that language and degrade it."""
 log = logging.getLogger("streamtts.synthesize")
 

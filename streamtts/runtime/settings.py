@@ -270,8 +270,11 @@ class DegradationSettings(SettingsGroup):
     """When synthesis gives up on a span or a voice and falls back (budgets, circuit breaker)."""
 
     at_least_one: ClassVar[tuple[str, ...]] = ("g2p_budget_ms", "breaker_threshold")
-    g2p_budget_ms: int = 200
-    """A span whose phonemization takes longer is re-synthesized with the fallback voice."""
+    g2p_budget_ms: int = 500
+    """A span whose phonemization takes longer is re-synthesized with the fallback voice. 500,
+    not 200: on a busy 2-core machine (two inference lanes, the suite's other processes) an
+    OpenJTalk reading of a new Japanese sentence took over 200 ms twice in a row and the span
+    fell to espeak-ng; a stalled parser (the field failure this guards) hangs for seconds."""
     inference_budget_s: float = 4.0
     """Inference budget of a span: this plus `inference_budget_per_char_s` per character."""
     inference_budget_per_char_s: float = 0.15
