@@ -25,11 +25,13 @@ from functools import cache
 from typing import Any, Final, Literal, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.chunks import AudioChunk, PcmChunk
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.headers import header_pairs
+from streamtts.schemas.request import TTSRequest
 
 WireFormat = Literal["v1", "cloudevents"]
 WIRE_FORMATS: Final[tuple[WireFormat, ...]] = ("v1", "cloudevents")
@@ -48,6 +50,23 @@ so nothing is cut and the record stays far below Kafka's 1 MB."""
 PCM_CHANNELS: Final = 1
 
 C = TypeVar("C", bound=Contract)
+
+CONTEXT_DEFAULTED: Final = ("language", "voice", "format", "sample_rate", "speed", "priority", "delivery")
+"""Request-context fields a PCM record's `ce_request` leaves out at the request's default
+(`TTSRequest`'s: "auto", "auto", "mp3", 24000, 1.0, "normal", {}); the reader restores them.
+Most requests leave them all at the default, and every PCM record repeats them."""
+
+
+@cache
+def _context_defaults() -> dict[str, Any]:
+    # As the record's own dump writes them: a nested model at its default is `{}`.
+    request = TTSRequest.model_construct()
+    return {
+        name: value.model_dump(mode="json", exclude_defaults=True)
+        if isinstance(value := getattr(request, name), BaseModel)
+        else value
+        for name in CONTEXT_DEFAULTED
+    }
 
 
 @dataclass(frozen=True)
@@ -193,6 +212,9 @@ def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, 
         request = fields.get("request")
         if isinstance(request, dict):
             request.pop(SUBJECT_FIELD, None)
+            for name, default in _context_defaults().items():
+                if name in request and request[name] == default:
+                    del request[name]
     headers = _attributes(contract, source or layout.source, time)
     headers.append(("ce_subject", subject.encode()))
     headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
@@ -257,6 +279,9 @@ def _from_binary(
     request = obj.get("request")
     if isinstance(request, dict) and SUBJECT_FIELD in obj:
         request.setdefault(SUBJECT_FIELD, obj[SUBJECT_FIELD])
+        if cls is PcmChunk:
+            for name, default in _context_defaults().items():
+                request.setdefault(name, default)
     return cls.from_obj(obj)
 
 
@@ -347,7 +372,8 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
 
 def _without_subject(field_schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """A nested model with its own `request_id` (the request context) goes in a header
-    without it (it is `ce_subject`): its schema there does not require it."""
+    without it (it is `ce_subject`), and without the fields at the request's defaults
+    (`CONTEXT_DEFAULTED`): its schema there does not require them."""
     ref = field_schema.get("$ref", "")
     target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else None
     if not target or SUBJECT_FIELD not in target.get("required", []):
@@ -355,8 +381,11 @@ def _without_subject(field_schema: dict[str, Any], defs: dict[str, Any]) -> dict
     name = ref.rsplit("/", 1)[-1] + "InHeader"
     defs[name] = {
         **target,
-        "required": [r for r in target["required"] if r != SUBJECT_FIELD],
-        "description": f"{target.get('description', '')} Its `{SUBJECT_FIELD}` is `ce_subject`.".strip(),
+        "required": [r for r in target["required"] if r != SUBJECT_FIELD and r not in CONTEXT_DEFAULTED],
+        "description": (
+            f"{target.get('description', '')} Its `{SUBJECT_FIELD}` is `ce_subject`; "
+            f"{', '.join(CONTEXT_DEFAULTED)} are left out at the request's defaults."
+        ).strip(),
     }
     return {**field_schema, "$ref": f"#/$defs/{name}"}
 

@@ -217,6 +217,44 @@ def test_pcm_with_the_first_builds_redundant_headers_still_reads() -> None:
     assert err.value.reason == "unsupported_channels"
 
 
+def test_pcm_request_context_leaves_the_request_defaults_out() -> None:
+    """Every PCM record repeats its request's context: fields at the request's defaults are
+    left out (and restored by the reader); ones the caller set are written; a record of the
+    previous release, which wrote them all, still reads."""
+    pcm = _pcm(**RICH)
+    record = wire.encode(pcm, "cloudevents")
+    written = orjson.loads(dict(record.headers)["ce_request"])
+    assert {"tenant", "created_at", "timestamps"} <= set(written)
+    assert not set(written) & {"language", "voice", "format", "sample_rate", "speed", "priority", "delivery"}
+    assert wire.decode(PcmChunk, record.value, record.headers) == pcm
+
+    custom = factories.pcm_chunk(
+        factories.request(
+            language="es",
+            voice="jm_kumo",
+            format="opus",
+            speed=1.25,
+            priority="interactive",
+            delivery={"reply_topic": "tts.reply.x"},
+        ),
+        0,
+        1,
+    )
+    record = wire.encode(custom, "cloudevents")
+    written = orjson.loads(dict(record.headers)["ce_request"])
+    assert written["language"] == "es" and written["voice"] == "jm_kumo" and written["format"] == "opus"
+    assert written["speed"] == 1.25 and written["priority"] == "interactive"
+    assert written["delivery"] == {"reply_topic": "tts.reply.x"}
+    assert wire.decode(PcmChunk, record.value, record.headers) == custom
+    _validate_headers("pcm_chunk", record)
+
+    # The previous release wrote the whole context.
+    headers = dict(wire.encode(pcm, "cloudevents").headers)
+    full = pcm.request.model_dump(mode="json", exclude={"request_id"})
+    headers["ce_request"] = orjson.dumps(full)
+    assert wire.decode(PcmChunk, pcm.pcm, list(headers.items())) == pcm
+
+
 @pytest.mark.parametrize(
     ("content_type", "reason"),
     [
