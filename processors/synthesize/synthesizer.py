@@ -41,7 +41,12 @@ class SynthesisSettings:
     """Post-processing knobs."""
 
     trim_pad_ms: float = 40.0
-    """Silence kept around speech when trimming an engine's own leading/trailing silence."""
+    """Kept before the first sample of speech when trimming an engine's leading silence."""
+    trim_tail_ms: float = 150.0
+    """Kept after the last loud sample when trimming its trailing silence: the release of a
+    final stop and the decay of a last vowel sit below the loudness threshold ("app", "Submit"
+    at a sentence end lost their /p/ and /t/ with 40 ms: Whisper heard "R" and "Subman"). What
+    this keeps beyond `trim_pad_ms` comes off the span's pause, so pacing is unchanged."""
     fade_ms: float = 5.0
     """Fade-in/out at chunk edges."""
     ceiling: float = 0.95
@@ -276,7 +281,9 @@ class Synthesizer:
         4. fades at both edges (chunk starts and ends at zero: no clicks when concatenated),
         5. append the span's pause as exact zeros."""
         s = self.settings
-        start, end = effects.speech_range(raw.samples, rate_in, pad_ms=s.trim_pad_ms)
+        start, end, decay = _kept(raw.samples, rate_in, s)
+        # The pause starts where a `trim_pad_ms` tail would have ended: the decay is part of it.
+        pause_ms = max(0.0, pause_ms - decay * 1000.0 / rate_in)
         samples = resample(raw.samples[start:end], rate_in, rate_out)
         if s.loudness_dbfs is not None:
             samples = effects.normalize_loudness(samples, target_dbfs=s.loudness_dbfs)
@@ -286,10 +293,23 @@ class Synthesizer:
         samples = effects.append_silence(samples, rate_out, pause_ms)
         bounds = None
         if raw.bounds is not None:
-            # The same trim and rate change, applied to the phoneme positions.
-            shifted = np.clip(raw.bounds - start, 0, end - start).astype(np.float64)
+            # The same trim and rate change, applied to the phoneme positions; the last word
+            # ends where speech does (the decay kept after it is the pause's).
+            shifted = np.clip(raw.bounds - start, 0, end - decay - start).astype(np.float64)
             bounds = np.clip(np.rint(shifted * rate_out / rate_in), 0, spoken).astype(np.int64)
         return AudioChunk(np.asarray(samples, np.float32), rate_out, raw.phonemes, voice_id, bounds)
+
+
+def _kept(samples: np.ndarray, rate: int, s: SynthesisSettings) -> tuple[int, int, int]:
+    """[start, end) of an engine chunk that trimming keeps (`trim_pad_ms` before its first
+    loud sample, `trim_tail_ms` after its last), and how many of the kept samples lie beyond
+    a `trim_pad_ms` tail."""
+    loud = effects.loud_range(samples)
+    if loud is None:
+        return 0, 0, 0
+    lead, tail = int(s.trim_pad_ms * rate / 1000), int(s.trim_tail_ms * rate / 1000)
+    end = min(len(samples), loud[1] + tail)
+    return max(0, loud[0] - lead), end, max(0, end - min(len(samples), loud[1] + lead))
 
 
 def _phoneme_key(engine: SpeechEngine, runs: Sequence[SpeechRun]) -> str:

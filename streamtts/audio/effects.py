@@ -18,11 +18,19 @@ def speech_range(
     samples: np.ndarray, sample_rate: int, *, threshold: float = 0.01, pad_ms: float = 40.0
 ) -> tuple[int, int]:
     """The [start, end) that `trim_silence` keeps (timestamps shift by `start`)."""
-    loud = np.flatnonzero(np.abs(samples) > threshold)
-    if loud.size == 0:
+    loud = loud_range(samples, threshold=threshold)
+    if loud is None:
         return 0, 0
     pad = int(pad_ms * sample_rate / 1000)
-    return max(0, int(loud[0]) - pad), min(len(samples), int(loud[-1]) + pad + 1)
+    return max(0, loud[0] - pad), min(len(samples), loud[1] + pad)
+
+
+def loud_range(samples: np.ndarray, *, threshold: float = 0.01) -> tuple[int, int] | None:
+    """[first, last + 1) of the samples above `threshold`; None when there are none."""
+    loud = np.flatnonzero(np.abs(samples) > threshold)
+    if loud.size == 0:
+        return None
+    return int(loud[0]), int(loud[-1]) + 1
 
 
 def limit_peaks(
