@@ -52,9 +52,14 @@ PCM_CHANNELS: Final = 1
 C = TypeVar("C", bound=Contract)
 
 CONTEXT_DEFAULTED: Final = ("language", "voice", "format", "sample_rate", "speed", "priority", "delivery")
-"""Request-context fields a PCM record's `ce_request` leaves out at the request's default
+"""Request-context fields a PCM record's `ce_request` may leave out at the request's default
 (`TTSRequest`'s: "auto", "auto", "mp3", 24000, 1.0, "normal", {}); the reader restores them.
-Most requests leave them all at the default, and every PCM record repeats them."""
+Most requests leave them all at the default and every PCM record repeats them (~100 bytes).
+This release reads records without them but still writes them: readers of the previous
+release require them, and a rolling upgrade must lose nothing. The next release can leave them
+out (`COMPACT_CONTEXT`), as this one left out what the previous one already read."""
+COMPACT_CONTEXT: Final = False
+"""Whether writers leave the defaults out (see `CONTEXT_DEFAULTED`): off for one release."""
 
 
 @cache
@@ -169,9 +174,11 @@ def encode(
     *,
     content_type: str | None = None,
     source: str | None = None,
+    compact_context: bool = COMPACT_CONTEXT,
 ) -> Record:
     """`contract` as a record in `wire_format`. `content_type` names an audio chunk's encoding
-    (required in binary mode for `AudioChunk`); `source` overrides `ce_source`."""
+    (required in binary mode for `AudioChunk`); `source` overrides `ce_source`;
+    `compact_context` leaves a PCM record's context defaults out (see `CONTEXT_DEFAULTED`)."""
     if wire_format == "v1":
         return Record(contract.to_bytes(), [], "v1")
     layout = BINARY.get(contract.contract_name)
@@ -179,7 +186,7 @@ def encode(
         headers = _attributes(contract, source or SOURCE_PREFIX, _event_time(contract))
         headers.append((CONTENT_TYPE, JSON_CONTENT_TYPE.encode()))
         return Record(contract.to_bytes(), headers, "cloudevents")
-    return _binary(contract, layout, content_type, source)
+    return _binary(contract, layout, content_type, source, compact_context)
 
 
 def _attributes(contract: Contract, source: str, time: str) -> list[tuple[str, bytes]]:
@@ -192,7 +199,13 @@ def _attributes(contract: Contract, source: str, time: str) -> list[tuple[str, b
     ]
 
 
-def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, source: str | None) -> Record:
+def _binary(
+    contract: Contract,
+    layout: BinaryLayout,
+    content_type: str | None,
+    source: str | None,
+    compact_context: bool,
+) -> Record:
     # The payload is left out of the dump (it would be base64-encoded only to be dropped).
     fields = contract.model_dump(
         mode="json", exclude_none=True, exclude_defaults=True, exclude={layout.payload, "schema_version"}
@@ -212,9 +225,10 @@ def _binary(contract: Contract, layout: BinaryLayout, content_type: str | None, 
         request = fields.get("request")
         if isinstance(request, dict):
             request.pop(SUBJECT_FIELD, None)
-            for name, default in _context_defaults().items():
-                if name in request and request[name] == default:
-                    del request[name]
+            if compact_context:
+                for name, default in _context_defaults().items():
+                    if name in request and request[name] == default:
+                        del request[name]
     headers = _attributes(contract, source or layout.source, time)
     headers.append(("ce_subject", subject.encode()))
     headers += [(CE_PREFIX + extension_name(name), _text(value)) for name, value in fields.items()]
