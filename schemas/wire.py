@@ -387,7 +387,7 @@ def headers_schema(cls: type[Contract]) -> dict[str, Any]:
 def _without_subject(field_schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """A nested model with its own `request_id` (the request context) goes in a header
     without it (it is `ce_subject`), and without the fields at the request's defaults
-    (`CONTEXT_DEFAULTED`): its schema there does not require them."""
+    (`CONTEXT_DEFAULTED`) when a writer leaves them out: its schema there does not require them."""
     ref = field_schema.get("$ref", "")
     target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else None
     if not target or SUBJECT_FIELD not in target.get("required", []):
@@ -398,7 +398,7 @@ def _without_subject(field_schema: dict[str, Any], defs: dict[str, Any]) -> dict
         "required": [r for r in target["required"] if r != SUBJECT_FIELD and r not in CONTEXT_DEFAULTED],
         "description": (
             f"{target.get('description', '')} Its `{SUBJECT_FIELD}` is `ce_subject`; "
-            f"{', '.join(CONTEXT_DEFAULTED)} are left out at the request's defaults."
+            f"{', '.join(CONTEXT_DEFAULTED)} may be left out at the request's defaults."
         ).strip(),
     }
     return {**field_schema, "$ref": f"#/$defs/{name}"}
