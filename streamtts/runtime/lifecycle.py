@@ -9,14 +9,21 @@ from types import TracebackType
 from typing import Any, Self
 
 
-async def cancel_and_wait(task: asyncio.Future[Any] | None) -> None:
+async def cancel_and_wait(task: asyncio.Future[Any] | None, timeout_s: float | None = None) -> bool:
     """Cancel `task` (None: none was started) and wait until it has unwound: its
-    CancelledError is how it is meant to end, so it is not raised here."""
+    CancelledError is how it is meant to end, so it is not raised here. With `timeout_s`,
+    wait at most that long (a library that swallows the cancel cannot hold the caller);
+    returns whether the task has ended."""
     if task is None:
-        return
+        return True
     task.cancel()
+    if timeout_s is not None:
+        await asyncio.wait({task}, timeout=timeout_s)
+        if not task.done():
+            return False
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    return True
 
 
 class AsyncLifecycle:
