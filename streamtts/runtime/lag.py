@@ -15,7 +15,7 @@ from streamtts.runtime.telemetry import Telemetry
 
 log = logging.getLogger("streamtts.lag")
 
-STOP_BOUND_S = 2.0
+STOP_BOUND_S = 0.5
 
 
 class LagMonitor:
