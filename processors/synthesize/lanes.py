@@ -10,7 +10,12 @@ bulk (everything else). The rules, in order:
    saturation throughput is that of every lane busy.
 2. Bulk jobs are bounded: a bulk Kokoro span is spoken as several model calls of about
    `piece_ms` of predicted compute each, cut at clause boundaries (`kokoro.clause_pieces`).
-3. Preemption where it pays: when a first span arrives, every lane is busy and its predicted
+3. Priority lanes, where configured: `priority_slots` more threads that take only first spans,
+   while the `slots` lanes run at a lower OS priority (`bulk_nice`, Linux thread nice). A first
+   span then never waits for a lane, and the kernel gives its thread the core a bulk run was
+   using at once — no run is stopped, nothing is thrown away. A lane takes a first span only
+   when no priority lane is free.
+4. Preemption where it pays: when a first span arrives, every lane is busy and its predicted
    wait exceeds `preempt_after_ms`, the bulk job with the most predicted compute left is
    stopped (`RunOptions.terminate`) and queued again at the head of the bulk queue; its
    finished model calls are kept (`RunControl`), so what is thrown away is the one call
@@ -25,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import sys
 import threading
 import time
 from collections import deque
@@ -96,14 +103,19 @@ class InferenceLanes:
         self,
         slots: int,
         *,
+        priority_slots: int = 0,
+        bulk_nice: int = 0,
         cost: CostModel | None = None,
         preempt_after_ms: float = 500.0,
         piece_ms: float = 500.0,
         name: str = "synth",
     ) -> None:
-        if slots < 1:
-            raise ValueError("slots must be at least 1")
+        if slots < 1 or priority_slots < 0 or not 0 <= bulk_nice <= 19:
+            raise ValueError("slots must be at least 1, priority_slots at least 0, bulk_nice 0-19")
         self.slots = slots
+        self.priority_slots = priority_slots
+        self.bulk_nice = bulk_nice
+        self._idle_priority = priority_slots
         self.cost = cost or CostModel()
         self.preempt_after_ms = preempt_after_ms
         self.piece_ms = piece_ms
@@ -121,9 +133,17 @@ class InferenceLanes:
         self._threads = [
             threading.Thread(target=self._serve, args=(i,), name=f"{name}-lane-{i}", daemon=True)
             for i in range(slots)
+        ] + [
+            threading.Thread(target=self._serve, args=(slots + i,), name=f"{name}-first-{i}", daemon=True)
+            for i in range(priority_slots)
         ]
         for thread in self._threads:
             thread.start()
+
+    @property
+    def first_capacity(self) -> int:
+        """How many first spans run at once: every lane, priority lanes included."""
+        return self.slots + self.priority_slots
 
     # -- the loop's side ----------------------------------------------------------------------
     def predict_ms(self, engine: str, *, chars: int, phonemes: int | None = None) -> float:
@@ -165,7 +185,7 @@ class InferenceLanes:
             (self._first if first else self._bulk).append(job)
             if first:
                 self._preempt_for(job)
-            self._cond.notify()
+            self._cond.notify_all()  # a priority lane, or a lane that may take it, must wake
         try:
             value = await asyncio.shield(job.future)
         except asyncio.CancelledError:
@@ -183,7 +203,7 @@ class InferenceLanes:
         now = time.perf_counter()
         with self._cond:
             ahead = sum(j.predicted_ms for j in self._first)
-            if len(self._running) < self.slots and not self._first:
+            if not self._first and (self._idle_priority or len(self._running) < self.first_capacity):
                 return 0.0
             running = list(self._running.values())
             # A running bulk job is stopped for a first span only past `preempt_after_ms`: until
@@ -197,7 +217,7 @@ class InferenceLanes:
                 ),
                 default=0.0,
             )
-            return free_at + ahead / self.slots
+            return free_at + ahead / self.first_capacity
 
     def queued(self) -> dict[Lane, int]:
         with self._cond:
@@ -222,7 +242,7 @@ class InferenceLanes:
     # -- decisions (under the lock) -------------------------------------------------------------
     def _preempt_for(self, job: _Job) -> None:
         """Stop a bulk job if `job` (a first span) would otherwise wait past the budget."""
-        idle = self.slots - len(self._running)
+        idle = self.first_capacity - len(self._running)
         stopping = sum(1 for j in self._running.values() if j.control.preempted)
         if len(self._first) <= idle + stopping:
             return  # a lane is (or is about to be) free for it
@@ -255,13 +275,21 @@ class InferenceLanes:
 
     # -- the lanes' threads -------------------------------------------------------------------
     def _serve(self, slot: int) -> None:
+        priority = slot >= self.slots
+        if not priority and self.bulk_nice:
+            self._lower_own_priority()
         while True:
             with self._cond:
-                while not self._closed and not (self._first or self._bulk):
+                while not self._closed and not self._work_for(priority):
                     self._cond.wait()
                 if self._closed:
                     return
-                job = self._first.popleft() if self._first else self._bulk.popleft()
+                takes_first = bool(self._first) and (priority or not self._idle_priority)
+                job = self._first.popleft() if takes_first else self._bulk.popleft()
+                if priority:
+                    self._idle_priority -= 1
+                    if self._first and not self._idle_priority:
+                        self._cond.notify_all()  # the lanes may take the first spans left
                 job.started = time.perf_counter()
                 self._running[slot] = job
                 job.control.rearm()
@@ -270,6 +298,22 @@ class InferenceLanes:
                     # finished are found (keyed by their inputs) and only the stopped one is redone.
                     job.control.piece_phonemes = self._piece_phonemes(job)
             self._attempt(slot, job)
+
+    def _work_for(self, priority: bool) -> bool:
+        if priority:
+            return bool(self._first)
+        return bool(self._bulk) or (bool(self._first) and not self._idle_priority)
+
+    def _lower_own_priority(self) -> None:
+        """Run this lane's thread `bulk_nice` steps nicer (Linux: nice is per thread). Raising
+        nice needs no privilege; where it is refused the lane runs at normal priority."""
+        if not sys.platform.startswith("linux"):
+            return
+        tid = threading.get_native_id()
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + self.bulk_nice)
+        except OSError as err:
+            log_event(log, "lane_priority_unchanged", logging.WARNING, error=str(err)[:200])
 
     def _attempt(self, slot: int, job: _Job) -> None:
         token = CURRENT_RUN.set(job.control)
@@ -286,6 +330,8 @@ class InferenceLanes:
         elapsed = (time.perf_counter() - job.started) * 1000.0
         with self._cond:
             del self._running[slot]
+            if slot >= self.slots:
+                self._idle_priority += 1
             job.run_ms += elapsed
             job.started = None if outcome[0] == "preempted" else job.started
             if job.cancelled:  # abandoned or closed: whoever still awaits it is told
@@ -295,7 +341,7 @@ class InferenceLanes:
                 job.preemptions += 1
                 self.preemptions += 1
                 self._bulk.appendleft(job)
-                self._cond.notify()
+                self._cond.notify_all()
                 return
             self.wasted_ms += job.control.wasted_ms
         if outcome[0] == "ok" and job.control.tokens:

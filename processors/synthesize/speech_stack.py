@@ -59,7 +59,14 @@ def build_lanes(pipeline: PipelineSettings) -> InferenceLanes | None:
     if synth.scheduler != "lanes":
         return None
     slots = synth.lanes or max(1, usable_cpus() // inference_threads(pipeline))
-    return InferenceLanes(slots, preempt_after_ms=synth.preempt_after_ms, piece_ms=synth.piece_ms)
+    first = slots if synth.first_lanes < 0 else synth.first_lanes
+    return InferenceLanes(
+        slots,
+        priority_slots=first,
+        bulk_nice=synth.bulk_nice if first else 0,
+        preempt_after_ms=synth.preempt_after_ms,
+        piece_ms=synth.piece_ms,
+    )
 
 
 BUDGET_THREADS = 2

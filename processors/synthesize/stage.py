@@ -164,19 +164,19 @@ class SynthesizeStage(FaustStage):
             await self.process(event, manual)
 
     async def _drain_lanes(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
-        """With lanes: up to `lanes.slots` first spans and as many bulk spans in flight at
-        once, at most one per request, so each request's segments are published in order
+        """With lanes: up to `lanes.first_capacity` first spans and `lanes.slots` bulk spans
+        in flight at once, at most one per request, so each request's segments are published in order
         (a later segment starts only once the one before it is out, and is not taken from
         the queue while an earlier segment of its request still waits there)."""
         assert self.lanes is not None
-        cap = self.lanes.slots
+        cap = {True: self.lanes.first_capacity, False: self.lanes.slots}
         busy: set[bytes] = set()
         in_flight = {True: 0, False: 0}
         tasks: set[asyncio.Task[None]] = set()
         failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def ready(event: EventT, first: bool) -> bool:
-            return (event.message.key or b"") not in busy and in_flight[first] < cap
+            return (event.message.key or b"") not in busy and in_flight[first] < cap[first]
 
         async def one(event: EventT, key: bytes, first: bool) -> None:
             try:

@@ -241,6 +241,12 @@ class SynthesisSettings(SettingsGroup):
     renders one segment at a time on `threads` intra-op threads (the scheduler before lanes)."""
     lanes: int = 0
     """Inference lanes per synthesize process; 0 = one per usable CPU."""
+    first_lanes: int = -1
+    """Lanes that take only first spans, on top of `lanes`; -1 = as many as `lanes`, 0 = none.
+    With them, the `lanes` threads run `bulk_nice` steps nicer, so a first span gets the CPU a
+    bulk run was using at once, without stopping it (docs/scheduling.md)."""
+    bulk_nice: int = 10
+    """How much nicer (Linux thread nice, 0-19) the bulk lanes run when there are first lanes."""
     preempt_after_ms: float = 500.0
     """A first span predicted to wait longer than this for a lane stops a bulk run."""
     load_report_s: float = 1.0
@@ -257,6 +263,10 @@ class SynthesisSettings(SettingsGroup):
         super().__post_init__()
         if self.scheduler not in ("lanes", "fifo"):
             raise ConfigError(f"{ENV_PREFIX}SYNTH_SCHEDULER must be lanes or fifo, not {self.scheduler!r}")
+        if self.first_lanes < -1:
+            raise ConfigError(f"{ENV_PREFIX}SYNTH_FIRST_LANES must be -1 (one per lane), 0 or more")
+        if not 0 <= self.bulk_nice <= 19:
+            raise ConfigError(f"{ENV_PREFIX}SYNTH_BULK_NICE must be 0-19, not {self.bulk_nice}")
         if self.lanes < 0 or self.preempt_after_ms < 0 or self.piece_ms < 0 or self.load_report_s < 0:
             raise ConfigError(
                 f"{ENV_PREFIX}SYNTH_LANES, _PREEMPT_AFTER_MS, _PIECE_MS and _LOAD_REPORT_S must be ≥ 0"
