@@ -4,6 +4,8 @@ finished calls, and the cost model the decisions rest on."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 import time
 from typing import Any
@@ -270,3 +272,61 @@ async def test_a_requests_later_segment_never_overtakes_its_first_one() -> None:
     await queue.wake()
     assert await asyncio.wait_for(blocked, 1) == "b0"
     assert await queue.get_where(ready, key=lambda item: item[0]) == "b1"
+
+
+def _whoami() -> tuple[str, int]:
+    """The lane thread's name and its (Linux per-thread) nice value."""
+    return threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+async def test_a_first_span_starts_on_a_first_lane_while_every_lane_runs_bulk_and_stops_nothing() -> None:
+    lanes = InferenceLanes(1, priority_slots=1, bulk_nice=7, preempt_after_ms=10)
+    gate = threading.Event()
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+
+    def bulk_job() -> tuple[str, int]:
+        gate.wait(10)
+        return _whoami()
+
+    try:
+        bulk = asyncio.ensure_future(lanes.run(bulk_job, first=False, engine="kokoro", chars=400))
+        queued = asyncio.ensure_future(lanes.run(_whoami, first=False, engine="kokoro", chars=400))
+        await asyncio.to_thread(lambda: _until(lambda: bool(lanes._running) and lanes.queued()["bulk"] == 1))
+        first = await asyncio.wait_for(lanes.run(_whoami, first=True, engine="piper", chars=20), 5)
+        assert not bulk.done()  # it ran beside the bulk job, which was neither awaited nor stopped
+        gate.set()
+        done, later = await bulk, await queued
+    finally:
+        await asyncio.to_thread(lanes.close)
+    assert first.value == ("synth-first-0", base)  # a first lane, at the process's priority
+    assert first.stats.waited_ms < 1000
+    assert done.stats.preemptions == 0 and lanes.preemptions == 0
+    # Bulk work never goes to the first lane (it was free when `queued` waited), and runs nicer.
+    assert done.value == later.value == ("synth-lane-0", min(19, base + 7))
+
+
+async def test_a_lane_takes_a_first_span_only_when_every_first_lane_is_busy() -> None:
+    lanes = InferenceLanes(1, priority_slots=1, preempt_after_ms=10_000)
+    gate = threading.Event()
+
+    def held() -> str:
+        gate.wait(10)
+        return threading.current_thread().name
+
+    def name() -> str:
+        return threading.current_thread().name
+
+    try:
+        alone = await lanes.run(name, first=True, engine="piper", chars=5)
+        one = asyncio.ensure_future(lanes.run(held, first=True, engine="piper", chars=5))
+        await asyncio.to_thread(lambda: _until(lambda: bool(lanes._running)))
+        two = await asyncio.wait_for(lanes.run(name, first=True, engine="piper", chars=5), 5)
+        gate.set()
+        first_one = await one
+    finally:
+        await asyncio.to_thread(lanes.close)
+    assert alone.value == "synth-first-0"  # both idle: the first lane takes it
+    assert first_one.value == "synth-first-0"
+    assert two.value == "synth-lane-0"  # the first lane busy: a lane serves it rather than queue it
+    assert lanes.first_capacity == 2
