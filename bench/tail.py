@@ -44,7 +44,7 @@ SCHEDULERS: tuple[SchedulerSetup, ...] = (
     SchedulerSetup("fifo", "fifo", 2),  # before: one span at a time on both cores
     SchedulerSetup("lanes2x1", "lanes", 1, 2),  # two lanes of one thread, first spans queued first
     # ... and two lanes for first spans only, the bulk lanes niced (the default on 2 cores).
-    SchedulerSetup("lanes2x1+first2", "lanes", 1, 2, first_lanes=2),
+    SchedulerSetup("lanes2x1-first2", "lanes", 1, 2, first_lanes=2),
 )
 """The first is the baseline whose saturation sets the offered loads."""
 LOADS: tuple[float, ...] = (0.2, 0.5, 0.8)
