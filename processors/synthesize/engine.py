@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -158,6 +160,11 @@ class RunControl:
     first span, and keeps the outputs of the runs it finished, so that a stopped job started
     again redoes only the run that was stopped."""
 
+    nice: int = 0
+    """Bulk work beside first lanes: run each model call this much nicer (Linux thread nice),
+    back to the thread's own priority after it. Only the call: onnxruntime releases the GIL
+    while it runs, whereas a niced thread holding the GIL would stall every other thread of
+    the process whenever the kernel favours other processes (priority inversion)."""
     piece_phonemes: int | None = None
     """Bulk work: cut the job's phonemes at clause boundaries into model calls of about this
     many phonemes (None: no cuts, the engine's own limits only)."""
@@ -207,6 +214,42 @@ CURRENT_RUN: ContextVar[RunControl | None] = ContextVar("streamtts_run_control",
 """The control of the job this thread runs for the lanes (None outside them)."""
 
 
+@contextlib.contextmanager
+def thread_niced(steps: int) -> Iterator[None]:
+    """Run the block with this thread `steps` nicer (0: as it is), then restore its nice.
+    Callers check `can_renice()` first: lowering nice back needs CAP_SYS_NICE or RLIMIT_NICE."""
+    if steps <= 0:
+        yield
+        return
+    tid = threading.get_native_id()
+    own = os.getpriority(os.PRIO_PROCESS, tid)
+    os.setpriority(os.PRIO_PROCESS, tid, min(19, own + steps))
+    try:
+        yield
+    finally:
+        os.setpriority(os.PRIO_PROCESS, tid, own)
+
+
+def can_renice() -> bool:
+    """Whether this thread may raise its nice and lower it back (Linux, with CAP_SYS_NICE or
+    an RLIMIT_NICE that allows it); probed once by whoever sets `RunControl.nice`."""
+    if not sys.platform.startswith("linux"):
+        return False
+    tid = threading.get_native_id()
+    try:
+        own = os.getpriority(os.PRIO_PROCESS, tid)
+        if own >= 19:
+            return False
+        os.setpriority(os.PRIO_PROCESS, tid, own + 1)
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, own)
+        except OSError:
+            return False  # stays one step nicer: harmless, and nothing will renice it again
+        return True
+    except OSError:
+        return False
+
+
 def run_session(session: Any, feeds: Mapping[str, np.ndarray], *, tokens: int) -> list[Any]:
     """`session.run(None, feeds)`, stoppable by the lanes when they scheduled this call.
 
@@ -228,7 +271,8 @@ def run_session(session: Any, feeds: Mapping[str, np.ndarray], *, tokens: int) -
         raise Preempted()
     started = time.perf_counter()
     try:
-        outputs = list(session.run(None, dict(feeds), control.options()))
+        with thread_niced(control.nice):
+            outputs = list(session.run(None, dict(feeds), control.options()))
     except Exception as err:  # onnxruntime's Fail: "Exiting due to terminate flag ..."
         if control.preempted:
             control.wasted_ms += (time.perf_counter() - started) * 1000.0

@@ -11,10 +11,11 @@ bulk (everything else). The rules, in order:
 2. Bulk jobs are bounded: a bulk Kokoro span is spoken as several model calls of about
    `piece_ms` of predicted compute each, cut at clause boundaries (`kokoro.clause_pieces`).
 3. Priority lanes, where configured: `priority_slots` more threads that take only first spans,
-   while the `slots` lanes run at a lower OS priority (`bulk_nice`, Linux thread nice). A first
-   span then never waits for a lane, and the kernel gives its thread the core a bulk run was
-   using at once — no run is stopped, nothing is thrown away. A lane takes a first span only
-   when no priority lane is free.
+   while bulk model calls run at a lower OS priority (`bulk_nice`, Linux thread nice, only for
+   the duration of the onnxruntime call: it releases the GIL, so no niced thread ever holds
+   it). A first span then never waits for a lane, and the kernel gives its thread the core a
+   bulk run was using at once — no run is stopped, nothing is thrown away. A lane takes a
+   first span only when no priority lane is free.
 4. Preemption where it pays: when a first span arrives, every lane is busy and its predicted
    wait exceeds `preempt_after_ms`, the bulk job with the most predicted compute left is
    stopped (`RunOptions.terminate`) and queued again at the head of the bulk queue; its
@@ -30,8 +31,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
-import sys
 import threading
 import time
 from collections import deque
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from streamtts.processors.synthesize.cost_model import CostModel
-from streamtts.processors.synthesize.engine import CURRENT_RUN, RunControl
+from streamtts.processors.synthesize.engine import CURRENT_RUN, RunControl, can_renice
 from streamtts.processors.synthesize.exceptions import Preempted
 from streamtts.runtime.jsonlog import log_event
 
@@ -115,6 +114,8 @@ class InferenceLanes:
         self.slots = slots
         self.priority_slots = priority_slots
         self.bulk_nice = bulk_nice
+        self._renice: bool | None = None
+        """Whether bulk calls can be niced here (probed by the first lane thread that asks)."""
         self._idle_priority = priority_slots
         self.cost = cost or CostModel()
         self.preempt_after_ms = preempt_after_ms
@@ -277,7 +278,7 @@ class InferenceLanes:
     def _serve(self, slot: int) -> None:
         priority = slot >= self.slots
         if not priority and self.bulk_nice:
-            self._lower_own_priority()
+            self._probe_renice()
         while True:
             with self._cond:
                 while not self._closed and not self._work_for(priority):
@@ -293,6 +294,7 @@ class InferenceLanes:
                 job.started = time.perf_counter()
                 self._running[slot] = job
                 job.control.rearm()
+                job.control.nice = self.bulk_nice if job.lane == "bulk" and self._renice else 0
                 if job.preemptions == 0:
                     # Fixed at the first attempt: the same cuts again, so the calls a stopped job
                     # finished are found (keyed by their inputs) and only the stopped one is redone.
@@ -304,16 +306,18 @@ class InferenceLanes:
             return bool(self._first)
         return bool(self._bulk) or (bool(self._first) and not self._idle_priority)
 
-    def _lower_own_priority(self) -> None:
-        """Run this lane's thread `bulk_nice` steps nicer (Linux: nice is per thread). Raising
-        nice needs no privilege; where it is refused the lane runs at normal priority."""
-        if not sys.platform.startswith("linux"):
-            return
-        tid = threading.get_native_id()
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + self.bulk_nice)
-        except OSError as err:
-            log_event(log, "lane_priority_unchanged", logging.WARNING, error=str(err)[:200])
+    def _probe_renice(self) -> None:
+        with self._cond:
+            if self._renice is not None:
+                return
+            self._renice = can_renice()
+        if not self._renice:
+            log_event(
+                log,
+                "lane_priority_unchanged",
+                logging.WARNING,
+                reason="this thread may not lower its nice back (Linux with CAP_SYS_NICE or RLIMIT_NICE)",
+            )
 
     def _attempt(self, slot: int, job: _Job) -> None:
         token = CURRENT_RUN.set(job.control)

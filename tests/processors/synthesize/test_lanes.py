@@ -274,36 +274,50 @@ async def test_a_requests_later_segment_never_overtakes_its_first_one() -> None:
     assert await queue.get_where(ready, key=lambda item: item[0]) == "b1"
 
 
-def _whoami() -> tuple[str, int]:
-    """The lane thread's name and its (Linux per-thread) nice value."""
-    return threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+class NiceSession:
+    """Stands in for an onnxruntime session: a run reports the thread's nice while it runs."""
+
+    def run(self, outputs: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[Any]:
+        return [(threading.current_thread().name, _nice())]
+
+
+def _job(gate: threading.Event | None = None) -> Any:
+    """A span: Python work around one model call; returns (lane, nice in the call, nice outside)."""
+
+    def job() -> tuple[str, int, int]:
+        if gate is not None:
+            gate.wait(10)
+        name, during = run_session(NiceSession(), {"x": np.zeros(1)}, tokens=1)[0]
+        return name, during, _nice()
+
+    return job
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 async def test_a_first_span_starts_on_a_first_lane_while_every_lane_runs_bulk_and_stops_nothing() -> None:
     lanes = InferenceLanes(1, priority_slots=1, bulk_nice=7, preempt_after_ms=10)
     gate = threading.Event()
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-
-    def bulk_job() -> tuple[str, int]:
-        gate.wait(10)
-        return _whoami()
-
+    base = _nice()
     try:
-        bulk = asyncio.ensure_future(lanes.run(bulk_job, first=False, engine="kokoro", chars=400))
-        queued = asyncio.ensure_future(lanes.run(_whoami, first=False, engine="kokoro", chars=400))
+        bulk = asyncio.ensure_future(lanes.run(_job(gate), first=False, engine="kokoro", chars=400))
+        queued = asyncio.ensure_future(lanes.run(_job(), first=False, engine="kokoro", chars=400))
         await asyncio.to_thread(lambda: _until(lambda: bool(lanes._running) and lanes.queued()["bulk"] == 1))
-        first = await asyncio.wait_for(lanes.run(_whoami, first=True, engine="piper", chars=20), 5)
+        first = await asyncio.wait_for(lanes.run(_job(), first=True, engine="piper", chars=20), 5)
         assert not bulk.done()  # it ran beside the bulk job, which was neither awaited nor stopped
         gate.set()
         done, later = await bulk, await queued
     finally:
         await asyncio.to_thread(lanes.close)
-    assert first.value == ("synth-first-0", base)  # a first lane, at the process's priority
+    assert first.value == ("synth-first-0", base, base)  # a first lane, at the process's priority
     assert first.stats.waited_ms < 1000
     assert done.stats.preemptions == 0 and lanes.preemptions == 0
-    # Bulk work never goes to the first lane (it was free when `queued` waited), and runs nicer.
-    assert done.value == later.value == ("synth-lane-0", min(19, base + 7))
+    # Bulk work never goes to the first lane (free while `queued` waited); its model call runs
+    # nicer, and only the call: the thread is back at its own priority around it (GIL holders).
+    assert done.value == later.value == ("synth-lane-0", min(19, base + 7), base)
 
 
 async def test_a_lane_takes_a_first_span_only_when_every_first_lane_is_busy() -> None:
