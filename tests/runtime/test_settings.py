@@ -72,6 +72,11 @@ def test_each_kind_is_parsed_from_its_variable() -> None:
         ({"STREAMTTS_FIRST_MAX_CHARS": "200"}, "STREAMTTS_MAX_CHARS (150) must be ≥ FIRST_MAX_CHARS (200)"),
         ({"STREAMTTS_OPS_PORT": "70000"}, "STREAMTTS_OPS_PORT must be 0–65535"),
         ({"STREAMTTS_RELEASE": "Bad.Name"}, "STREAMTTS_RELEASE must be lower-case"),
+        ({"STREAMTTS_SYNTH_BULK_NICE": "20"}, "STREAMTTS_SYNTH_BULK_NICE must be 0-19, not 20"),
+        (
+            {"STREAMTTS_SYNTH_FIRST_LANES": "-2"},
+            "STREAMTTS_SYNTH_FIRST_LANES must be -1 (one per lane), 0 or more",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(env: dict[str, str], message: str) -> None:

@@ -344,3 +344,25 @@ async def test_a_lane_takes_a_first_span_only_when_every_first_lane_is_busy() ->
     assert first_one.value == "synth-first-0"
     assert two.value == "synth-lane-0"  # the first lane busy: a lane serves it rather than queue it
     assert lanes.first_capacity == 2
+
+
+def test_first_lanes_default_to_one_per_lane_and_zero_turns_them_off() -> None:
+    from streamtts.processors.synthesize.speech_stack import build_lanes
+    from streamtts.runtime.settings import PipelineSettings
+
+    default = build_lanes(PipelineSettings.from_env({"STREAMTTS_SYNTH_LANES": "3"}))
+    off = build_lanes(
+        PipelineSettings.from_env({"STREAMTTS_SYNTH_LANES": "3", "STREAMTTS_SYNTH_FIRST_LANES": "0"})
+    )
+    assert default is not None and off is not None
+    try:
+        assert (default.slots, default.priority_slots, default.first_capacity, default.bulk_nice) == (
+            3,
+            3,
+            6,
+            10,
+        )
+        assert (off.slots, off.priority_slots, off.first_capacity, off.bulk_nice) == (3, 0, 3, 0)
+    finally:
+        default.close()
+        off.close()
