@@ -341,8 +341,9 @@ class Worker:
         queued = lanes.queued() if lanes is not None else {"first": 0, "bulk": 0}
         wait = None
         if lanes is not None:
+            # First lanes add threads, not cores: first spans are served at the lanes' rate.
             unreported = waiting_first * lanes.first_cost_ms
-            wait = lanes.predicted_first_wait_ms() + unreported / lanes.first_capacity
+            wait = lanes.predicted_first_wait_ms() + unreported / lanes.slots
         return LoadReport(
             worker=worker,
             release=self.pipeline.release.name,
@@ -350,7 +351,7 @@ class Worker:
             first_wait_ms=round(wait, 1) if wait is not None else None,
             queued_first=queued["first"] + waiting_first,
             queued_bulk=queued["bulk"],
-            slots=lanes.first_capacity if lanes is not None else 1,
+            slots=lanes.slots if lanes is not None else 1,
             cost={fam: CostLine(**line) for fam, line in lanes.cost.snapshot().items()} if lanes else {},
             interval_s=interval_s,
             at=datetime.now(UTC),

@@ -218,7 +218,8 @@ class InferenceLanes:
                 ),
                 default=0.0,
             )
-            return free_at + ahead / self.first_capacity
+            # First lanes add threads, not cores: queued first spans drain at the lanes' rate.
+            return free_at + ahead / self.slots
 
     def queued(self) -> dict[Lane, int]:
         with self._cond:

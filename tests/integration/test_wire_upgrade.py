@@ -144,9 +144,11 @@ async def test_mixed_formats_mid_stream_lose_nothing_and_reply_topics_are_playab
                         )
                 received = {a.request_id: a async for a in sub.completed(timeout_s=90)}
                 results = await waiter.wait(ids, timeout_s=90)
+                # Read while the stage still runs: results come from the sink, which reads the
+                # PCM itself, so on a loaded machine encode may still owe the raw replies.
+                replies = await _audio_records(kafka_settings, reply, len(raw) * SEGMENTS)
             finally:
                 await new.stop()
-        replies = await _audio_records(kafka_settings, reply, len(raw) * SEGMENTS)
         audio_topic = await _audio_records(kafka_settings, topics.audio, len(mixed) * SEGMENTS)
     finally:
         await producer.stop()
