@@ -243,10 +243,10 @@ class SynthesisSettings(SettingsGroup):
     """Inference lanes per synthesize process; 0 = one per usable CPU."""
     first_lanes: int = -1
     """Lanes that take only first spans, on top of `lanes`; -1 = as many as `lanes`, 0 = none.
-    With them, the `lanes` threads run `bulk_nice` steps nicer, so a first span gets the CPU a
+    With them, bulk model calls run `bulk_nice` steps nicer, so a first span gets the CPU a
     bulk run was using at once, without stopping it (docs/scheduling.md)."""
     bulk_nice: int = 10
-    """How much nicer (Linux thread nice, 0-19) the bulk lanes run when there are first lanes."""
+    """How much nicer (Linux thread nice, 0-19) bulk model calls run when there are first lanes."""
     preempt_after_ms: float = 500.0
     """A first span predicted to wait longer than this for a lane stops a bulk run."""
     load_report_s: float = 1.0
