@@ -37,13 +37,13 @@ class SchedulerSetup:
     lanes: int = 0
     """Lanes (0: the setting's default, one per core ÷ threads)."""
     first_lanes: int = 0
-    """Lanes for first spans only, on top (-1: one per lane; the bulk lanes then run nicer)."""
+    """Lanes for first spans only, on top (-1: one per lane; bulk model calls then run nicer)."""
 
 
 SCHEDULERS: tuple[SchedulerSetup, ...] = (
     SchedulerSetup("fifo", "fifo", 2),  # before: one span at a time on both cores
     SchedulerSetup("lanes2x1", "lanes", 1, 2),  # two lanes of one thread, first spans queued first
-    # ... and two lanes for first spans only, the bulk lanes niced (the default on 2 cores).
+    # ... and two lanes for first spans only, bulk model calls niced (the default on 2 cores).
     SchedulerSetup("lanes2x1-first2", "lanes", 1, 2, first_lanes=2),
 )
 """The first is the baseline whose saturation sets the offered loads."""
