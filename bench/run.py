@@ -86,6 +86,10 @@ class Plan:
     """First audio against load, scheduler fifo vs lanes (`--tail`, `bench.tail`)."""
     tail_requests: int | None = None
     """Requests per offered load in `--tail` (None: by engine speed and --quick)."""
+    tail_setups: tuple[str, ...] = ()
+    """Scheduler setups of `--tail` by label (empty: all, `bench.tail.SCHEDULERS`)."""
+    tail_loads: tuple[float, ...] = ()
+    """Offered loads of `--tail` as shares of saturation (empty: by engine speed and --quick)."""
 
     @classmethod
     def make(
@@ -104,6 +108,8 @@ class Plan:
         wire: bool = False,
         tail: bool = False,
         tail_requests: int | None = None,
+        tail_setups: Sequence[str] = (),
+        tail_loads: Sequence[float] = (),
     ) -> Plan:
         # Quick: every core section with small samples (< 5 min); full: the README numbers.
         return cls(
@@ -132,6 +138,8 @@ class Plan:
             wire=wire,
             tail=tail,
             tail_requests=tail_requests,
+            tail_setups=tuple(tail_setups),
+            tail_loads=tuple(tail_loads),
         )
 
 

@@ -71,6 +71,16 @@ def sizes(quick: bool, fast: bool) -> TailSizes:
     return TailSizes(4, 60, 8, (0.5, 0.8)) if quick else TailSizes(8, 150, 30)
 
 
+def setups(labels: Sequence[str]) -> tuple[SchedulerSetup, ...]:
+    """The named setups in `SCHEDULERS`' order (the first one run is the baseline); all when
+    none are named. Raises ValueError on an unknown label."""
+    known = {setup.label for setup in SCHEDULERS}
+    unknown = [label for label in labels if label not in known]
+    if unknown:
+        raise ValueError(f"unknown --tail-setups {','.join(unknown)}; known: {','.join(sorted(known))}")
+    return tuple(setup for setup in SCHEDULERS if not labels or setup.label in labels)
+
+
 async def tail_section(bench: Bench) -> None:
     for voice in bench.plan.voices:
         await _one_engine(bench, voice)
@@ -81,12 +91,14 @@ async def _one_engine(bench: Bench, voice: str) -> None:
     size = sizes(bench.plan.quick, fast)
     if bench.plan.tail_requests:
         size = replace(size, load_n=bench.plan.tail_requests)
+    if bench.plan.tail_loads:
+        size = replace(size, loads=bench.plan.tail_loads)
     pool = bench.pools[voice]
     rng = random.Random(bench.plan.seed)  # the same texts and arrivals for every scheduler
     idle_items = draw_mix(pool, size.idle_n, rng)
     saturation_items = draw_mix(pool, 400, rng)  # more than a closed loop finishes in time
     loads: list[tuple[float, float, list[float], list[WorkItem]]] | None = None
-    for setup in SCHEDULERS:
+    for setup in setups(bench.plan.tail_setups):
         scheduler = setup.label
         label = f"tail-{voice}-{scheduler}"
         topology = Topology(1, setup.threads, warm_voices=(voice,))
@@ -180,7 +192,7 @@ def tail_markdown(runs: Sequence[LoadRun]) -> list[str]:
         return []
     lines = [
         "",
-        "## First audio against load (`--tail`): fifo (before), lanes 2×1, lanes 2×1 + 2 first-span lanes",
+        "## First audio against load (`--tail`): fifo (before) against the lanes setups",
         "",
         "Customer-service mix, render cache off. Loads are shares of the fifo saturation, the same",
         "arrival times and texts for every setup. Ratios: p99 first audio / the setup's own idle p50,",
@@ -188,7 +200,8 @@ def tail_markdown(runs: Sequence[LoadRun]) -> list[str]:
     ]
     for voice, by_scheduler in rows_by_voice.items():
         header = ["scheduler", "saturation req/s", "idle p50 ms"]
-        loads = [f"{round(share * 100)}%" for share in LOADS]
+        names = {name for by_load in by_scheduler.values() for name in by_load}
+        loads = sorted((n for n in names if n.endswith("%")), key=lambda n: float(n[:-1]))
         header += [f"{load}: rate, p50/p99 ms (p99 ÷ own, ÷ fifo idle p50), lost" for load in loads]
         header += ["preemptions, wasted compute (whole setup)"]
         table = []
@@ -238,11 +251,14 @@ def plot_tail(runs: Sequence[LoadRun], ax_for: Any) -> bool:
         ax = ax_for(voice)
         for scheduler, by_load in by_scheduler.items():
             xs, p50, p99 = [], [], []
-            for share in LOADS:
-                run = by_load.get(f"{round(share * 100)}%")
+            # Idle (one request at a time) is drawn at 0 %: the floor every ratio is taken against.
+            shares = sorted((float(name[:-1]), name) for name in by_load if name.endswith("%"))
+            points = [("idle", 0.0), *((name, x) for x, name in shares)]
+            for name, x in points:
+                run = by_load.get(name)
                 if run is None or math.isnan(run.summary.ttfa.p99):
                     continue
-                xs.append(share * 100)
+                xs.append(x)
                 p50.append(run.summary.ttfa.p50)
                 p99.append(run.summary.ttfa.p99)
             if xs:
@@ -250,7 +266,7 @@ def plot_tail(runs: Sequence[LoadRun], ax_for: Any) -> bool:
                 ax.plot(xs, p50, marker=".", linestyle="--", label=f"{scheduler} p50")
                 drew = True
         ax.set_title(f"{voice}: first audio vs load")
-        ax.set_xlabel("offered load, % of fifo saturation")
+        ax.set_xlabel("offered load, % of the baseline's saturation (0: idle, one at a time)")
         ax.set_ylabel("seconds")
         ax.legend()
     return drew

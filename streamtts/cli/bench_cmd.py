@@ -79,6 +79,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --tail: requests per offered load (default 40/120 Piper, 8/30 Kokoro, quick/full)",
     )
     p.add_argument(
+        "--tail-setups",
+        default=None,
+        help="with --tail: comma-separated scheduler setups (default all: fifo,lanes2x1,lanes2x1-first2;"
+        " the first named is the baseline whose saturation sets the loads)",
+    )
+    p.add_argument(
+        "--tail-loads",
+        default=None,
+        help="with --tail: comma-separated shares of saturation (default 0.2,0.5,0.8; 0.5,0.8 for a"
+        " slow engine with --quick)",
+    )
+    p.add_argument(
         "--sections",
         default=None,
         help=(
@@ -144,6 +156,19 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     if args.tail_requests is not None and (args.tail_requests < 1 or not args.tail):
         raise ConfigError("--tail-requests takes a count >= 1, with --tail")
+    if (args.tail_setups is not None or args.tail_loads is not None) and not args.tail:
+        raise ConfigError("--tail-setups and --tail-loads go with --tail")
+    if args.tail_setups is not None:
+        from streamtts.bench.tail import setups
+
+        try:
+            setups(_names(args.tail_setups))
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    if args.tail_loads is not None:
+        shares = _shares(args.tail_loads)
+        if not shares or any(not 0 < s < 1.5 for s in shares):
+            raise ConfigError(f"--tail-loads takes shares of saturation in (0, 1.5); got {args.tail_loads!r}")
     if args.max_minutes is not None and args.max_minutes <= 0:
         raise ConfigError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
     if args.sections is not None:
@@ -152,6 +177,17 @@ def _check(args: argparse.Namespace) -> None:
             raise ConfigError(f"--sections takes {','.join(SECTIONS)}; got {args.sections!r}")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} exists and is not a directory")
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _shares(text: str) -> list[float]:
+    try:
+        return [float(share) for share in _names(text)]
+    except ValueError:
+        raise ConfigError(f"--tail-loads takes comma-separated numbers; got {text!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
         wire=sections is not None and "wire" in sections,
         tail=args.tail,
         tail_requests=args.tail_requests,
+        tail_setups=_names(args.tail_setups) if args.tail_setups else (),
+        tail_loads=_shares(args.tail_loads) if args.tail_loads else (),
         budget_s=args.max_minutes * 60 if args.max_minutes else None,
         seed=args.seed,
         custom=custom,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from streamtts.bench.run import LoadRun
 from streamtts.bench.stats import Dist, Summary
-from streamtts.bench.tail import tail_markdown
+from streamtts.bench.tail import setups, tail_markdown
 
 
 def _run(
@@ -36,3 +38,22 @@ def test_each_setup_is_a_row_with_ratios_to_its_own_and_fifos_idle() -> None:
     assert "0.210" in lanes and "1100/1400 (2.0×, 1.4×)" in lanes  # ÷ its own 0.7 s, ÷ fifo's 1.0 s
     assert "3, 0.5% of lane time" in lanes
     assert tail_markdown([]) == []
+
+
+def test_load_columns_come_from_the_runs_in_share_order() -> None:
+    # --tail-loads 0.9,0.35: columns the default list lacks, in share order, no empty 20 % one.
+    runs = [
+        _run("fifo", "idle", 1.0, 1.5),
+        _run("fifo", "90%", 2.0, 5.0, offered=0.2),
+        _run("fifo", "35%", 1.2, 2.0, offered=0.1),
+    ]
+    header = next(line for line in tail_markdown(runs) if line.startswith("| scheduler"))
+    assert header.index("35%:") < header.index("90%:")
+    assert "20%" not in header
+
+
+def test_setups_keep_the_tables_order_and_refuse_unknown_labels() -> None:
+    assert [s.label for s in setups(["lanes2x1-first2", "fifo"])] == ["fifo", "lanes2x1-first2"]
+    assert len(setups([])) == 3
+    with pytest.raises(ValueError, match="unknown --tail-setups nope"):
+        setups(["nope"])

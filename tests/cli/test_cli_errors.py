@@ -35,6 +35,9 @@ def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         (("infra",), b"", "the following arguments are required"),
         (("--config", "/nope.toml", "config", "show"), b"", "cannot read config /nope.toml"),
         (("replay", "window", "--from", "2026-01-02", "--to", "2026-01-01"), b"", "must be before --to"),
+        (("bench", "--tail", "--tail-setups", "fifo,nope"), b"", "unknown --tail-setups nope"),
+        (("bench", "--tail", "--tail-loads", "0.5,x"), b"", "--tail-loads takes comma-separated numbers"),
+        (("bench", "--tail-loads", "0.5"), b"", "go with --tail"),
     ],
 )
 def test_one_clear_line(args: tuple[str, ...], stdin: bytes, expected: str) -> None:
