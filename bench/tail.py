@@ -38,8 +38,6 @@ class SchedulerSetup:
     """Lanes (0: the setting's default, one per core ÷ threads)."""
     first_lanes: int = 0
     """Lanes for first spans only, on top (-1: one per lane; bulk model calls then run nicer)."""
-    first_nice: int = 0
-    """First spans' model calls this many nice steps below the process (where allowed)."""
 
 
 SCHEDULERS: tuple[SchedulerSetup, ...] = (
@@ -47,8 +45,6 @@ SCHEDULERS: tuple[SchedulerSetup, ...] = (
     SchedulerSetup("lanes2x1", "lanes", 1, 2),  # two lanes of one thread, first spans queued first
     # ... and two lanes for first spans only, bulk model calls niced (the default on 2 cores).
     SchedulerSetup("lanes2x1-first2", "lanes", 1, 2, first_lanes=2),
-    # ... and first spans' model calls ahead of the machine's other processes (CAP_SYS_NICE).
-    SchedulerSetup("lanes2x1-first2-ahead", "lanes", 1, 2, first_lanes=2, first_nice=-10),
 )
 """The first is the baseline whose saturation sets the offered loads."""
 LOADS: tuple[float, ...] = (0.2, 0.5, 0.8)
@@ -110,7 +106,6 @@ async def _one_engine(bench: Bench, voice: str) -> None:
             "STREAMTTS_SYNTH_SCHEDULER": setup.scheduler,
             "STREAMTTS_SYNTH_LANES": str(setup.lanes),
             "STREAMTTS_SYNTH_FIRST_LANES": str(setup.first_lanes),
-            "STREAMTTS_SYNTH_FIRST_NICE": str(setup.first_nice),
         }
         workers, client, prefix = await bench._with_workers(label, topology, env)
         try:

@@ -161,11 +161,10 @@ class RunControl:
     again redoes only the run that was stopped."""
 
     nice: int = 0
-    """Run each model call this much nicer (Linux thread nice): bulk work beside first lanes
-    positive, first spans negative where allowed; back to the thread's own priority after it.
-    Only the call: onnxruntime releases the GIL while it runs, whereas a niced thread holding
-    the GIL would stall every other thread of the process whenever the kernel favours other
-    processes (priority inversion)."""
+    """Bulk work beside first lanes: run each model call this much nicer (Linux thread nice),
+    back to the thread's own priority after it. Only the call: onnxruntime releases the GIL
+    while it runs, whereas a niced thread holding the GIL would stall every other thread of
+    the process whenever the kernel favours other processes (priority inversion)."""
     piece_phonemes: int | None = None
     """Bulk work: cut the job's phonemes at clause boundaries into model calls of about this
     many phonemes (None: no cuts, the engine's own limits only)."""
@@ -217,16 +216,14 @@ CURRENT_RUN: ContextVar[RunControl | None] = ContextVar("streamtts_run_control",
 
 @contextlib.contextmanager
 def thread_niced(steps: int) -> Iterator[None]:
-    """Run the block with this thread `steps` nicer (0: as it is; negative: ahead of the rest
-    of the machine), then restore its nice. Callers probe first: lowering nice (back, or below
-    the thread's own) needs CAP_SYS_NICE or an RLIMIT_NICE that allows it (`can_renice`,
-    `can_raise_priority`)."""
-    if steps == 0:
+    """Run the block with this thread `steps` nicer (0: as it is), then restore its nice.
+    Callers check `can_renice()` first: lowering nice back needs CAP_SYS_NICE or RLIMIT_NICE."""
+    if steps <= 0:
         yield
         return
     tid = threading.get_native_id()
     own = os.getpriority(os.PRIO_PROCESS, tid)
-    os.setpriority(os.PRIO_PROCESS, tid, max(-20, min(19, own + steps)))
+    os.setpriority(os.PRIO_PROCESS, tid, min(19, own + steps))
     try:
         yield
     finally:
@@ -248,23 +245,6 @@ def can_renice() -> bool:
             os.setpriority(os.PRIO_PROCESS, tid, own)
         except OSError:
             return False  # stays one step nicer: harmless, and nothing will renice it again
-        return True
-    except OSError:
-        return False
-
-
-def can_raise_priority(steps: int) -> bool:
-    """Whether this thread may run `steps` (< 0) below its own nice, i.e. ahead of the other
-    processes of the machine (Linux, CAP_SYS_NICE or RLIMIT_NICE); probed once by the lanes."""
-    if not sys.platform.startswith("linux") or steps >= 0:
-        return False
-    tid = threading.get_native_id()
-    try:
-        own = os.getpriority(os.PRIO_PROCESS, tid)
-        if own + steps < -20:
-            return False
-        os.setpriority(os.PRIO_PROCESS, tid, own + steps)
-        os.setpriority(os.PRIO_PROCESS, tid, own)  # raising nice back needs no privilege
         return True
     except OSError:
         return False

@@ -15,9 +15,7 @@ bulk (everything else). The rules, in order:
    the duration of the onnxruntime call: it releases the GIL, so no niced thread ever holds
    it). A first span then never waits for a lane, and the kernel gives its thread the core a
    bulk run was using at once — no run is stopped, nothing is thrown away. A lane takes a
-   first span only when no priority lane is free. Where the process may (CAP_SYS_NICE), a
-   first span's model call also runs `first_nice` steps below its own nice: ahead of the
-   other processes of the machine (the front stages, the broker) for the ~0.1–1 s it lasts.
+   first span only when no priority lane is free.
 4. Preemption where it pays: when a first span arrives, every lane is busy and its predicted
    wait exceeds `preempt_after_ms`, the bulk job with the most predicted compute left is
    stopped (`RunOptions.terminate`) and queued again at the head of the bulk queue; its
@@ -41,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from streamtts.processors.synthesize.cost_model import CostModel
-from streamtts.processors.synthesize.engine import CURRENT_RUN, RunControl, can_raise_priority, can_renice
+from streamtts.processors.synthesize.engine import CURRENT_RUN, RunControl, can_renice
 from streamtts.processors.synthesize.exceptions import Preempted
 from streamtts.runtime.jsonlog import log_event
 
@@ -106,24 +104,18 @@ class InferenceLanes:
         *,
         priority_slots: int = 0,
         bulk_nice: int = 0,
-        first_nice: int = 0,
         cost: CostModel | None = None,
         preempt_after_ms: float = 500.0,
         piece_ms: float = 500.0,
         name: str = "synth",
     ) -> None:
-        if slots < 1 or priority_slots < 0 or not 0 <= bulk_nice <= 19 or not -20 <= first_nice <= 0:
-            raise ValueError(
-                "slots must be at least 1, priority_slots at least 0, bulk_nice 0-19, first_nice -20-0"
-            )
+        if slots < 1 or priority_slots < 0 or not 0 <= bulk_nice <= 19:
+            raise ValueError("slots must be at least 1, priority_slots at least 0, bulk_nice 0-19")
         self.slots = slots
         self.priority_slots = priority_slots
         self.bulk_nice = bulk_nice
-        self.first_nice = first_nice
         self._renice: bool | None = None
         """Whether bulk calls can be niced here (probed by the first lane thread that asks)."""
-        self._raise: bool | None = None
-        """Whether first spans' calls may run `first_nice` below the thread's own (probed once)."""
         self._idle_priority = priority_slots
         self.cost = cost or CostModel()
         self.preempt_after_ms = preempt_after_ms
@@ -288,8 +280,6 @@ class InferenceLanes:
         priority = slot >= self.slots
         if not priority and self.bulk_nice:
             self._probe_renice()
-        if self.first_nice:
-            self._probe_raise()
         while True:
             with self._cond:
                 while not self._closed and not self._work_for(priority):
@@ -305,7 +295,7 @@ class InferenceLanes:
                 job.started = time.perf_counter()
                 self._running[slot] = job
                 job.control.rearm()
-                job.control.nice = self._nice_for(job.lane)
+                job.control.nice = self.bulk_nice if job.lane == "bulk" and self._renice else 0
                 if job.preemptions == 0:
                     # Fixed at the first attempt: the same cuts again, so the calls a stopped job
                     # finished are found (keyed by their inputs) and only the stopped one is redone.
@@ -316,26 +306,6 @@ class InferenceLanes:
         if priority:
             return bool(self._first)
         return bool(self._bulk) or (bool(self._first) and not self._idle_priority)
-
-    def _nice_for(self, lane: str) -> int:
-        """The nice steps of a job's model calls: bulk ones nicer, first spans' ahead where allowed."""
-        if lane == "bulk":
-            return self.bulk_nice if self._renice else 0
-        return self.first_nice if self._raise else 0
-
-    def _probe_raise(self) -> None:
-        with self._cond:
-            if self._raise is not None:
-                return
-            self._raise = can_raise_priority(self.first_nice)
-        if not self._raise:
-            log_event(
-                log,
-                "lane_first_priority_unchanged",
-                logging.WARNING,
-                first_nice=self.first_nice,
-                reason="running below the process's own nice needs CAP_SYS_NICE or RLIMIT_NICE (Linux)",
-            )
 
     def _probe_renice(self) -> None:
         with self._cond:

@@ -64,7 +64,6 @@ def build_lanes(pipeline: PipelineSettings) -> InferenceLanes | None:
         slots,
         priority_slots=first,
         bulk_nice=synth.bulk_nice if first else 0,
-        first_nice=synth.first_nice,
         preempt_after_ms=synth.preempt_after_ms,
         piece_ms=synth.piece_ms,
     )

@@ -247,11 +247,6 @@ class SynthesisSettings(SettingsGroup):
     bulk run was using at once, without stopping it (docs/scheduling.md)."""
     bulk_nice: int = 10
     """How much nicer (Linux thread nice, 0-19) bulk model calls run when there are first lanes."""
-    first_nice: int = 0
-    """Nice steps of a first span's model call relative to the process (-20-0): negative runs it
-    ahead of the machine's other processes (front stages, broker) while it lasts. Needs
-    CAP_SYS_NICE or RLIMIT_NICE; without it first spans run at the process's nice and the log
-    says so (`lane_first_priority_unchanged`)."""
     preempt_after_ms: float = 500.0
     """A first span predicted to wait longer than this for a lane stops a bulk run."""
     load_report_s: float = 1.0
@@ -272,8 +267,6 @@ class SynthesisSettings(SettingsGroup):
             raise ConfigError(f"{ENV_PREFIX}SYNTH_FIRST_LANES must be -1 (one per lane), 0 or more")
         if not 0 <= self.bulk_nice <= 19:
             raise ConfigError(f"{ENV_PREFIX}SYNTH_BULK_NICE must be 0-19, not {self.bulk_nice}")
-        if not -20 <= self.first_nice <= 0:
-            raise ConfigError(f"{ENV_PREFIX}SYNTH_FIRST_NICE must be -20-0, not {self.first_nice}")
         if self.lanes < 0 or self.preempt_after_ms < 0 or self.piece_ms < 0 or self.load_report_s < 0:
             raise ConfigError(
                 f"{ENV_PREFIX}SYNTH_LANES, _PREEMPT_AFTER_MS, _PIECE_MS and _LOAD_REPORT_S must be ≥ 0"

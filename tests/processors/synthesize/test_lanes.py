@@ -346,58 +346,6 @@ async def test_a_lane_takes_a_first_span_only_when_every_first_lane_is_busy() ->
     assert lanes.first_capacity == 2
 
 
-def _may_lower_nice() -> bool:
-    """Whether a thread here may go below its own nice (root or CAP_SYS_NICE), tried directly."""
-    result: list[bool] = []
-
-    def probe() -> None:
-        tid = threading.get_native_id()
-        own = os.getpriority(os.PRIO_PROCESS, tid)
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, own - 1)
-            result.append(True)
-        except OSError:
-            result.append(False)
-        # The probing thread ends here: its nice goes with it.
-
-    thread = threading.Thread(target=probe)
-    thread.start()
-    thread.join()
-    return result[0]
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
-async def test_a_first_spans_model_call_runs_ahead_of_the_machine_where_the_process_may() -> None:
-    lanes = InferenceLanes(1, priority_slots=1, bulk_nice=5, first_nice=-3)
-    base = _nice()
-    try:
-        first = await lanes.run(_job(), first=True, engine="piper", chars=20)
-        bulk = await lanes.run(_job(), first=False, engine="piper", chars=20)
-    finally:
-        await asyncio.to_thread(lanes.close)
-    ahead = base - 3 if _may_lower_nice() else base  # without the privilege: as before (next test)
-    assert first.value == ("synth-first-0", ahead, base)  # only the call, then back to its own
-    assert bulk.value == ("synth-lane-0", min(19, base + 5), base)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
-async def test_without_the_privilege_first_spans_run_at_the_process_nice_and_the_log_says_so(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    import streamtts.processors.synthesize.lanes as lanes_module
-
-    monkeypatch.setattr(lanes_module, "can_raise_priority", lambda steps: False)  # as in a container
-    lanes = InferenceLanes(1, priority_slots=1, first_nice=-3)
-    base = _nice()
-    try:
-        first = await lanes.run(_job(), first=True, engine="piper", chars=20)
-    finally:
-        await asyncio.to_thread(lanes.close)
-    assert first.value == ("synth-first-0", base, base)
-    warned = [r for r in caplog.records if "lane_first_priority_unchanged" in r.getMessage()]
-    assert len(warned) == 1  # once per process, not per thread or per span
-
-
 def test_first_lanes_default_to_one_per_lane_and_zero_turns_them_off() -> None:
     from streamtts.processors.synthesize.speech_stack import build_lanes
     from streamtts.runtime.settings import PipelineSettings
