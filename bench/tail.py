@@ -62,13 +62,14 @@ class TailSizes:
 
 def sizes(quick: bool, fast: bool) -> TailSizes:
     """Enough requests for a p99 that means something in a full run; a smoke test with --quick.
-    A slow engine (Kokoro, ~0.15 req/s on 2 cores) gets fewer: 30 requests at 50 % of its
-    saturation is already ~7 minutes."""
+    A slow engine (Kokoro, ~0.23 req/s on 2 cores) gets fewer, and only the 50 and 80 % loads
+    the targets name: 30 requests at 50 % of its saturation are already ~4.5 minutes."""
     if fast:
         return TailSizes(12, 20, 40) if quick else TailSizes(24, 40, 120)
     # Quick on a slow engine: 20 % alone would take ~5 minutes per scheduler; 50 and 80 % are
     # what the targets name.
-    return TailSizes(4, 60, 8, (0.5, 0.8)) if quick else TailSizes(8, 150, 30)
+    # Full: 20 % of a slow engine's saturation is ~11 minutes per setup for 30 requests.
+    return TailSizes(4, 60, 8, (0.5, 0.8)) if quick else TailSizes(8, 150, 30, (0.5, 0.8))
 
 
 def setups(labels: Sequence[str]) -> tuple[SchedulerSetup, ...]:

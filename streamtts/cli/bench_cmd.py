@@ -88,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tail-loads",
         default=None,
         help="with --tail: comma-separated shares of saturation (default 0.2,0.5,0.8; 0.5,0.8 for a"
-        " slow engine with --quick)",
+        " slow engine such as Kokoro)",
     )
     p.add_argument(
         "--sections",
