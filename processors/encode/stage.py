@@ -2,6 +2,13 @@
 
 Each chunk is encoded on its own (stateless), so a rebalance mid-request loses nothing and
 the concatenation of chunks plays (see `streamtts.audio.codecs`).
+
+A request's first chunk is what its caller waits for, so it does not queue behind other
+requests' later chunks: the stage reads ahead (`READ_AHEAD` records), encodes one first chunk
+and one later chunk at a time side by side, each request's chunks one after another (so they
+leave in order), and acks in offset order. Under exactly-once the stage keeps one record at a
+time: a transaction would commit the outputs of a later record whose ack waits for an earlier
+one, and a restart would send them again.
 """
 
 from __future__ import annotations
@@ -14,17 +21,25 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from faust.types import EventT
+from faust.types import EventT, StreamT
 
 from streamtts.audio import formats
 from streamtts.audio.codecs import encode_chunk
 from streamtts.audio.exceptions import EncodingError
 from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
+from streamtts.runtime.lifecycle import cancel_and_wait
+from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
+
+READ_AHEAD = 16
+"""PCM records read ahead of the encoder (≤ 5 s of audio each: a few MB at most)."""
+ENCODES = {True: 1, False: 1}
+"""Encodes in flight at once: one first chunk beside one later chunk (pool threads)."""
 
 
 class EncodedChunks(ByteLRU[bytes]):
@@ -93,10 +108,13 @@ class EncodeStage(FaustStage):
         telemetry: Telemetry | None = None,
     ) -> None:
         super().__init__(kafka, pipeline, topics, telemetry=telemetry)
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
+        self.pool = ThreadPoolExecutor(max_workers=sum(ENCODES.values()), thread_name_prefix="encode")
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None
         self._topics_cache: dict[str, Any] = {}
+        self._acks: InOrderAcks[EventT] = InOrderAcks()
+        self._decoded: dict[int, PcmChunk] = {}
+        """Chunks the reading loop decoded, by id(event), for `handle` (decoded once)."""
 
     def _out(self, name: str) -> Any:
         topic = self._topics_cache.get(name)
@@ -106,12 +124,66 @@ class EncodeStage(FaustStage):
             topic = self._topics_cache[name] = self.topic(name)
         return topic
 
+    async def _agent(self, stream: StreamT[bytes]) -> None:
+        if self.pipeline.delivery.processing_guarantee == "exactly_once":
+            return await super()._agent(stream)
+        manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
+        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(READ_AHEAD)
+        self._acks = InOrderAcks()
+        self._decoded.clear()
+
+        def stale(event: EventT) -> bool:
+            if event.message.generation_id == self.app.consumer_generation_id:
+                return False
+            self._decoded.pop(id(event), None)
+            return True  # read before a rebalance: its partition may be someone else's now
+
+        drain = asyncio.create_task(
+            drain_in_request_order(
+                queue,
+                lambda event: self.process(event, manual),
+                key=lambda event: event.message.key or b"",
+                first_of=lambda event: _first_chunk(self._decoded.get(id(event))),
+                caps=ENCODES,
+                stale=stale,
+            ),
+            name=f"{self.group}-drain",
+        )
+        try:
+            async for event in manual.events():
+                msg = event.message
+                self._acks.track(msg.tp, msg.generation_id, msg.offset, event)
+                if aimed_elsewhere(msg.headers, self.name):
+                    await self.ack(event, manual)  # a replay for the other consumer of this topic
+                    continue
+                try:
+                    chunk = wire.decode(PcmChunk, msg.value, msg.headers)
+                except ContractError:
+                    await self.process(event, manual)  # to the DLQ at once, queued for nothing
+                    continue
+                self._decoded[id(event)] = chunk
+                await queue.put(event, first=_first_chunk(chunk))
+                if drain.done():  # surface a crashed drain instead of filling the queue
+                    drain.result()
+        finally:
+            await cancel_and_wait(drain)
+
+    async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
+        """In offset order per partition, although records finish out of order (see
+        `InOrderAcks`); records processed one at a time (exactly-once) are acked as they are."""
+        if self.pipeline.delivery.processing_guarantee == "exactly_once":
+            return await super().ack(event, manual)
+        for ready in self._acks.done(event.message.tp, event.message.offset):
+            await manual.ack(ready)
+
     async def handle(self, event: EventT) -> str | None:
         started = time.perf_counter()
-        try:
-            chunk = wire.decode(PcmChunk, event.message.value, event.message.headers)
-        except ContractError as err:
-            return await self.dead_letter(source_of(event), err)
+        chunk = self._decoded.pop(id(event), None)
+        if chunk is None:
+            try:
+                chunk = wire.decode(PcmChunk, event.message.value, event.message.headers)
+            except ContractError as err:
+                return await self.dead_letter(source_of(event), err)
         try:
             audio = await asyncio.get_running_loop().run_in_executor(
                 self.pool,
@@ -159,3 +231,8 @@ class EncodeStage(FaustStage):
     async def stop(self) -> None:
         await super().stop()
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _first_chunk(chunk: PcmChunk | None) -> bool:
+    """A request's first audio (what its caller waits for); a cancel marker is not."""
+    return chunk is not None and chunk.seq == 0 and chunk.part == 0 and not chunk.cancelled

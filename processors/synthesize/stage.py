@@ -25,12 +25,12 @@ from streamtts.processors.synthesize.cost_model import family
 from streamtts.processors.synthesize.lanes import InferenceLanes, LaneStats
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.renderer import NOTHING_CACHED, CacheLookup, SegmentRenderer
-from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst, InOrderAcks
 from streamtts.processors.synthesize.span_plan import planned_voice
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lifecycle import cancel_and_wait
+from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
@@ -169,51 +169,21 @@ class SynthesizeStage(FaustStage):
         (a later segment starts only once the one before it is out, and is not taken from
         the queue while an earlier segment of its request still waits there)."""
         assert self.lanes is not None
-        cap = {True: self.lanes.first_capacity, False: self.lanes.slots}
-        busy: set[bytes] = set()
-        in_flight = {True: 0, False: 0}
-        tasks: set[asyncio.Task[None]] = set()
-        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        def ready(event: EventT, first: bool) -> bool:
-            return (event.message.key or b"") not in busy and in_flight[first] < cap[first]
+        def stale(event: EventT) -> bool:
+            if event.message.generation_id == self.app.consumer_generation_id:
+                return False
+            self._looked_up.pop(id(event), None)
+            return True  # read before a rebalance: its partition may be someone else's now
 
-        async def one(event: EventT, key: bytes, first: bool) -> None:
-            try:
-                await self.process(event, manual)
-            except Exception as err:  # a bug past the stage's own handling: stop the drain
-                if not failed.done():
-                    failed.set_exception(err)
-            finally:
-                busy.discard(key)
-                in_flight[first] -= 1
-                await queue.wake()
-
-        getter: asyncio.Future[EventT] | None = None
-        try:
-            while True:
-                getter = asyncio.ensure_future(queue.get_where(ready, key=_request_key))
-                await asyncio.wait((getter, failed), return_when=asyncio.FIRST_COMPLETED)
-                if failed.done():
-                    getter.cancel()
-                    failed.result()
-                event = getter.result()
-                if event.message.generation_id != self.app.consumer_generation_id:
-                    self._looked_up.pop(id(event), None)
-                    continue  # read before a rebalance: its partition may be someone else's now
-                first = header(event.message.headers, FIRST_SEGMENT) is not None
-                key = event.message.key or b""
-                busy.add(key)
-                in_flight[first] += 1
-                task = asyncio.create_task(one(event, key, first), name=f"{self.group}-span")
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-        finally:
-            if getter is not None and not getter.done():
-                getter.cancel()  # stopped while waiting for a record: the wait ends with us
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await drain_in_request_order(
+            queue,
+            lambda event: self.process(event, manual),
+            key=_request_key,
+            first_of=lambda event: header(event.message.headers, FIRST_SEGMENT) is not None,
+            caps={True: self.lanes.first_capacity, False: self.lanes.slots},
+            stale=stale,
+        )
 
     def _engine_of(self, segment: Segment) -> str:
         """The engine that will speak the segment (for the cost model), best effort."""

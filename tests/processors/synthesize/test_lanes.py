@@ -17,7 +17,7 @@ from streamtts.processors.synthesize.cost_model import CostModel
 from streamtts.processors.synthesize.engine import CURRENT_RUN, run_session
 from streamtts.processors.synthesize.kokoro import MAX_PHONEMES, clause_pieces
 from streamtts.processors.synthesize.lanes import InferenceLanes
-from streamtts.processors.synthesize.scheduling import FirstSegmentsFirst
+from streamtts.runtime.read_ahead import FirstSegmentsFirst
 
 
 class StoppableSession:

@@ -1,10 +1,12 @@
-"""First segments first: a bounded look-ahead queue for the synthesize stage.
+"""First records first: a bounded look-ahead queue for stages that read ahead of their work.
 
-Kafka hands a worker its segments in arrival order, so without this a new request's first
-segment waits behind every queued segment of earlier requests (head-of-line blocking: the
-benchmark's P99 time to first audio under load). The queue lets a request's seq 0 overtake
-later segments of *other* requests; segments of one request keep their order (seq 0 always
-sorts first, later ones stay FIFO), so a subscriber still hears each request in order.
+Kafka hands a worker its records in arrival order, so without this a new request's first
+segment (or first PCM chunk) waits behind every queued record of earlier requests
+(head-of-line blocking: the benchmark's P99 time to first audio under load). The queue lets a
+request's first record overtake later records of *other* requests; records of one request
+keep their order (the first always sorts first, later ones stay FIFO), so a subscriber still
+hears each request in order. `drain_in_request_order` runs the queue's records with bounded
+concurrency, one per request at a time; `InOrderAcks` releases their acks in offset order.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -135,3 +137,65 @@ class InOrderAcks(Generic[T]):
 
     def __len__(self) -> int:
         return sum(len(p) for _, p in self._pending.values())
+
+
+async def drain_in_request_order(
+    queue: FirstSegmentsFirst[T],
+    run: Callable[[T], Awaitable[None]],
+    *,
+    key: Callable[[T], Hashable],
+    first_of: Callable[[T], bool],
+    caps: Mapping[bool, int],
+    stale: Callable[[T], bool] = lambda item: False,
+) -> None:
+    """Take the queue's items and `run` each in its own task, forever (until cancelled).
+
+    At most `caps[first]` items of each kind run at once, and at most one per `key` (a
+    request): an item starts only once the one before it of its key has finished, and is not
+    taken while an earlier item of its key still waits, so each request's outputs leave in
+    order. A `stale` item (read before a rebalance) is dropped. An exception escaping `run`
+    stops the drain and is raised here; cancelling the drain cancels the items running.
+    """
+    busy: set[Hashable] = set()
+    in_flight = {True: 0, False: 0}
+    tasks: set[asyncio.Task[None]] = set()
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def ready(item: T, first: bool) -> bool:
+        return key(item) not in busy and in_flight[first] < caps[first]
+
+    async def one(item: T, k: Hashable, first: bool) -> None:
+        try:
+            await run(item)
+        except Exception as err:  # a bug past the stage's own handling: stop the drain
+            if not failed.done():
+                failed.set_exception(err)
+        finally:
+            busy.discard(k)
+            in_flight[first] -= 1
+            await queue.wake()
+
+    getter: asyncio.Future[T] | None = None
+    try:
+        while True:
+            getter = asyncio.ensure_future(queue.get_where(ready, key=key))
+            await asyncio.wait((getter, failed), return_when=asyncio.FIRST_COMPLETED)
+            if failed.done():
+                getter.cancel()
+                failed.result()
+            item = getter.result()
+            if stale(item):
+                continue
+            first = first_of(item)
+            k = key(item)
+            busy.add(k)
+            in_flight[first] += 1
+            task = asyncio.create_task(one(item, k, first))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    finally:
+        if getter is not None and not getter.done():
+            getter.cancel()  # stopped while waiting for an item: the wait ends with us
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
