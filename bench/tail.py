@@ -38,12 +38,18 @@ class SchedulerSetup:
     """Lanes (0: the setting's default, one per core ÷ threads)."""
     first_lanes: int = 0
     """Lanes for first spans only, on top (-1: one per lane; bulk model calls then run nicer)."""
+    encode_lookahead: int = 16
+    """PCM records the encode stage reads ahead so first chunks overtake (0: one at a time)."""
 
 
 SCHEDULERS: tuple[SchedulerSetup, ...] = (
-    SchedulerSetup("fifo", "fifo", 2),  # before: one span at a time on both cores
-    SchedulerSetup("lanes2x1", "lanes", 1, 2),  # two lanes of one thread, first spans queued first
-    # ... and two lanes for first spans only, bulk model calls niced (the default on 2 cores).
+    # Before: one span at a time on both cores, the encode stage one record at a time.
+    SchedulerSetup("fifo", "fifo", 2, encode_lookahead=0),
+    # Two lanes of one thread, first spans queued first.
+    SchedulerSetup("lanes2x1", "lanes", 1, 2, encode_lookahead=0),
+    # ... and two lanes for first spans only, bulk model calls niced; encode one at a time.
+    SchedulerSetup("lanes2x1-first2-encode1", "lanes", 1, 2, first_lanes=2, encode_lookahead=0),
+    # ... and first chunks overtaking at the encode stage: the defaults on 2 cores.
     SchedulerSetup("lanes2x1-first2", "lanes", 1, 2, first_lanes=2),
 )
 """The first is the baseline whose saturation sets the offered loads."""
@@ -107,6 +113,7 @@ async def _one_engine(bench: Bench, voice: str) -> None:
             "STREAMTTS_SYNTH_SCHEDULER": setup.scheduler,
             "STREAMTTS_SYNTH_LANES": str(setup.lanes),
             "STREAMTTS_SYNTH_FIRST_LANES": str(setup.first_lanes),
+            "STREAMTTS_ENCODE_LOOKAHEAD": str(setup.encode_lookahead),
         }
         workers, client, prefix = await bench._with_workers(label, topology, env)
         try:

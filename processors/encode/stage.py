@@ -4,11 +4,11 @@ Each chunk is encoded on its own (stateless), so a rebalance mid-request loses n
 the concatenation of chunks plays (see `streamtts.audio.codecs`).
 
 A request's first chunk is what its caller waits for, so it does not queue behind other
-requests' later chunks: the stage reads ahead (`READ_AHEAD` records), encodes one first chunk
-and one later chunk at a time side by side, each request's chunks one after another (so they
-leave in order), and acks in offset order. Under exactly-once the stage keeps one record at a
-time: a transaction would commit the outputs of a later record whose ack waits for an earlier
-one, and a restart would send them again.
+requests' later chunks: the stage reads ahead (`encode_lookahead` records, ≤ 5 s of audio
+each), encodes one first chunk and one later chunk at a time side by side, each request's
+chunks one after another (so they leave in order), and acks in offset order. Under
+exactly-once the stage keeps one record at a time: a transaction would commit the outputs of
+a later record whose ack waits for an earlier one, and a restart would send them again.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
 
-READ_AHEAD = 16
-"""PCM records read ahead of the encoder (≤ 5 s of audio each: a few MB at most)."""
 ENCODES = {True: 1, False: 1}
 """Encodes in flight at once: one first chunk beside one later chunk (pool threads)."""
 
@@ -115,6 +113,8 @@ class EncodeStage(FaustStage):
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         self._decoded: dict[int, PcmChunk] = {}
         """Chunks the reading loop decoded, by id(event), for `handle` (decoded once)."""
+        delivery = pipeline.delivery
+        self._reads_ahead = delivery.encode_lookahead > 0 and delivery.processing_guarantee != "exactly_once"
 
     def _out(self, name: str) -> Any:
         topic = self._topics_cache.get(name)
@@ -125,10 +125,10 @@ class EncodeStage(FaustStage):
         return topic
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
-        if self.pipeline.delivery.processing_guarantee == "exactly_once":
+        if not self._reads_ahead:
             return await super()._agent(stream)
         manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
-        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(READ_AHEAD)
+        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(self.pipeline.delivery.encode_lookahead)
         self._acks = InOrderAcks()
         self._decoded.clear()
 
@@ -171,7 +171,7 @@ class EncodeStage(FaustStage):
     async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
         """In offset order per partition, although records finish out of order (see
         `InOrderAcks`); records processed one at a time (exactly-once) are acked as they are."""
-        if self.pipeline.delivery.processing_guarantee == "exactly_once":
+        if not self._reads_ahead:
             return await super().ack(event, manual)
         for ready in self._acks.done(event.message.tp, event.message.offset):
             await manual.ack(ready)

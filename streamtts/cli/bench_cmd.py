@@ -81,8 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--tail-setups",
         default=None,
-        help="with --tail: comma-separated scheduler setups (default all: fifo,lanes2x1,lanes2x1-first2;"
-        " the first named is the baseline whose saturation sets the loads)",
+        help="with --tail: comma-separated setups (default all: fifo, lanes2x1, lanes2x1-first2-encode1,"
+        " lanes2x1-first2; the first named is the baseline whose saturation sets the loads)",
     )
     p.add_argument(
         "--tail-loads",

@@ -371,9 +371,18 @@ class DeliverySettings(SettingsGroup):
     """How stages write records: "cloudevents" (binary mode: audio as the record value, the
     fields as ce_ headers; JSON records gain CloudEvents headers) or "v1" (the JSON envelope,
     audio base64 inside). Readers take both (docs/wire-format.md)."""
+    encode_lookahead: int = 16
+    """PCM records the encode stage reads ahead, so a request's first chunk can overtake
+    queued later chunks of other requests (one first and one later chunk encode side by
+    side); 0 = one record at a time, as before. Exactly-once always takes one at a time."""
     reply_topic_prefix: str = "tts.reply."
     """A request's `reply_topic` must start with the topic prefix + this: no request can make
     the pipeline write into tts.results, a DLQ or another tenant's topics."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.encode_lookahead < 0:
+            raise ConfigError(f"{ENV_PREFIX}ENCODE_LOOKAHEAD must be ≥ 0, got {self.encode_lookahead}")
 
 
 @dataclass(frozen=True)
