@@ -159,6 +159,7 @@ class EncodeStage(FaustStage):
                 try:
                     chunk = wire.decode(PcmChunk, msg.value, msg.headers)
                 except ContractError:
+                    self._decoded.pop(id(event), None)  # no leftover under a reused id
                     await self.process(event, manual)  # to the DLQ at once, queued for nothing
                     continue
                 self._decoded[id(event)] = chunk
