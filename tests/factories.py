@@ -27,8 +27,18 @@ def segment(req: TTSRequest, seq: int = 0, total: int = 1, text: str = "Hello.",
 
 
 def pcm_chunk(
-    req: TTSRequest, seq: int, total: int, *, part: int = 0, last_part: bool = True, samples: int = 4
+    req: TTSRequest,
+    seq: int,
+    total: int,
+    *,
+    part: int = 0,
+    last_part: bool = True,
+    samples: int = 4,
+    pcm: np.ndarray | None = None,
+    sample_rate: int = 24000,
 ) -> PcmChunk:
+    """A PCM chunk of `pcm` (int16 samples) or, without it, `samples` samples that say which
+    chunk they are (seq * 10 + part)."""
     return PcmChunk(
         request_id=req.request_id,
         seq=seq,
@@ -38,8 +48,8 @@ def pcm_chunk(
         last=seq == total - 1 and last_part,
         lang="en",
         voice_used="en_joe",
-        sample_rate=24000,
-        pcm=np.full(samples, seq * 10 + part, dtype="<i2").tobytes(),
+        sample_rate=sample_rate,
+        pcm=(np.full(samples, seq * 10 + part, dtype="<i2") if pcm is None else pcm.astype("<i2")).tobytes(),
         request=RequestContext.of(req),
         synthesized_at=datetime.now(UTC),
     )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 
 
@@ -35,3 +38,19 @@ def metric(text: str, sample: str, **labels: str) -> float:
         for s in family.samples
         if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
     )
+
+
+async def topic_records(kafka: KafkaSettings, topic: str, count: int, *, timeout_s: float) -> list[Any]:
+    """The first `count` records of `topic`, read from the beginning by a plain consumer with no
+    group (waits for them; TimeoutError past `timeout_s`)."""
+    consumer = make_consumer(kafka, topic, group_id=None, auto_offset_reset="earliest")
+    await consumer.start()
+    out: list[Any] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            while len(out) < count:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    out += records
+    finally:
+        await consumer.stop()
+    return out

@@ -9,17 +9,16 @@ time (the stage before this change), B and C would be encoded after all of A's a
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
-from streamtts.runtime.kafka import make_consumer, make_producer
+from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, PcmChunk, RequestContext, TTSRequest, wire
 from streamtts.worker import Worker
+from tests.factories import pcm_chunk
+from tests.helpers import topic_records
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -29,36 +28,10 @@ LONG = 6
 
 
 def _chunk(request: TTSRequest, seq: int, total: int, seconds: float) -> PcmChunk:
-    ctx = RequestContext.of(request)
-    rate = ctx.sample_rate
-    n = int(rate * seconds)
-    noise = np.random.default_rng(seq).normal(0, 3000, n).clip(-32768, 32767).astype("<i2")
-    return PcmChunk(
-        request_id=request.request_id,
-        seq=seq,
-        total=total,
-        last=seq == total - 1,
-        lang="en",
-        voice_used="en_joe",
-        sample_rate=rate,
-        pcm=noise.tobytes(),  # noise: the mp3 encoder's worst case, the longest encode
-        request=ctx,
-        synthesized_at=datetime.now(UTC),
-    )
-
-
-async def _records(kafka: KafkaSettings, topic: str, count: int) -> list:  # type: ignore[type-arg]
-    consumer = make_consumer(kafka, topic, group_id=None, auto_offset_reset="earliest")
-    await consumer.start()
-    out: list = []  # type: ignore[type-arg]
-    try:
-        async with asyncio.timeout(90):
-            while len(out) < count:
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    out += records
-    finally:
-        await consumer.stop()
-    return out
+    rate = RequestContext.of(request).sample_rate
+    # Noise: the mp3 encoder's worst case, the longest encode.
+    noise = np.random.default_rng(seq).normal(0, 3000, int(rate * seconds)).clip(-32768, 32767)
+    return pcm_chunk(request, seq, total, pcm=noise, sample_rate=rate)
 
 
 async def test_first_chunks_overtake_other_requests_later_chunks_and_each_request_keeps_its_order(
@@ -90,9 +63,9 @@ async def test_first_chunks_overtake_other_requests_later_chunks_and_each_reques
     try:
         audio = [
             wire.decode(AudioChunk, r.value, r.headers)
-            for r in await _records(kafka_settings, topics.audio, len(pcm))
+            for r in await topic_records(kafka_settings, topics.audio, len(pcm), timeout_s=90)
         ]
-        dead = await _records(kafka_settings, topics.dlq("encode"), 1)
+        dead = await topic_records(kafka_settings, topics.dlq("encode"), 1, timeout_s=90)
     finally:
         await worker.stop()
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 from minio import Minio
@@ -12,27 +10,15 @@ from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import PcmChunk, RequestContext, TTSRequest
+from streamtts.schemas import TTSRequest
 from streamtts.sinks.completion_sink import CompletionSink
+from tests.factories import pcm_chunk
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
 
 
-def _chunk(request: TTSRequest, seq: int, total: int) -> PcmChunk:
-    tone = (np.sin(np.arange(2400) * 2 * np.pi * 440 / 24000) * 8000).astype("<i2")
-    return PcmChunk(
-        request_id=request.request_id,
-        seq=seq,
-        total=total,
-        last=seq == total - 1,
-        lang="en",
-        voice_used="en_joe",
-        sample_rate=24000,
-        pcm=tone.tobytes(),
-        request=RequestContext.of(request),
-        synthesized_at=datetime.now(UTC),
-    )
+TONE = np.sin(np.arange(2400) * 2 * np.pi * 440 / 24000) * 8000
 
 
 async def test_a_request_whose_audio_stops_coming_fails_visibly(
@@ -50,7 +36,7 @@ async def test_a_request_whose_audio_stops_coming_fails_visibly(
         try:
             for request, seqs in ((whole, (0, 1, 2)), (broken, (0, 2))):
                 for seq in seqs:
-                    chunk = _chunk(request, seq, 3)
+                    chunk = pcm_chunk(request, seq, 3, pcm=TONE)
                     await producer.send_and_wait(
                         topics.pcm, key=request.request_id.encode(), value=chunk.to_bytes()
                     )

@@ -12,8 +12,6 @@ duration (FFmpeg's demuxers, through PyAV): mp3, opus, headerless PCM at its rat
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime
 from pathlib import Path
 
 import av
@@ -24,12 +22,14 @@ from cloudevents.core.bindings.kafka import KafkaMessage, from_binary
 from cloudevents.core.formats.json import JSONFormat
 
 from streamtts.producers.result_waiter import ResultWaiter
-from streamtts.runtime.kafka import make_admin, make_consumer, make_producer
+from streamtts.runtime.kafka import make_admin, make_producer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import PcmChunk, RequestContext, TTSRequest, wire
 from streamtts.sinks.subscriber import AudioSubscriber
 from streamtts.worker import Worker
+from tests.factories import pcm_chunk
+from tests.helpers import topic_records
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -41,22 +41,10 @@ DEMUX = {"mp3": "mp3", "opus": "ogg", "pcm": "s16le", "mulaw": "mulaw"}
 
 
 def _pcm(request: TTSRequest, seq: int) -> PcmChunk:
-    ctx = RequestContext.of(request)
-    rate = ctx.sample_rate
+    rate = RequestContext.of(request).sample_rate
     n = int(rate * (0.6 + 0.2 * seq))  # 0.6, 0.8, 1.0 s: each segment its own length
-    tone = (np.sin(np.arange(n) * 2 * np.pi * 330 / rate) * 8000).astype("<i2")
-    return PcmChunk(
-        request_id=request.request_id,
-        seq=seq,
-        total=SEGMENTS,
-        last=seq == SEGMENTS - 1,
-        lang="en",
-        voice_used="en_joe",
-        sample_rate=rate,
-        pcm=tone.tobytes(),
-        request=ctx,
-        synthesized_at=datetime.now(UTC),
-    )
+    tone = np.sin(np.arange(n) * 2 * np.pi * 330 / rate) * 8000
+    return pcm_chunk(request, seq, SEGMENTS, pcm=tone, sample_rate=rate)
 
 
 async def _send(producer, topic: str, chunk: PcmChunk, fmt: wire.WireFormat) -> None:  # type: ignore[no-untyped-def]
@@ -73,17 +61,7 @@ def _worker(kafka: KafkaSettings, services: Services, fmt: wire.WireFormat) -> W
 
 async def _audio_records(kafka: KafkaSettings, topic: str, count: int) -> list:  # type: ignore[type-arg]
     """The first `count` records of `topic` (waits for them)."""
-    consumer = make_consumer(kafka, topic, group_id=None, auto_offset_reset="earliest")
-    await consumer.start()
-    out: list = []  # type: ignore[type-arg]
-    try:
-        async with asyncio.timeout(60):
-            while len(out) < count:
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    out += records
-    finally:
-        await consumer.stop()
-    return out
+    return await topic_records(kafka, topic, count, timeout_s=60)
 
 
 def _decoded_seconds(path: Path, fmt: str, rate: int) -> float:
