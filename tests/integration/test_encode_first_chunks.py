@@ -9,16 +9,19 @@ time (the stage before this change), B and C would be encoded after all of A's a
 
 from __future__ import annotations
 
+import asyncio
+import sys
+
 import numpy as np
 import pytest
 
-from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.kafka import make_consumer, make_producer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, PcmChunk, RequestContext, TTSRequest, wire
 from streamtts.worker import Worker
 from tests.factories import pcm_chunk
-from tests.helpers import topic_records
+from tests.helpers import cli_env, topic_records
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -79,3 +82,70 @@ async def test_first_chunks_overtake_other_requests_later_chunks_and_each_reques
     assert [s for rid, s in order if rid == a.request_id] == list(range(LONG))
     assert at[(b.request_id, 0)] < at[(b.request_id, 1)]
     assert dead[0].key == b"broken"
+
+
+async def test_a_sigkilled_encode_worker_mid_read_ahead_loses_no_chunk_and_keeps_each_requests_order(
+    kafka_settings: KafkaSettings, topics: TopicNames, services: Services
+) -> None:
+    # Eight requests of five 1-second chunks on tts.pcm; a worker process reading ahead is
+    # SIGKILLed once it has encoded some of them, and a second worker takes over. Whatever the
+    # first had read ahead, encoded or half-acked, every chunk still reaches tts.audio (at least
+    # once: at-least-once), and each request's chunks first appear in order.
+    requests = [TTSRequest.new("Hello there.", language="en", format="mp3", tenant="kill") for _ in range(8)]
+    pcm = [_chunk(r, seq, 5, 1.0) for r in requests for seq in range(5)]
+    producer = make_producer(kafka_settings)
+    await producer.start()
+    try:
+        for chunk in pcm:
+            record = wire.encode(chunk, "cloudevents")
+            await producer.send_and_wait(
+                topics.pcm, record.value, key=chunk.request_id.encode(), headers=record.headers
+            )
+    finally:
+        await producer.stop()
+
+    env = cli_env(kafka_settings, SESSION_TIMEOUT_S="6", RENDER_CACHE="0")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "streamtts.cli.main", "run", "--stage", "encode",
+        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    encoded = 0
+    try:
+        async with asyncio.timeout(90):
+            async for line in proc.stderr:
+                if b'"event":"encoded"' in line:
+                    encoded += 1
+                    if encoded == 8:
+                        break
+        proc.kill()  # SIGKILL: no shutdown, no commit
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+    assert encoded == 8, "the first worker never got going"
+
+    pipeline = PipelineSettings.of(session_timeout_s=6.0, render_cache=False)
+    worker = Worker(["encode"], Settings(kafka=kafka_settings, s3=services.s3), pipeline, ops=False)
+    await worker.start()
+    try:
+        seen: set[tuple[str, int]] = set()
+        order: list[tuple[str, int]] = []  # first appearances, in tts.audio's order per partition
+        consumer = make_consumer(kafka_settings, topics.audio, group_id=None, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            async with asyncio.timeout(120):
+                while len(seen) < len(pcm):
+                    for records in (await consumer.getmany(timeout_ms=500)).values():
+                        for r in records:
+                            chunk = wire.decode(AudioChunk, r.value, r.headers)
+                            if (chunk.request_id, chunk.seq) not in seen:
+                                seen.add((chunk.request_id, chunk.seq))
+                                order.append((chunk.request_id, chunk.seq))
+        finally:
+            await consumer.stop()
+    finally:
+        await worker.stop()
+    assert set(seen) == {(c.request_id, c.seq) for c in pcm}, "a chunk was lost"
+    for r in requests:
+        assert [s for rid, s in order if rid == r.request_id] == list(range(5)), r.request_id
