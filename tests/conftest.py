@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import random
-import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
@@ -16,6 +13,7 @@ from aiokafka.errors import KafkaError
 
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
+from tests.helpers import free_port_pair
 from tests.services import Services, provide_services
 
 
@@ -122,36 +120,6 @@ async def running_pipeline(kafka_settings, services, speech_renderer, pipeline_s
         await worker.stop()
 
 
-def _free_port_pair() -> int:
-    """Two free adjacent ports (Kafka's listener and controller, MinIO's API and console),
-    below the kernel's ephemeral range: a port taken from that range was, now and then, the
-    local port of one of the session's own client connections by the time Kafka bound it
-    ("Address already in use"). Both are checked by binding, not by connecting."""
-    low, _ = _ephemeral_range()
-    while True:
-        port = random.randrange(20_000, min(low, 32_000) - 2, 2)
-        if port in (TEST_PORTS_AVOIDED):
-            continue
-        try:
-            for p in (port, port + 1):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return port
-
-
-TEST_PORTS_AVOIDED = frozenset({29092, 29000, 39092, 39000})
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
 @pytest.fixture
 def own_stack(tmp_path):  # type: ignore[no-untyped-def]
     """A private Kafka + MinIO (not started): for tests that stop and restart them."""
@@ -163,7 +131,7 @@ def own_stack(tmp_path):  # type: ignore[no-untyped-def]
 
     paths = LocalPaths(cache_dir=LocalPaths.from_env().cache_dir, state_dir=tmp_path / "stack")
     paths.ensure()
-    kport, mport = _free_port_pair(), _free_port_pair()
+    kport, mport = free_port_pair(), free_port_pair()
     return LocalStack(
         kafka=KafkaNode(paths=paths, port=kport, controller_port=kport + 1),
         minio=MinioNode(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
+import socket
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -54,3 +57,36 @@ async def topic_records(kafka: KafkaSettings, topic: str, count: int, *, timeout
     finally:
         await consumer.stop()
     return out
+
+
+TEST_PORTS_AVOIDED = frozenset({29092, 29000, 39092, 39000})
+FREE_PORTS_BELOW = 31_000
+"""Free ports are drawn from 20000 up to here; the three-broker test cluster sits above it
+(31092-31094, controllers 31192-31194), below the kernel's ephemeral range."""
+
+
+def free_port_pair() -> int:
+    """Two free adjacent ports (Kafka's listener and controller, MinIO's API and console),
+    below the kernel's ephemeral range: a port taken from that range was, now and then, the
+    local port of one of the session's own client connections by the time Kafka bound it
+    ("Address already in use"). Both are checked by binding, not by connecting."""
+    low, _ = _ephemeral_range()
+    while True:
+        port = random.randrange(20_000, min(low, FREE_PORTS_BELOW) - 2, 2)
+        if port in TEST_PORTS_AVOIDED:
+            continue
+        try:
+            for p in (port, port + 1):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999

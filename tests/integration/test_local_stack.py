@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,19 +11,9 @@ from pathlib import Path
 import pytest
 
 from streamtts.infra.local.processes import read_cmdline
+from tests.helpers import free_port_pair
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        with socket.socket() as s2:
-            if s2.connect_ex(("127.0.0.1", port + 1)) != 0 and port < 65000:
-                return port
-    raise RuntimeError("no free port pair")
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -38,7 +27,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_up_is_idempotent_and_down_leaves_no_process(tmp_path: Path) -> None:
-    kport, mport = _free_port_pair(), _free_port_pair()
+    kport, mport = free_port_pair(), free_port_pair()
     env = dict(
         os.environ,
         STREAMTTS_STATE_DIR=str(tmp_path / "state"),

@@ -3,7 +3,8 @@ min.insync.replicas=2, the pipeline under exactly-once, and the broker leading t
 SIGKILLed mid-load and restarted. An independent read_committed subscriber must see every
 request completed exactly once (`streamtts chaos --brokers 3` runs the long version).
 
-The cluster is the test's own (ports 39092-39094, controllers 39192-39194, state under
+The cluster is the test's own (ports 31092-31094, controllers 31192-31194: below the kernel's
+ephemeral range, where no client connection of the session can hold them; state under
 .local/test-cluster3): reused when it runs already, stopped after the session otherwise.
 """
 
@@ -38,7 +39,7 @@ from tests.services import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
-CLUSTER_PORT = int(os.environ.get("STREAMTTS_TEST_CLUSTER_PORT", "39092"))
+CLUSTER_PORT = int(os.environ.get("STREAMTTS_TEST_CLUSTER_PORT", "31092"))
 REQUESTS = 24
 RATE = 6.0
 """Requests per second: the whole load spans the kill, the outage and the restart."""
