@@ -217,8 +217,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _usage(run: LoadRun, name: str) -> str:
-    if name == "synth":
-        us = [u for n, u in run.usage.items() if n.startswith("synth")]
+    if name in ("synth", "front"):  # every synthesize process; front and a sink alone
+        us = [u for n, u in run.usage.items() if n.startswith(name)]
     else:
         us = [u for n, u in run.usage.items() if n == name]
     if not us:

@@ -40,6 +40,8 @@ class SchedulerSetup:
     """Lanes for first spans only, on top (-1: one per lane; bulk model calls then run nicer)."""
     encode_lookahead: int = 16
     """PCM records the encode stage reads ahead so first chunks overtake (0: one at a time)."""
+    sink_alone: bool = False
+    """The sink in its own process (not beside the segment and encode stages)."""
 
 
 SCHEDULERS: tuple[SchedulerSetup, ...] = (
@@ -53,6 +55,10 @@ SCHEDULERS: tuple[SchedulerSetup, ...] = (
     SchedulerSetup("lanes2x1-first2", "lanes", 1, 2, first_lanes=2),
 )
 """The first is the baseline whose saturation sets the offered loads."""
+TOPOLOGY_SETUPS: tuple[SchedulerSetup, ...] = (
+    # The defaults with the sink in a process of its own: a deployment choice, run when named.
+    SchedulerSetup("lanes2x1-first2-sink1", "lanes", 1, 2, first_lanes=2, sink_alone=True),
+)
 LOADS: tuple[float, ...] = (0.2, 0.5, 0.8)
 """Offered load as a share of the first scheduler's saturation throughput."""
 
@@ -79,13 +85,16 @@ def sizes(quick: bool, fast: bool) -> TailSizes:
 
 
 def setups(labels: Sequence[str]) -> tuple[SchedulerSetup, ...]:
-    """The named setups in `SCHEDULERS`' order (the first one run is the baseline); all when
-    none are named. Raises ValueError on an unknown label."""
-    known = {setup.label for setup in SCHEDULERS}
+    """The named setups in `SCHEDULERS` + `TOPOLOGY_SETUPS` order (the first one run is the
+    baseline); every scheduler when none are named. Raises ValueError on an unknown label."""
+    every = SCHEDULERS + TOPOLOGY_SETUPS
+    known = {setup.label for setup in every}
     unknown = [label for label in labels if label not in known]
     if unknown:
         raise ValueError(f"unknown --tail-setups {','.join(unknown)}; known: {','.join(sorted(known))}")
-    return tuple(setup for setup in SCHEDULERS if not labels or setup.label in labels)
+    if not labels:
+        return SCHEDULERS
+    return tuple(setup for setup in every if setup.label in labels)
 
 
 async def tail_section(bench: Bench) -> None:
@@ -108,7 +117,7 @@ async def _one_engine(bench: Bench, voice: str) -> None:
     for setup in setups(bench.plan.tail_setups):
         scheduler = setup.label
         label = f"tail-{voice}-{scheduler}"
-        topology = Topology(1, setup.threads, warm_voices=(voice,))
+        topology = Topology(1, setup.threads, warm_voices=(voice,), sink_alone=setup.sink_alone)
         env = {
             "STREAMTTS_SYNTH_SCHEDULER": setup.scheduler,
             "STREAMTTS_SYNTH_LANES": str(setup.lanes),

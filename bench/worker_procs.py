@@ -41,11 +41,15 @@ class Topology:
     warm_voices: tuple[str, ...] = ("en_joe", "jm_kumo")
     wire_format: str | None = None
     """The stages' `wire_format` (None: the setting's default)."""
+    sink_alone: bool = False
+    """The sink in a process of its own ("front-sink"): its file encoding and uploads then
+    share no interpreter (GIL) with the encode stage's first chunks."""
 
     @property
     def label(self) -> str:
         wire = f" {self.wire_format}" if self.wire_format else ""
-        return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}{wire}"
+        alone = " sink-alone" if self.sink_alone else ""
+        return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}{wire}{alone}"
 
 
 @dataclass
@@ -206,7 +210,11 @@ class WorkerSet:
         }
         if t.wire_format:
             common["STREAMTTS_WIRE_FORMAT"] = t.wire_format
-        self._spawn("front", FRONT_STAGES, common)
+        if t.sink_alone:
+            self._spawn("front", tuple(s for s in FRONT_STAGES if s != "sink"), common)
+            self._spawn("front-sink", ("sink",), common)
+        else:
+            self._spawn("front", FRONT_STAGES, common)
         for i in range(t.synth_procs):
             self._spawn(
                 f"synth{i + 1}", ("synthesize",), {**common, "STREAMTTS_SYNTH_THREADS": str(t.synth_threads)}

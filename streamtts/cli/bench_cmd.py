@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tail-setups",
         default=None,
         help="with --tail: comma-separated setups (default all: fifo, lanes2x1, lanes2x1-first2-encode1,"
-        " lanes2x1-first2; the first named is the baseline whose saturation sets the loads)",
+        " lanes2x1-first2; lanes2x1-first2-sink1, the defaults with the sink in its own process, runs"
+        " when named; the first named is the baseline whose saturation sets the loads)",
     )
     p.add_argument(
         "--tail-loads",

@@ -55,5 +55,9 @@ def test_load_columns_come_from_the_runs_in_share_order() -> None:
 def test_setups_keep_the_tables_order_and_refuse_unknown_labels() -> None:
     assert [s.label for s in setups(["lanes2x1-first2", "fifo"])] == ["fifo", "lanes2x1-first2"]
     assert len(setups([])) == 4
+    # A topology setup runs only when named, with the sink alone in the worker topology.
+    assert "lanes2x1-first2-sink1" not in [s.label for s in setups([])]
+    (alone,) = setups(["lanes2x1-first2-sink1"])
+    assert alone.sink_alone and alone.first_lanes == 2
     with pytest.raises(ValueError, match="unknown --tail-setups nope"):
         setups(["nope"])
