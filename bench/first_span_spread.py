@@ -106,7 +106,6 @@ def measure(voice: str, budgets: Sequence[int], threads: int = 1) -> list[Spread
             _segment, chunk = next(spans)  # only the first span is rendered
             times.append((time.monotonic() - started) * 1000)
             audio.append(chunk.duration_s)
-            spans.close()
         rows.append(spread(budget, times, audio))
         print(f"first_max_chars {budget}: {len(items)} texts", file=sys.stderr, flush=True)
     return rows

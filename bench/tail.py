@@ -42,6 +42,8 @@ class SchedulerSetup:
     """PCM records the encode stage reads ahead so first chunks overtake (0: one at a time)."""
     sink_alone: bool = False
     """The sink in its own process (not beside the segment and encode stages)."""
+    sink_nice: int = 0
+    """That process's nice."""
 
 
 SCHEDULERS: tuple[SchedulerSetup, ...] = (
@@ -58,6 +60,10 @@ SCHEDULERS: tuple[SchedulerSetup, ...] = (
 TOPOLOGY_SETUPS: tuple[SchedulerSetup, ...] = (
     # The defaults with the sink in a process of its own: a deployment choice, run when named.
     SchedulerSetup("lanes2x1-first2-sink1", "lanes", 1, 2, first_lanes=2, sink_alone=True),
+    # ... and that process at nice 10: its file encodes and uploads yield to first audio.
+    SchedulerSetup(
+        "lanes2x1-first2-sink1-nice10", "lanes", 1, 2, first_lanes=2, sink_alone=True, sink_nice=10
+    ),
 )
 LOADS: tuple[float, ...] = (0.2, 0.5, 0.8)
 """Offered load as a share of the first scheduler's saturation throughput."""
@@ -117,7 +123,9 @@ async def _one_engine(bench: Bench, voice: str) -> None:
     for setup in setups(bench.plan.tail_setups):
         scheduler = setup.label
         label = f"tail-{voice}-{scheduler}"
-        topology = Topology(1, setup.threads, warm_voices=(voice,), sink_alone=setup.sink_alone)
+        topology = Topology(
+            1, setup.threads, warm_voices=(voice,), sink_alone=setup.sink_alone, sink_nice=setup.sink_nice
+        )
         env = {
             "STREAMTTS_SYNTH_SCHEDULER": setup.scheduler,
             "STREAMTTS_SYNTH_LANES": str(setup.lanes),

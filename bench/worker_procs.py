@@ -44,11 +44,14 @@ class Topology:
     sink_alone: bool = False
     """The sink in a process of its own ("front-sink"): its file encoding and uploads then
     share no interpreter (GIL) with the encode stage's first chunks."""
+    sink_nice: int = 0
+    """With `sink_alone`: the sink process's nice (0-19). Nobody waits for its work with
+    sub-second latency, so it can yield the CPU to first spans and first chunks."""
 
     @property
     def label(self) -> str:
         wire = f" {self.wire_format}" if self.wire_format else ""
-        alone = " sink-alone" if self.sink_alone else ""
+        alone = f" sink-alone{f' nice {self.sink_nice}' if self.sink_nice else ''}" if self.sink_alone else ""
         return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}{wire}{alone}"
 
 
@@ -180,11 +183,17 @@ class WorkerSet:
         self.env = env
         self.log_dir = log_dir
         self.procs: list[WorkerProc] = []
-        self._specs: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
+        self._specs: dict[str, tuple[tuple[str, ...], dict[str, str], int]] = {}
 
-    def _spawn(self, name: str, stages: tuple[str, ...], extra_env: dict[str, str]) -> None:
-        self._specs[name] = (stages, extra_env)
-        cmd = [sys.executable, "-m", "streamtts.cli.main", "run"]
+    def _spawn(self, name: str, stages: tuple[str, ...], extra_env: dict[str, str], nice: int = 0) -> None:
+        self._specs[name] = (stages, extra_env, nice)
+        cmd = [
+            *(("nice", "-n", str(nice)) if nice else ()),
+            sys.executable,
+            "-m",
+            "streamtts.cli.main",
+            "run",
+        ]
         for stage in stages:
             cmd += ["--stage", stage]
         popen = subprocess.Popen(
@@ -212,7 +221,7 @@ class WorkerSet:
             common["STREAMTTS_WIRE_FORMAT"] = t.wire_format
         if t.sink_alone:
             self._spawn("front", tuple(s for s in FRONT_STAGES if s != "sink"), common)
-            self._spawn("front-sink", ("sink",), common)
+            self._spawn("front-sink", ("sink",), common, nice=t.sink_nice)
         else:
             self._spawn("front", FRONT_STAGES, common)
         for i in range(t.synth_procs):
@@ -233,8 +242,8 @@ class WorkerSet:
         logged `worker_started` (seconds taken)."""
         started = time.monotonic()
         self.procs = [p for p in self.procs if p.name != name]
-        stages, extra_env = self._specs[name]
-        self._spawn(name, stages, extra_env)
+        stages, extra_env, nice = self._specs[name]
+        self._spawn(name, stages, extra_env, nice)
         proc = self.procs[-1]
         while not proc.started.wait(0.2):
             if proc.popen.poll() is not None or time.monotonic() - started > timeout_s:
