@@ -385,7 +385,10 @@ class Bench:
         schedule: Sequence[float] | None = None,
         offered: float | None = None,
         duration_s: float = 120.0,
+        request_timeout_s: float | None = None,
     ) -> LoadRun:
+        """One load run. `request_timeout_s` (closed loop): how long a client waits for its
+        request before counting it lost (default: the drain time + 30 s)."""
         shape = RequestShape(voice)
         label = progress_line(f"{name} {voice}")
         dlq_before = await client.dlq_counts()
@@ -406,7 +409,7 @@ class Bench:
                 concurrency,
                 shape,
                 duration_s=duration_s,
-                request_timeout_s=self.plan.drain_s + 30,
+                request_timeout_s=request_timeout_s or self.plan.drain_s + 30,
                 say=label,
             )
         used = usage.stop()
@@ -667,6 +670,10 @@ class Bench:
                     items=items,
                     concurrency=self.plan.concurrency,
                     duration_s=duration,
+                    # Every request sent must finish: an unfinished one's PCM is in the log
+                    # growth but not in the audio delivered (a slow engine's long answer
+                    # queued behind the others takes several times its own time).
+                    request_timeout_s=max(self.plan.drain_s + 30, 10 * per_item * self.plan.concurrency),
                 )
                 # Each span's log line is written before its audio leaves; the thread that
                 # reads the log may still be a line behind: wait for every delivered span's.
