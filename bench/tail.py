@@ -91,16 +91,17 @@ def sizes(quick: bool, fast: bool) -> TailSizes:
 
 
 def setups(labels: Sequence[str]) -> tuple[SchedulerSetup, ...]:
-    """The named setups in `SCHEDULERS` + `TOPOLOGY_SETUPS` order (the first one run is the
-    baseline); every scheduler when none are named. Raises ValueError on an unknown label."""
-    every = SCHEDULERS + TOPOLOGY_SETUPS
-    known = {setup.label for setup in every}
-    unknown = [label for label in labels if label not in known]
+    """The named setups in the order named (the first is the baseline whose saturation sets
+    the loads, and they run in that order: naming them the other way round as well shows
+    what the order itself does, e.g. a broker's JIT still warming up); every scheduler when
+    none are named. Raises ValueError on an unknown or repeated label."""
+    by_label = {setup.label: setup for setup in SCHEDULERS + TOPOLOGY_SETUPS}
+    unknown = [label for label in labels if label not in by_label]
     if unknown:
-        raise ValueError(f"unknown --tail-setups {','.join(unknown)}; known: {','.join(sorted(known))}")
-    if not labels:
-        return SCHEDULERS
-    return tuple(setup for setup in every if setup.label in labels)
+        raise ValueError(f"unknown --tail-setups {','.join(unknown)}; known: {','.join(sorted(by_label))}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--tail-setups names a setup twice: {','.join(labels)}")
+    return tuple(by_label[label] for label in labels) if labels else SCHEDULERS
 
 
 async def tail_section(bench: Bench) -> None:

@@ -52,8 +52,12 @@ def test_load_columns_come_from_the_runs_in_share_order() -> None:
     assert "20%" not in header
 
 
-def test_setups_keep_the_tables_order_and_refuse_unknown_labels() -> None:
-    assert [s.label for s in setups(["lanes2x1-first2", "fifo"])] == ["fifo", "lanes2x1-first2"]
+def test_setups_run_in_the_order_named_and_refuse_unknown_labels() -> None:
+    # The first named is the baseline: naming them the other way round reverses the run.
+    assert [s.label for s in setups(["lanes2x1-first2", "fifo"])] == ["lanes2x1-first2", "fifo"]
+    assert [s.label for s in setups(["fifo", "lanes2x1-first2"])] == ["fifo", "lanes2x1-first2"]
+    with pytest.raises(ValueError, match="names a setup twice"):
+        setups(["fifo", "fifo"])
     assert len(setups([])) == 4
     # A topology setup runs only when named, with the sink alone in the worker topology.
     assert "lanes2x1-first2-sink1" not in [s.label for s in setups([])]
