@@ -844,6 +844,10 @@ def _machine() -> dict[str, Any]:
         ).stdout.strip()
     except OSError:
         commit = ""
+    if not commit:  # a `git archive` copy: git wrote the commit into this file (export-subst)
+        stamped = Path(__file__).with_name("COMMIT")
+        text = stamped.read_text().strip() if stamped.exists() else ""
+        commit = "" if text.startswith("$Format") else text
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {
         "cpus": os.cpu_count(),
