@@ -218,17 +218,18 @@ def tail_markdown(runs: Sequence[LoadRun]) -> list[str]:
         return []
     lines = [
         "",
-        "## First audio against load (`--tail`): fifo (before) against the lanes setups",
+        "## First audio against load (`--tail`): the baseline (the first setup run) against the others",
         "",
-        "Customer-service mix, render cache off. Loads are shares of the fifo saturation, the same",
-        "arrival times and texts for every setup. Ratios: p99 first audio / the setup's own idle p50,",
-        "and / fifo's idle p50 (the first audio an idle worker gave before).",
+        "Customer-service mix, render cache off. Loads are shares of the baseline's saturation, the",
+        "same arrival times and texts for every setup, run in the order of the table. Ratios: p99",
+        "first audio / the setup's own idle p50, and / the baseline's idle p50.",
     ]
     for voice, by_scheduler in rows_by_voice.items():
         header = ["scheduler", "saturation req/s", "idle p50 ms"]
         names = {name for by_load in by_scheduler.values() for name in by_load}
         loads = sorted((n for n in names if n.endswith("%")), key=lambda n: float(n[:-1]))
-        header += [f"{load}: rate, p50/p99 ms (p99 ÷ own, ÷ fifo idle p50), lost" for load in loads]
+        baseline = next(iter(by_scheduler))
+        header += [f"{load}: rate, p50/p99 ms (p99 ÷ own, ÷ {baseline} idle p50), lost" for load in loads]
         header += ["preemptions, wasted compute (whole setup)"]
         table = []
         base = next(iter(by_scheduler.values())).get("idle")

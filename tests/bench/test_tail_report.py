@@ -37,7 +37,21 @@ def test_each_setup_is_a_row_with_ratios_to_its_own_and_fifos_idle() -> None:
     assert "0.200" in fifo and "1300/4000 (4.0×, 4.0×)" in fifo
     assert "0.210" in lanes and "1100/1400 (2.0×, 1.4×)" in lanes  # ÷ its own 0.7 s, ÷ fifo's 1.0 s
     assert "3, 0.5% of lane time" in lanes
+    assert "(p99 ÷ own, ÷ fifo idle p50)" in text  # the first setup run is the baseline
     assert tail_markdown([]) == []
+
+
+def test_the_baseline_is_whichever_setup_ran_first() -> None:
+    runs = [
+        _run("lanes1x2", "idle", 0.5, 0.6),
+        _run("lanes1x2", "50%", 0.6, 1.5, offered=0.1),
+        _run("fifo", "idle", 1.0, 1.5),
+        _run("fifo", "50%", 1.3, 4.0, offered=0.1),
+    ]
+    text = "\n".join(tail_markdown(runs))
+    assert "(p99 ÷ own, ÷ lanes1x2 idle p50)" in text
+    fifo = next(line for line in text.splitlines() if line.startswith("| fifo "))
+    assert "1300/4000 (4.0×, 8.0×)" in fifo  # ÷ its own 1.0 s, ÷ the baseline's 0.5 s
 
 
 def test_load_columns_come_from_the_runs_in_share_order() -> None:
