@@ -25,6 +25,10 @@ import numpy as np
 
 from streamtts.errors import ConfigError
 
+RATE = 24_000
+"""The request's default output rate: Piper's 22.05 kHz is resampled to it, as in the pipeline
+(the warm-up span must resample too: the resampler's first use imports scipy.signal, ~1.4 s)."""
+
 
 @dataclass(frozen=True)
 class Spread:
@@ -89,7 +93,12 @@ def measure(voice: str, budgets: Sequence[int], threads: int = 1) -> list[Spread
     if not items:
         raise ConfigError(f"voice {voice!r} speaks none of the customer-service texts")
     # One untimed first span, so no measured call pays for a path's first use.
-    next(synthesize_text(direct.synth, items[0].text, lang_hint=items[0].request_language, voice_id=voice))
+    first = items[0]
+    next(
+        synthesize_text(
+            direct.synth, first.text, lang_hint=first.request_language, voice_id=voice, sample_rate=RATE
+        )
+    )
     rows = []
     for budget in budgets:
         times: list[float] = []
@@ -101,7 +110,7 @@ def measure(voice: str, budgets: Sequence[int], threads: int = 1) -> list[Spread
                 item.text,
                 lang_hint=item.request_language,
                 voice_id=voice,
-                sample_rate=24_000,
+                sample_rate=RATE,
                 first_max_chars=budget,
                 first_min_chars=min(DEFAULT_FIRST_MIN_CHARS, budget),
             )
