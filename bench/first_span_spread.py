@@ -64,9 +64,10 @@ def spread(first_max_chars: int, first_ms: Sequence[float], audio_s: Sequence[fl
     )
 
 
-def table(voice: str, rows: Sequence[Spread]) -> str:
+def table(voice: str, rows: Sequence[Spread], threads: int = 1) -> str:
+    plural = "s" * (threads > 1)
     out = [
-        f"First audio of every text of the mix, no load ({voice}, one intra-op thread):",
+        f"First audio of every text of the mix, no load ({voice}, {threads} intra-op thread{plural}):",
         "",
         "| first_max_chars | texts | p50 ms | p90 ms | p99 ms | max ms | p99 ÷ p50 | audio s p50 / max |",
         "|--:|--:|--:|--:|--:|--:|--:|--:|",
@@ -103,7 +104,9 @@ def measure(voice: str, budgets: Sequence[int], threads: int = 1) -> list[Spread
     for budget in budgets:
         times: list[float] = []
         audio: list[float] = []
-        for item in items:
+        for n, item in enumerate(items, 1):
+            if n % 10 == 0:
+                print(f"first_max_chars {budget}: {n}/{len(items)} texts", file=sys.stderr, flush=True)
             started = time.monotonic()
             spans = synthesize_text(
                 direct.synth,
@@ -150,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError) as err:  # ValueError: an unknown or malformed voice
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(table(args.voice, rows))
+    print(table(args.voice, rows, args.threads))
     return 0
 
 
