@@ -206,10 +206,15 @@ async def test_gray_release_splits_traffic_rolls_back_on_a_breach_and_loses_noth
         expected = route(rules[version], req.tenant, req.request_id, None).release
         result = first.get(req.request_id) or later[req.request_id]
         assert release == expected == result.release, (req.request_id, release, expected, result.release)
+    # How much of the burst the canary rule routed is a race it is meant to lose: the guard
+    # rolls back once the candidate has 6 degraded results (~60 requests in), while the segment
+    # stage keeps routing (52 of 150 in one run, more in others). What does not race: the rule's
+    # sticky split sends ~10 % of the burst's ids to the candidate, and every request above went
+    # where the rule in force sent it.
     under_canary = [r for r in burst if routed.routed[r.request_id][1] == 1]
-    share = sum(routed.routed[r.request_id][0] == CANDIDATE for r in under_canary) / len(under_canary)
-    assert len(under_canary) >= 60, "most of the burst was routed before the rollback"
-    assert 0.05 <= share <= 0.17, f"{share:.1%} of {len(under_canary)} requests on the candidate"
+    assert under_canary, "part of the burst was routed under the canary rule"
+    share = sum(route(rule, r.tenant, r.request_id, None).release == CANDIDATE for r in burst) / len(burst)
+    assert 0.05 <= share <= 0.17, f"the 10 % rule sends {share:.1%} of the burst to the candidate"
     assert all(r.release == "stable" for r in later.values())
     would_have = [r for r in after if route(rule, r.tenant, r.request_id).release == CANDIDATE]
     assert would_have, "some requests after the rollback fall in the candidate's 10 %"
