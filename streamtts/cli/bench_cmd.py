@@ -82,8 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tail-setups",
         default=None,
         help="with --tail: comma-separated setups (default all: fifo, lanes2x1, lanes2x1-first2-encode1,"
-        " lanes2x1-first2; lanes2x1-first2-sink1, the defaults with the sink in its own process, runs"
-        " when named; the first named is the baseline whose saturation sets the loads)",
+        " lanes2x1-first2; lanes2x1-first2-sink1[-nice10], the defaults with the sink in its own process"
+        " [at nice 10], run when named; setups run in the order named, the first is the baseline whose"
+        " saturation sets the loads)",
     )
     p.add_argument(
         "--tail-loads",
