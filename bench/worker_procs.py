@@ -51,7 +51,9 @@ class Topology:
     @property
     def label(self) -> str:
         wire = f" {self.wire_format}" if self.wire_format else ""
-        alone = f" sink-alone{f' nice {self.sink_nice}' if self.sink_nice else ''}" if self.sink_alone else ""
+        alone = ""
+        if self.sink_alone:
+            alone = " sink-alone" + (f" nice {self.sink_nice}" if self.sink_nice else "")
         return f"{self.synth_procs}x{self.synth_threads}t {self.guarantee}{wire}{alone}"
 
 
