@@ -467,7 +467,8 @@ def markdown(result: BenchResult, images: list[str]) -> str:
 
 
 def _wire_table(result: BenchResult) -> list[str]:
-    """v1 vs cloudevents (`--sections wire`): per request and per audio second, side by side."""
+    """v1 vs cloudevents (`--sections wire`), and cloudevents asking for pcm (no encoder): per
+    request and per audio second, side by side."""
     runs = [r for r in result.runs if r.section == "wire" and r.extra]
     if not runs:
         return []
@@ -490,6 +491,11 @@ def _wire_table(result: BenchResult) -> list[str]:
         "CPU outside inference, ms / request",
         [per_req(r, "outside_inference_cpu_ms_per_request") for r in runs],
     )
+    row(
+        "— of it the pipeline idle at this throughput, ms / request",
+        [per_req(r, "idle_cpu_ms_per_request") for r in runs],
+    )
+    row("pipeline CPU idle (no request), ms / s", [per_req(r, "idle_cpu_ms_per_s") for r in runs])
     row("inference CPU, ms / request", [per_req(r, "inference_cpu_ms_per_request") for r in runs])
     for proc in procs:
         row(f"{proc} CPU, ms / request", [r.extra["cpu_ms_per_request"].get(proc) for r in runs])
@@ -509,7 +515,7 @@ def _wire_table(result: BenchResult) -> list[str]:
         )
     row("first audio p50, ms", [(r.summary.ttfa.p50 or 0) * 1000 for r in runs])
     row("first audio p99, ms", [(r.summary.ttfa.p99 or 0) * 1000 for r in runs])
-    names = [r.topology.split()[-1] for r in runs]
+    names = [str(r.extra.get("arm") or r.topology.split()[-1]) for r in runs]
     lines = [
         "",
         f"## Wire formats side by side ({base.voice}, {base.mode}, same texts, "

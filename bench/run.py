@@ -40,6 +40,11 @@ from streamtts.runtime.settings import KafkaSettings, Settings
 
 SUSTAIN_RATE = 1.2
 """100 000 requests/day ≈ 1.16 req/s."""
+WIRE_ARMS = (("v1", "mp3"), ("cloudevents", "mp3"), ("cloudevents", "pcm"))
+"""The wire section's arms (wire format, requested audio format), the first the baseline; the
+pcm arm runs no encoder anywhere (its difference to mp3 bounds what encoder work can save)."""
+WIRE_IDLE_S = 15.0
+"""Seconds each wire arm measures the pipeline idle before its load."""
 
 
 @dataclass(frozen=True)
@@ -386,10 +391,11 @@ class Bench:
         offered: float | None = None,
         duration_s: float = 120.0,
         request_timeout_s: float | None = None,
+        audio_format: str = "mp3",
     ) -> LoadRun:
         """One load run. `request_timeout_s` (closed loop): how long a client waits for its
         request before counting it lost (default: the drain time + 30 s)."""
-        shape = RequestShape(voice)
+        shape = RequestShape(voice, audio_format)
         label = progress_line(f"{name} {voice}")
         dlq_before = await client.dlq_counts()
         usage = UsageWindow(self._pids(workers)).start()
@@ -644,26 +650,35 @@ class Bench:
         """The two wire formats side by side: the same texts, closed loop at capacity, one
         synthesize process with one intra-op thread per lane (so the render's thread CPU is all
         of inference). Per request: CPU of every process, inference CPU (the synthesize log's
-        `cpu_ms`) and what is outside it; per audio second: bytes added to Kafka's log."""
+        `cpu_ms`) and what is outside it; per audio second: bytes added to Kafka's log.
+
+        Two more measures say where the CPU outside inference goes: each arm first measures
+        the pipeline idle (its CPU per second with workers up and no request: polling,
+        heartbeats, commits), and a third arm asks for `pcm` instead of mp3, so no stage runs
+        an encoder (what any encoder work saves is bounded by the difference)."""
         voice = self.plan.voices[0]
         n = 3 * self.n_for(voice)
         items = draw_mix(self.pools[voice], n, self.rng)
         direct = self.result.run("direct", voice)
         per_item = direct.summary.completion.mean if direct and direct.summary.completed else 1.0
         duration = n * per_item * 1.5 + 10
-        if not self.fits("wire formats (both)", 2 * (30 + duration)):
+        if not self.fits("wire formats (three arms)", len(WIRE_ARMS) * (30 + WIRE_IDLE_S + duration)):
             return
-        for fmt in ("v1", "cloudevents"):
+        for fmt, audio_format in WIRE_ARMS:
             topo = Topology(1, 1, warm_voices=(voice,), wire_format=fmt)
-            workers, client, prefix = await self._with_workers(f"wire-{fmt}", topo)
+            arm = fmt if audio_format == "mp3" else f"{fmt} {audio_format}"
+            workers, client, prefix = await self._with_workers(f"wire-{fmt}-{audio_format}", topo)
             try:
+                idle = UsageWindow(self._pids(workers)).start()
+                await asyncio.sleep(WIRE_IDLE_S)  # the measure is time itself: nothing to await
+                idle_cpu = _pipeline_cpu_s(idle.stop()) / WIRE_IDLE_S
                 cpu0 = workers.summed("synthesized.cpu_ms")
                 spans0 = workers.counts("synthesized")
                 bytes0 = _log_bytes(self.settings, prefix)
                 run = await self._measure(
                     workers,
                     client,
-                    name=f"{fmt} c={self.plan.concurrency}",
+                    name=f"{arm} c={self.plan.concurrency}",
                     section="wire",
                     voice=voice,
                     workload="customer_service",
@@ -674,6 +689,7 @@ class Bench:
                     # growth but not in the audio delivered (a slow engine's long answer
                     # queued behind the others takes several times its own time).
                     request_timeout_s=max(self.plan.drain_s + 30, 10 * per_item * self.plan.concurrency),
+                    audio_format=audio_format,
                 )
                 # Each span's log line is written before its audio leaves; the thread that
                 # reads the log may still be a line behind: wait for every delivered span's.
@@ -681,7 +697,12 @@ class Bench:
                 await _until(partial(_spans_logged, workers, spans0 + spans), 5.0)
                 inference_s = (workers.summed("synthesized.cpu_ms") - cpu0) / 1000
                 grown = {t: b - bytes0.get(t, 0) for t, b in _log_bytes(self.settings, prefix).items()}
-                run.extra = _wire_measures(run, inference_s, grown)
+                rps = max(run.summary.throughput_rps, 1e-9)
+                run.extra = _wire_measures(run, inference_s, grown) | {
+                    "arm": arm,
+                    "idle_cpu_ms_per_s": round(idle_cpu * 1000, 1),
+                    "idle_cpu_ms_per_request": round(idle_cpu * 1000 / rps, 1),
+                }
             finally:
                 await self._close(workers, client, prefix)
 
@@ -793,12 +814,18 @@ def _log_bytes(settings: Settings, prefix: str) -> dict[str, int]:
     return out
 
 
+def _pipeline_cpu_s(usage: dict[str, ProcUsage]) -> float:
+    """CPU seconds of the pipeline's processes (workers, broker, MinIO): not the bench client
+    nor the rest of the machine."""
+    return sum(u.cpu_s for k, u in usage.items() if k not in ("bench", OTHERS))
+
+
 def _wire_measures(run: LoadRun, inference_s: float, grown: dict[str, int]) -> dict[str, Any]:
     """Per completed request and per second of audio delivered, for the wire table."""
     n = max(run.summary.completed, 1)
     audio_s = max(sum(r.audio_s for r in run.records if r.completed_at is not None), 1e-9)
     pipeline = {k: u.cpu_s for k, u in run.usage.items() if k not in ("bench", OTHERS)}
-    total = sum(pipeline.values())
+    total = _pipeline_cpu_s(run.usage)
     return {
         "requests": run.summary.completed,
         "audio_s": round(audio_s, 2),
