@@ -31,7 +31,9 @@ def read_cmdline(pid: int) -> str:
 
 
 def running_pid(pid_file: Path, marker: str) -> int | None:
-    """The pid recorded in `pid_file` if that process is alive and is ours (cmdline has marker)."""
+    """The pid recorded in `pid_file` if that process is alive and is ours (cmdline has marker:
+    a path of this clone's state dir, as given or resolved — a state dir reached through a
+    symlink, e.g. a bench run from an exported copy, names the real path in the cmdline)."""
     try:
         pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):
@@ -39,7 +41,7 @@ def running_pid(pid_file: Path, marker: str) -> int | None:
     if not is_running(pid):
         return None
     cmdline = read_cmdline(pid)
-    if marker not in cmdline:
+    if marker not in cmdline and os.path.realpath(marker) not in cmdline:
         return None
     return pid
 
