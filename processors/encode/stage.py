@@ -1,7 +1,10 @@
 """Encode stage: tts.pcm → audio chunks on tts.audio and the request's reply topic (faust).
 
-Each chunk is encoded on its own (stateless), so a rebalance mid-request loses nothing and
-the concatenation of chunks plays (see `streamtts.audio.codecs`).
+A request's chunks are encoded by one continuous encoder where the format has one (mp3), so
+they join into one gapless stream; otherwise, and for a one-chunk request, each chunk is
+encoded on its own (stateless). Either way every payload decodes alone and the concatenation
+of a request's chunks plays (see `streamtts.audio.formats`, and `streams` for what a
+failover mid-request costs a stream).
 
 A request's first chunk is what its caller waits for, so it does not queue behind other
 requests' later chunks: the stage reads ahead (`encode_lookahead` records, ≤ 5 s of audio
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -26,6 +30,7 @@ from faust.types import EventT, StreamT
 from streamtts.audio import formats
 from streamtts.audio.codecs import encode_chunk
 from streamtts.audio.exceptions import EncodingError
+from streamtts.processors.encode.streams import OpenStreams, StreamStep
 from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.lifecycle import cancel_and_wait
@@ -55,14 +60,22 @@ class EncodedChunks(ByteLRU[bytes]):
         return digest.digest()
 
 
-def encode_pcm_chunk(chunk: PcmChunk, encoded: EncodedChunks | None = None) -> AudioChunk:
-    """PCM chunk → independently decodable audio chunk in the requested format (pure, or
-    served from `encoded` when this PCM was encoded before)."""
+def encode_pcm_chunk(
+    chunk: PcmChunk, encoded: EncodedChunks | None = None, stream: StreamStep | None = None
+) -> AudioChunk:
+    """PCM chunk → independently decodable audio chunk in the requested format: the next
+    frames of the request's `stream`, or the chunk encoded alone (pure, or served from
+    `encoded` when this PCM was encoded alone before)."""
     ctx = chunk.request
-    key = EncodedChunks.key(chunk) if encoded is not None else b""
-    payload = encoded.get(key) if encoded is not None else None
+    key = EncodedChunks.key(chunk) if encoded is not None and stream is None else b""
+    payload = encoded.get(key) if encoded is not None and stream is None else None
     if chunk.cancelled:
         payload = b""  # a marker: the stream ends here, nothing to encode
+    elif stream is not None:
+        samples = np.frombuffer(chunk.pcm, dtype="<i2")
+        payload = stream.encoder.feed(samples)
+        if stream.final:
+            payload += stream.encoder.finish()
     elif payload is None:
         samples = np.frombuffer(chunk.pcm, dtype="<i2")
         payload = encode_chunk(samples, chunk.sample_rate, ctx.format, codec=ctx.codec)
@@ -109,6 +122,7 @@ class EncodeStage(FaustStage):
         self.pool = ThreadPoolExecutor(max_workers=sum(ENCODES.values()), thread_name_prefix="encode")
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None
+        self.streams = OpenStreams()
         self._topics_cache: dict[str, Any] = {}
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         self._decoded: dict[int, PcmChunk] = {}
@@ -186,13 +200,18 @@ class EncodeStage(FaustStage):
             except ContractError as err:
                 return await self.dead_letter(source_of(event), err)
         try:
+            # On the loop: a request's chunks come one after another, so its stream is fed by
+            # one pool thread at a time.
+            stream = self.streams.step(chunk)
             audio = await asyncio.get_running_loop().run_in_executor(
                 self.pool,
                 encode_pcm_chunk,
                 chunk,
                 self.encoded if chunk.cache == "hit" or chunk.cache == "miss" else None,
+                stream,
             )
         except (EncodingError, ValueError) as err:
+            self.streams.drop(chunk)  # its stream has a hole now: the next chunk opens another
             return await self.dead_letter(
                 source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
             )
@@ -226,6 +245,9 @@ class EncodeStage(FaustStage):
             last=chunk.last,
             format=audio.format,
             bytes=len(audio.audio),
+            stream=stream.use if stream is not None else "alone",
+            # A stream opened mid-request has the encoder's delay at this boundary again.
+            level=logging.WARNING if stream is not None and stream.use == "reopened" else logging.INFO,
         )
         return "ok"
 

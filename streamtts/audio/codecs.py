@@ -1,8 +1,9 @@
 """Encode, assemble and decode audio by format name: each call looks its codec up in the
 registry (`streamtts.audio.formats`, which also tells what a chunk payload of each format is).
 
-Chunk payloads are stateless: every call builds its own encoder, so a rebalance mid-request
-loses no encoder state and calls are thread-safe.
+`encode_chunk` is stateless: every call builds its own encoder (thread-safe, nothing lost on a
+rebalance). `open_stream` gives a continuous encoder for a request's chunks in order, whose
+payloads join without a gap at each boundary (mp3).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from streamtts.audio import formats
 from streamtts.audio.exceptions import DecodeError, UnknownFormatError
-from streamtts.audio.formats import AudioCodec
+from streamtts.audio.formats import AudioCodec, StreamEncoder
 
 
 def check_format(fmt: str) -> str:
@@ -46,6 +47,16 @@ def encode_chunk(
         UnknownFormatError, EncodeError.
     """
     return _codec(fmt).encode_chunk(samples, sample_rate, serial=serial, codec=codec)
+
+
+def open_stream(fmt: str, sample_rate: int) -> StreamEncoder | None:
+    """A continuous encoder of `fmt` at `sample_rate`, or None where chunks are encoded alone.
+
+    Raises:
+        UnknownFormatError, EncodeError (the encoder failed to open).
+    """
+    opener = _codec(fmt).open_stream
+    return opener(sample_rate) if opener is not None else None
 
 
 def encode_file(samples: np.ndarray, sample_rate: int, fmt: str, *, codec: str = "pcm_s16le") -> bytes:

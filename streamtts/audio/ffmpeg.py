@@ -1,7 +1,8 @@
 """Compressed formats with PyAV (FFmpeg in-process): one `AvEncoding` per format, no name switch.
 
-Every call builds its own container and codec context, so a rebalance mid-request loses no
-encoder state and calls are thread-safe.
+`encode` builds its own container and codec context per call (stateless, thread-safe).
+`AvStream` keeps one codec context across a request's chunks, so their payloads join into one
+gapless stream (see `streamtts.audio.formats`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class AvEncoding:
     """Muxer options of a chunk payload (a part of a stream)."""
     lossless_int16: bool = False
     """Feed int16 samples as they are (bit-exact), not as float."""
+    stream_options: dict[str, str] | None = None
+    """Codec options of a continuous stream (`AvStream`); None: the format has none."""
 
     def target_rate(self, sample_rate: int) -> int:
         """The rate to encode `sample_rate` audio at."""
@@ -98,6 +101,71 @@ def encode(
     except av.FFmpegError as err:
         raise EncodeError(f"{enc.name} encoding failed: {err}") from err
     return buf.getvalue()
+
+
+class AvStream:
+    """One continuous encoder: a request's chunks fed one after another.
+
+    Encoding each chunk alone starts every payload with the encoder's delay and ends it padded
+    to a whole frame (LAME: ~45–95 ms of silence at every chunk boundary). One codec context
+    fed chunk after chunk has that delay once, at the stream's start: the payloads join into
+    one gapless stream. The price is state: a payload holds the frames complete so far, and
+    the samples of the last, unfinished frame (with the encoder's look-ahead, < 2 frames) come
+    out with the next payload, or with `finish`. Not thread-safe: one caller at a time.
+    """
+
+    def __init__(self, enc: AvEncoding, sample_rate: int) -> None:
+        import av
+
+        if enc.stream_options is None or enc.target_rate(sample_rate) != sample_rate:
+            # Resampling chunk by chunk would put a filter edge at every boundary.
+            raise EncodeError(f"{enc.name} has no continuous stream at {sample_rate} Hz")
+        self.name = enc.name
+        self.sample_rate = sample_rate
+        try:
+            context = cast("av.audio.codeccontext.AudioCodecContext", av.CodecContext.create(enc.codec, "w"))
+            context.sample_rate = sample_rate
+            context.layout = "mono"
+            context.format = "flt"
+            if enc.bit_rate:
+                context.bit_rate = enc.bit_rate
+            context.options = {**enc.codec_options, **enc.stream_options}
+            context.open()
+        except av.FFmpegError as err:
+            raise EncodeError(f"{enc.name} stream encoder failed to open: {err}") from err
+        self._context = context
+        self._pts = 0
+        self._finished = False
+
+    def feed(self, samples: np.ndarray) -> bytes:
+        """Encode the next mono samples (int16 or float32 in [-1, 1]); the frames completed."""
+        import av
+
+        if self._finished:
+            raise EncodeError(f"{self.name} stream is finished")
+        audio = as_float32(samples).astype(np.float32)
+        if not len(audio):
+            return b""
+        frame = av.AudioFrame.from_ndarray(audio.reshape(1, -1), format="flt", layout="mono")
+        frame.sample_rate = self.sample_rate
+        frame.pts = self._pts
+        self._pts += len(audio)
+        try:
+            return b"".join(bytes(packet) for packet in self._context.encode(frame))
+        except av.FFmpegError as err:
+            raise EncodeError(f"{self.name} encoding failed: {err}") from err
+
+    def finish(self) -> bytes:
+        """The samples still held back, as the stream's last frames (the stream ends)."""
+        import av
+
+        if self._finished:
+            return b""
+        self._finished = True
+        try:
+            return b"".join(bytes(packet) for packet in self._context.encode(None))
+        except av.FFmpegError as err:
+            raise EncodeError(f"{self.name} encoding failed: {err}") from err
 
 
 def decode(data: bytes, demuxer: str, name: str, sample_rate: int | None = None) -> tuple[np.ndarray, int]:

@@ -10,8 +10,11 @@ What a chunk payload of each built-in format is, and how chunks make a whole fil
 | fmt  | chunk payload                          | byte concatenation of chunks        |
 |------|----------------------------------------|-------------------------------------|
 | pcm  | raw s16le samples                      | valid raw stream                    |
-| mp3  | bare MPEG frames (no ID3, no Xing)     | valid MP3 (each chunk adds the LAME |
-|      |                                        | encoder delay + padding, ≤ ~50 ms)  |
+| mp3  | bare MPEG frames (no ID3, no Xing, no  | valid MP3; a request's chunks from  |
+|      | bit reservoir: each decodes alone)     | one stream (`open_stream`) are one  |
+|      |                                        | gapless stream, chunks encoded      |
+|      |                                        | alone add encoder delay + padding   |
+|      |                                        | (~45–95 ms) at every boundary       |
 | opus | a complete Ogg Opus stream             | valid chained Ogg (RFC 3533 §4);    |
 |      | (own serial number)                    | players that stop after the first   |
 |      |                                        | link need `assemble`                |
@@ -59,6 +62,20 @@ class FileEncoder(Protocol):
         ...
 
 
+class StreamEncoder(Protocol):
+    """A continuous encoder for one request's chunks, fed in order (see `ffmpeg.AvStream`)."""
+
+    def feed(self, samples: np.ndarray) -> bytes:
+        """The next chunk's samples → the payload completed so far (may be empty)."""
+        ...
+
+    def finish(self) -> bytes:
+        """The samples held back, as the stream's last payload bytes (the stream ends)."""
+        ...
+
+
+StreamOpener = Callable[[int], StreamEncoder | None]
+"""Sample rate → a continuous encoder, or None where the format has none at that rate."""
 Decoder = Callable[[bytes, int | None], tuple[np.ndarray, int]]
 """(bytes, rate of headerless data or None) → (float32 samples in [-1, 1], sample rate)."""
 Assembler = Callable[[Sequence[bytes]], bytes]
@@ -118,6 +135,8 @@ class AudioCodec:
     """How a non-concatenable format streams over HTTP (None: served once complete)."""
     suffixes: tuple[str, ...] = ()
     """Other file extensions that mean this format (`streamtts synth --out speech.ogg`)."""
+    open_stream: StreamOpener | None = None
+    """A continuous encoder whose payloads join gaplessly (None: chunks are encoded alone)."""
 
     def __post_init__(self) -> None:
         # Paranoid: a format that cannot be joined must say how its file is built.
@@ -218,6 +237,9 @@ _MP3 = ffmpeg.AvEncoding(
     # Bare frames for chunks: an ID3 tag or a Xing/LAME info frame in the middle of a
     # concatenated stream is decoded as garbage/silence by some players.
     chunk_options={"id3v2_version": "0", "write_xing": "0"},
+    # A stream's frames keep no bits in the reservoir for the next frame, so every chunk's
+    # frames decode alone (a client decoding payload by payload, or joining mid-request).
+    stream_options={"reservoir": "0"},
 )
 _OPUS = ffmpeg.AvEncoding(
     name="opus",
@@ -290,6 +312,11 @@ def _av_codec(
     def encode_file(samples: np.ndarray, sample_rate: int, *, codec: str = "") -> bytes:
         return ffmpeg.encode(encoding, samples, sample_rate, chunk=False)
 
+    def open_stream(sample_rate: int) -> StreamEncoder | None:
+        if encoding.stream_options is None or encoding.target_rate(sample_rate) != sample_rate:
+            return None
+        return ffmpeg.AvStream(encoding, sample_rate)
+
     return AudioCodec(
         name=encoding.name,
         content_type=content_type,
@@ -301,6 +328,7 @@ def _av_codec(
         assemble=assemble,
         openai_name=encoding.name,
         suffixes=suffixes,
+        open_stream=open_stream,
     )
 
 
