@@ -3,6 +3,12 @@
 The waiter attaches at the *end* of every results partition before the requests are sent
 (call `start()` first), so a fast pipeline cannot complete a request before we listen.
 It reads without a consumer group: waiting must not steal partitions from other clients.
+
+A request the segment stage refuses (an unknown reply topic or voice, invalid SSML) gets a
+dead letter and never a result, so the waiter also reads the segment stage's dead-letter
+topic: a refusal ends the wait for that request at once with a `failed` outcome naming the
+reason (what the gateway tells its clients too), instead of a timeout. Later stages' dead
+letters are followed by a result from the sink.
 """
 
 from __future__ import annotations
@@ -17,7 +23,11 @@ from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, ContractError
+from streamtts.schemas import CompletionResult, ContractError, RequestContext, TTSRequest, wire
+from streamtts.schemas.dead_letter import DeadLetter
+
+REFUSING_STAGE = "segment"
+"""The stage whose dead letter of a request means no result will come."""
 
 
 class ResultTimeout(StreamTTSError):
@@ -30,7 +40,9 @@ class ResultTimeout(StreamTTSError):
 class ResultWaiter(AsyncLifecycle):
     def __init__(self, kafka: KafkaSettings, topics: TopicNames | None = None) -> None:
         self._kafka = kafka
-        self._topic = (topics or TopicNames(kafka.topic_prefix)).results
+        names = topics or TopicNames(kafka.topic_prefix)
+        self._topic = names.results
+        self._refusals = names.dlq(REFUSING_STAGE)
         self._consumer = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
 
     async def start(self) -> None:
@@ -45,6 +57,9 @@ class ResultWaiter(AsyncLifecycle):
                 f"results topic {self._topic!r} does not exist; run `streamtts topics apply`"
             )
         tps = [TopicPartition(self._topic, p) for p in sorted(partitions)]
+        # Without the dead-letter topic (not created yet) a refusal ends in the timeout.
+        refusals = await topic_partitions(self._kafka, self._refusals)
+        tps += [TopicPartition(self._refusals, p) for p in sorted(refusals)]
         self._consumer.assign(tps)
         await self._consumer.seek_to_end(*tps)
         # Resolve the end offsets now (position() forces the lookup), so "end" means
@@ -72,9 +87,37 @@ class ResultWaiter(AsyncLifecycle):
                     if key not in pending:
                         continue
                     try:
-                        result = CompletionResult.from_bytes(record.value)
+                        if record.topic == self._refusals:
+                            result = refused(DeadLetter.from_record(record.key, record.value, record.headers))
+                        else:
+                            result = CompletionResult.from_bytes(record.value)
                     except ContractError:
-                        continue  # a malformed result is not ours to judge here; keep waiting
+                        continue  # a malformed record is not ours to judge here; keep waiting
                     found[result.request_id] = result
                     pending.discard(result.request_id)
         return found
+
+
+def refused(letter: DeadLetter) -> CompletionResult:
+    """The `failed` outcome of a request the segment stage dead-lettered (built here, from the
+    request in the dead letter: no result is published for it).
+
+    Raises:
+        ContractError: the dead letter does not hold a request.
+    """
+    request = wire.decode(TTSRequest, letter.payload, letter.original_headers)
+    ctx = RequestContext.of(request)
+    return CompletionResult(
+        request_id=request.request_id,
+        tenant=request.tenant,
+        status="failed",
+        format=ctx.format,
+        sample_rate=ctx.sample_rate,
+        duration_ms=0.0,
+        chunks=0,
+        # The segment stage's messages are written for the requester ("reply topic … does
+        # not exist"), as the gateway shows them.
+        error=f"refused by the {letter.stage} stage ({letter.reason}): {letter.error_message[:300]}",
+        created_at=request.created_at,
+        completed_at=letter.failed_at,
+    )

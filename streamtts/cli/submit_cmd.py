@@ -127,7 +127,10 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--out writes one file: submit exactly one request")
     for bad in parsed.bad_lines:
         print(f"streamtts: skipped {bad}", file=sys.stderr)
-    refused = asyncio.run(_submit(args, parsed.requests)) if parsed.requests else 0
+    refused, failed = asyncio.run(_submit(args, parsed.requests)) if parsed.requests else (0, 0)
+    if failed:
+        print(f"streamtts: error: {failed} request(s) did not complete", file=sys.stderr)
+        return 1
     if refused:
         print(
             f"streamtts: error: {refused} request(s) refused as overloaded, "
@@ -176,8 +179,9 @@ async def _admitted(settings: Settings, requests: list[TTSRequest]) -> list[TTSR
     return admitted
 
 
-async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> int:
-    """Send the requests (those admission lets through); returns how many were refused."""
+async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> tuple[int, int]:
+    """Send the requests (those admission lets through); returns how many were refused as
+    overloaded, and (with --wait) how many did not complete."""
     from aiokafka.errors import KafkaError
 
     from streamtts.errors import InfraError
@@ -188,10 +192,11 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> int:
     settings = Settings.from_env()
     waiter = ResultWaiter(settings.kafka) if args.wait else None
     wanted = len(requests)
+    failed = 0
     try:
         requests = await _admitted(settings, requests)
         if not requests:
-            return wanted
+            return wanted, 0
         if waiter:
             await waiter.start()  # attach before sending: a fast result must not be missed
         async with RequestProducer(settings.kafka) as producer:
@@ -201,8 +206,12 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> int:
             results = await waiter.wait([r.request_id for r in requests], args.timeout)
             for rid, res in results.items():
                 where = f"s3://{res.storage.bucket}/{res.storage.key}" if res.storage else "-"
-                print(f"{rid} {res.status} {res.duration_ms / 1000:.2f}s {where}", file=sys.stderr)
-            if args.out:
+                if res.status == "failed":
+                    failed += 1
+                    print(f"{rid} failed: {res.error}", file=sys.stderr)
+                else:
+                    print(f"{rid} {res.status} {res.duration_ms / 1000:.2f}s {where}", file=sys.stderr)
+            if args.out and not failed:
                 await _write_out(settings, requests[0], results[requests[0].request_id], args.out)
     except KafkaError as err:
         raise InfraError(
@@ -212,7 +221,7 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> int:
     finally:
         if waiter:
             await waiter.stop()
-    return wanted - len(requests)
+    return wanted - len(requests), failed
 
 
 async def _write_out(settings: Settings, request: TTSRequest, result: CompletionResult, path: str) -> None:

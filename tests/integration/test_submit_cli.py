@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from streamtts.runtime.kafka import make_consumer
-from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
+from streamtts.worker import Worker
+from tests.services import Services
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +106,34 @@ async def test_submit_wait_times_out_with_one_clear_line(kafka_settings: KafkaSe
     assert proc.returncode == 1
     assert err.startswith("streamtts: error: timed out after 2 s waiting for 1 result(s)")
     assert len(err.splitlines()) == 1
+
+
+async def test_submit_wait_ends_at_once_with_the_reason_when_the_segment_stage_refuses(
+    kafka_settings: KafkaSettings, services: Services, pipeline_settings: PipelineSettings
+) -> None:
+    # A reply topic that does not exist: the segment stage dead-letters the request and no
+    # result will ever come. The wait ends on the dead letter with its reason, not a timeout.
+    worker = Worker(["segment"], Settings(kafka=kafka_settings, s3=services.s3), pipeline_settings, ops=False)
+    await worker.start()
+    try:
+        proc = await asyncio.to_thread(
+            _cli,
+            kafka_settings,
+            "submit",
+            "--wait",
+            "--timeout",
+            "50",
+            "--reply-topic",
+            f"{kafka_settings.topic_prefix}tts.reply.nobody",
+            "--request-id",
+            "refused-1",
+            "Hello?",
+        )
+    finally:
+        await worker.stop()
+    err = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 1, err
+    assert not any("timed out" in line for line in err), err
+    assert err[0].startswith("refused-1 failed: refused by the segment stage (unknown_reply_topic): reply topic")
+    assert "does not exist" in err[0]
+    assert err[-1] == "streamtts: error: 1 request(s) did not complete"

@@ -164,4 +164,7 @@ async def test_mixed_formats_mid_stream_lose_nothing_and_reply_topics_are_playab
         # chunk is its own Ogg link.
         tolerance = {"mp3": (1105 + 576) / rate, "opus": 0.03 + 0.06 * SEGMENTS}.get(req.format, 0.03)
         extra = seconds - results[req.request_id].duration_ms / 1000
-        assert (0 <= extra <= tolerance) if req.format == "mp3" else abs(extra) <= tolerance, (req.format, seconds)
+        assert (0 <= extra <= tolerance) if req.format == "mp3" else abs(extra) <= tolerance, (
+            req.format,
+            seconds,
+        )
