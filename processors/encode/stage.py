@@ -122,7 +122,7 @@ class EncodeStage(FaustStage):
         self.pool = ThreadPoolExecutor(max_workers=sum(ENCODES.values()), thread_name_prefix="encode")
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None
-        self.streams = OpenStreams()
+        self.streams = OpenStreams(idle_s=pipeline.storage.sink_stale_s)
         self._topics_cache: dict[str, Any] = {}
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         self._decoded: dict[int, PcmChunk] = {}

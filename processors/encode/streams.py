@@ -9,8 +9,9 @@ What the memory costs and how it fails, by design:
 - a request of one chunk is encoded alone (stateless, and its encoding can be reused from the
   render cache); only a multi-chunk request opens a stream;
 - the stream of a request ends with its last chunk (or its cancel marker) and is dropped;
-- at most `max_open` streams are kept (least recently fed dropped first), so a request whose
-  last chunk never comes costs nothing for long;
+- a stream not fed for `idle_s` is dropped (its request's audio stopped coming: the sink
+  fails such a request after the same time), and at most `max_open` are kept (least recently
+  fed dropped first; ~0.6 MB each), so a request whose last chunk never comes costs little;
 - a chunk that is not the next one its request's stream expects (no stream: the worker
   restarted, the partition moved, the stream was dropped; or a chunk read again) opens a new
   stream. That boundary then has the encoder's delay again, and the samples the old stream
@@ -19,7 +20,9 @@ What the memory costs and how it fails, by design:
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,6 +40,7 @@ class _Open:
     encoder: StreamEncoder
     expects: tuple[int, int]
     """The (seq, part) of the chunk that continues the stream."""
+    fed_at: float
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,14 @@ class OpenStreams:
     """The streams of one encode worker, by request. Used from the event loop only (a
     request's `StreamStep` is then fed on a pool thread, one chunk at a time)."""
 
-    def __init__(self, max_open: int = 256) -> None:
+    def __init__(
+        self, max_open: int = 128, idle_s: float = 300.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.max_open = max_open
+        self.idle_s = idle_s
+        self._clock = clock
         self._open: OrderedDict[tuple[str, str], _Open] = OrderedDict()
+        """Least recently fed first."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -69,6 +78,9 @@ class OpenStreams:
         Raises:
             EncodeError: the format's encoder failed to open.
         """
+        now = self._clock()
+        while self._open and now - next(iter(self._open.values())).fed_at > self.idle_s:
+            self._open.popitem(last=False)
         key = (chunk.request.tenant, chunk.request_id)
         position = (chunk.seq, chunk.part)
         final = chunk.last and chunk.last_part
@@ -87,7 +99,7 @@ class OpenStreams:
             use = "opened" if position == (0, 0) else "reopened"
         if not final:
             following = (chunk.seq + 1, 0) if chunk.last_part else (chunk.seq, chunk.part + 1)
-            self._open[key] = _Open(encoder, following)
+            self._open[key] = _Open(encoder, following, now)
             while len(self._open) > self.max_open:
                 self._open.popitem(last=False)
         return StreamStep(encoder, use, final)

@@ -134,6 +134,8 @@ async def test_submit_wait_ends_at_once_with_the_reason_when_the_segment_stage_r
     err = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 1, err
     assert not any("timed out" in line for line in err), err
-    assert err[0].startswith("refused-1 failed: refused by the segment stage (unknown_reply_topic): reply topic")
+    assert err[0].startswith(
+        "refused-1 failed: refused by the segment stage (unknown_reply_topic): reply topic"
+    )
     assert "does not exist" in err[0]
     assert err[-1] == "streamtts: error: 1 request(s) did not complete"

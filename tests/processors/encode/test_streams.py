@@ -109,3 +109,18 @@ def test_open_streams_are_bounded() -> None:
     newest = streams.step(pcm_chunk(reqs[-1], 1, 2, samples=2400))
     assert oldest is not None and oldest.use == "reopened"
     assert newest is not None and newest.use == "continued"
+
+
+def test_a_stream_not_fed_for_idle_s_is_dropped() -> None:
+    now = [0.0]
+    streams = OpenStreams(idle_s=60.0, clock=lambda: now[0])
+    stalled, going = request(format="mp3"), request(format="mp3")
+    streams.step(pcm_chunk(stalled, 0, 3, samples=2400))
+    now[0] = 50.0
+    streams.step(pcm_chunk(going, 0, 3, samples=2400))
+    now[0] = 100.0  # the stalled stream was last fed 100 s ago, the other 50 s ago
+    step = streams.step(pcm_chunk(going, 1, 3, samples=2400))
+    assert step is not None and step.use == "continued"
+    assert len(streams) == 1, "the stalled request's stream was dropped"
+    late = streams.step(pcm_chunk(stalled, 1, 3, samples=2400))
+    assert late is not None and late.use == "reopened"
