@@ -8,7 +8,8 @@ stream instead of carrying the encoder's delay and padding at every boundary.
 What the memory costs and how it fails, by design:
 - a request of one chunk is encoded alone (stateless, and its encoding can be reused from the
   render cache); only a multi-chunk request opens a stream;
-- the stream of a request ends with its last chunk (or its cancel marker) and is dropped;
+- the stream of a request ends with its last chunk (or its cancel marker) and is dropped; a
+  chunk still in flight after its request's cancel is encoded alone (nobody hears it);
 - a stream not fed for `idle_s` is dropped (its request's audio stopped coming: the sink
   fails such a request after the same time), and at most `max_open` are kept (least recently
   fed dropped first; ~0.6 MB each), so a request whose last chunk never comes costs little;
@@ -64,6 +65,8 @@ class OpenStreams:
         self._clock = clock
         self._open: OrderedDict[tuple[str, str], _Open] = OrderedDict()
         """Least recently fed first."""
+        self._cancelled: OrderedDict[tuple[str, str], None] = OrderedDict()
+        """Requests whose cancel marker came (the last `max_open` × 8)."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -84,9 +87,14 @@ class OpenStreams:
         key = (chunk.request.tenant, chunk.request_id)
         position = (chunk.seq, chunk.part)
         final = chunk.last and chunk.last_part
-        if chunk.cancelled or (position == (0, 0) and final):
-            self._open.pop(key, None)  # a cancel ends the stream; a one-chunk request has none
+        if chunk.cancelled:
+            self._open.pop(key, None)  # a cancel ends the stream
+            self._cancelled[key] = None
+            while len(self._cancelled) > 8 * self.max_open:
+                self._cancelled.popitem(last=False)
             return None
+        if (position == (0, 0) and final) or key in self._cancelled:
+            return None  # a one-chunk request has no stream, nor a chunk after its cancel
         held = self._open.pop(key, None)
         if held is not None and held.expects == position and position != (0, 0):
             use: StreamUse = "continued"

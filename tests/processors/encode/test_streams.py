@@ -89,6 +89,8 @@ def test_the_stream_bookkeeping_follows_the_requests_chunks() -> None:
     assert (step := streams.step(pcm_chunk(other, 1, 3, samples=2400))) is not None and step.use == "reopened"
     cancel = pcm_chunk(other, 2, 3, samples=0).model_copy(update={"cancelled": True})
     assert streams.step(cancel) is None and len(streams) == 0
+    # A chunk still in flight after the cancel is encoded alone, not as a reopened stream.
+    assert streams.step(pcm_chunk(other, 1, 3, part=1, last_part=False, samples=2400)) is None
 
 
 @pytest.mark.parametrize(("fmt", "rate"), [("opus", RATE), ("flac", RATE), ("pcm", RATE), ("mp3", 20_000)])
