@@ -67,20 +67,20 @@ def encode_pcm_chunk(
     frames of the request's `stream`, or the chunk encoded alone (pure, or served from
     `encoded` when this PCM was encoded alone before)."""
     ctx = chunk.request
-    key = EncodedChunks.key(chunk) if encoded is not None and stream is None else b""
-    payload = encoded.get(key) if encoded is not None and stream is None else None
+    reuse = encoded if stream is None else None  # a stream's frames depend on what came before
+    key = EncodedChunks.key(chunk) if reuse is not None else b""
+    payload = reuse.get(key) if reuse is not None else None
+    samples = np.frombuffer(chunk.pcm, dtype="<i2")
     if chunk.cancelled:
         payload = b""  # a marker: the stream ends here, nothing to encode
     elif stream is not None:
-        samples = np.frombuffer(chunk.pcm, dtype="<i2")
         payload = stream.encoder.feed(samples)
         if stream.final:
             payload += stream.encoder.finish()
     elif payload is None:
-        samples = np.frombuffer(chunk.pcm, dtype="<i2")
         payload = encode_chunk(samples, chunk.sample_rate, ctx.format, codec=ctx.codec)
-        if encoded is not None:
-            encoded.put(key, payload)
+        if reuse is not None:
+            reuse.put(key, payload)
     return AudioChunk(
         request_id=chunk.request_id,
         tenant=ctx.tenant,
