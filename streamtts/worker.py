@@ -22,10 +22,17 @@ from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait, unless_cancelled_inside
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
 from streamtts.runtime.stage import Stage
+from streamtts.runtime.startup import (
+    StartupClock,
+    StartupFailed,
+    StartupPolicy,
+    StepTimedOut,
+    describe,
+)
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, SideService, StageSpec, select, services_for
@@ -81,6 +88,8 @@ class Worker:
         self._sink_namespace = sink_namespace
         self._ops_enabled = ops
         self._stops: list[tuple[str, Stop]] = []
+        self._step_now = "start"
+        """The start-up step running (or the last one run): named when start-up fails."""
         """What was started, with how to stop it; `stop` unwinds it last-in, first-out."""
         self.services: list[Stage] = []
         self.ops: Any = None
@@ -121,32 +130,33 @@ class Worker:
         self._stops.append((what, stop))
 
     async def start(self) -> None:
+        """Start the probes, the model, then the Kafka steps: the side services, the stages
+        (downstream first), the lag monitor and the watchers of running stages.
+
+        The Kafka steps are one attempt, each step bounded (`startup_step_timeout_s`): a step
+        that fails or overruns (its broker died mid-start) unwinds the attempt, which is
+        retried with backoff until `startup_timeout_s`; then `StartupFailed`, one line naming
+        the step and the error, with everything started stopped. A configuration error is not
+        retried."""
         started = time.perf_counter()
-        # 1. Probes first: liveness answers while the model loads; readiness says why not yet.
-        if self._ops_enabled:
-            await self._start_ops()
-        # 2. The side services the stages need from their first record, in `SIDE_SERVICES`
-        #    order: the model, cancels, the release rule and lexicons, each caught up.
-        for svc in self.side_services:
-            if svc.before_stages:
-                await SIDE_SERVICE_STARTERS[svc.name](self)
-        # 3. The stages, one service per consumer group, downstream first (`stage_groups`).
-        self._on_stop("stages", self._stop_stages)
-        for spec, group in self.stage_groups():
-            service = STAGE_FACTORIES[spec.name](self, group)
-            await service.start()
-            self.services.append(service)
-            log_event(log, "stage_started", stage=service.group)
-        self.readiness.assignments = lambda: {s.group: bool(s.assigned) for s in self.services}
-        self.readiness.failures = self.failures
-        self.readiness.stages_started = True
-        # 4. Lag of every group this process belongs to, as metrics.
-        if self._ops_enabled:
-            await self._start_lag()
-        # 5. The side services that watch running stages: the canary, the release guard.
-        for svc in self.side_services:
-            if not svc.before_stages:
-                await SIDE_SERVICE_STARTERS[svc.name](self)
+        ops = self.pipeline.operations
+        policy = StartupPolicy(bound_s=ops.startup_timeout_s, step_timeout_s=ops.startup_step_timeout_s)
+        try:
+            # 1. Probes first: liveness answers while the model loads; readiness says why not yet.
+            if self._ops_enabled:
+                await self._start_ops()
+            # 2. The model: CPU-bound and local, loaded once whatever Kafka does meanwhile.
+            if any(svc.name == "model" for svc in self.side_services):
+                await self._start_model()
+            # 3. The Kafka steps, retried as one attempt until the start-up bound.
+            clock = StartupClock(policy)
+            self.readiness.startup_deadline = time.monotonic() + clock.remaining()
+            attempts = await self._start_kafka_steps(clock, policy)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.stop(), timeout=ops.shutdown_timeout_s)
+            raise
+        self.readiness.startup_deadline = None
         pooled = any(g.pool for spec in self.specs for g in spec.groups)
         log_event(
             log,
@@ -155,20 +165,114 @@ class Worker:
             pools=self.pools if pooled else None,
             release=self.pipeline.release.name if any(spec.release_lanes for spec in self.specs) else None,
             ops_port=self.ops_port,
+            attempts=attempts,
             duration_ms=_ms_since(started),
         )
+
+    async def _start_kafka_steps(self, clock: StartupClock, policy: StartupPolicy) -> int:
+        """Attempts of `_attempt` until one succeeds (returns how many it took)."""
+        backoffs = policy.backoffs()
+        attempt = 1
+        while True:
+            mark = len(self._stops)
+            try:
+                await self._attempt(clock)
+                return attempt
+            except StreamTTSError:
+                raise  # a configuration error: retrying cannot help
+            except Exception as err:
+                step, why = self._step_now, describe(err)
+                await self._unwind(mark, clock)
+                if clock.remaining() <= 0:
+                    raise StartupFailed(
+                        f"worker could not start within {policy.bound_s:g} s "
+                        f"(STREAMTTS_STARTUP_TIMEOUT_S) after {attempt} attempts: {step} failed "
+                        f"({why}); is Kafka at {self.settings.kafka.bootstrap_servers} reachable?"
+                    ) from None
+                delay = min(next(backoffs), clock.remaining())
+                log_event(
+                    log,
+                    "start_retry",
+                    logging.WARNING,
+                    step=step,
+                    attempt=attempt,
+                    error=why,
+                    retry_in_ms=round(delay * 1000),
+                    remaining_s=round(clock.remaining(), 1),
+                )
+                await asyncio.sleep(delay)  # backoff before the next attempt: nothing to await
+                attempt += 1
+
+    async def _attempt(self, clock: StartupClock) -> None:
+        """One attempt at the Kafka steps, each bounded by the clock."""
+        # a. The side services the stages need from their first record, in `SIDE_SERVICES`
+        #    order: cancels, the release rule and lexicons, each caught up.
+        for svc in self.side_services:
+            if svc.before_stages and svc.name != "model":
+                await self._step(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock)
+        # b. The stages, one service per consumer group, downstream first (`stage_groups`).
+        #    Listed before its start: an unwind stops a stage that failed half-way too.
+        self._on_stop("stages", self._stop_stages)
+        for spec, group in self.stage_groups():
+            service = STAGE_FACTORIES[spec.name](self, group)
+            self.services.append(service)
+            await self._step(f"stage {service.group}", _starter(service), clock)
+            log_event(log, "stage_started", stage=service.group)
+        self.readiness.assignments = lambda: {s.group: bool(s.assigned) for s in self.services}
+        self.readiness.failures = self.failures
+        self.readiness.stages_started = True
+        # c. Lag of every group this process belongs to, as metrics.
+        if self._ops_enabled:
+            await self._step("lag", Worker._start_lag, clock)
+        # d. The side services that watch running stages: the canary, the release guard.
+        for svc in self.side_services:
+            if not svc.before_stages:
+                await self._step(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock)
+
+    async def _step(self, name: str, start: Callable[[Worker], Awaitable[None]], clock: StartupClock) -> None:
+        """One start-up step, bounded: a client waiting on a broker that died is abandoned."""
+        self._step_now = name
+        bound = clock.step_bound()
+        log_event(log, "start_step", logging.DEBUG, step=name, bound_s=round(bound, 1))
+        try:
+            async with asyncio.timeout(bound):
+                await unless_cancelled_inside(start(self))
+        except TimeoutError as err:
+            raise StepTimedOut(f"did not finish within {bound:.1f} s") from err
+
+    async def _unwind(self, mark: int, clock: StartupClock) -> None:
+        """Stop what a failed attempt started (last first), back to `mark`. Each stop is
+        bounded; one that overruns leaves a client of unknown state (a consumer that may still
+        hold partitions), so the process gives up and its supervisor starts a clean one."""
+        self.readiness.stages_started = False
+        self.readiness.assignments = dict
+        self.readiness.failures = dict
+        while len(self._stops) > mark:
+            what, stop = self._stops.pop()
+            bound = self.pipeline.operations.startup_step_timeout_s
+            try:
+                async with asyncio.timeout(bound):
+                    await unless_cancelled_inside(stop())
+            except TimeoutError:
+                raise StartupFailed(
+                    f"worker could not undo a failed start-up attempt: stopping {what} took over "
+                    f"{bound:g} s (STREAMTTS_STARTUP_STEP_TIMEOUT_S); exiting for a clean restart"
+                ) from None
+            except Exception as err:  # a half-started client may fail its stop: it is gone anyway
+                log_event(log, "stop_failed", logging.WARNING, service=what, error=describe(err))
 
     async def stop(self) -> None:
         """Stop everything started, last started first: the release guard and the canary,
         the lag monitor, the stages upstream first (stop taking new work, let downstream drain
         what is in flight), the side services under them, the model, the probes."""
         self.readiness.stages_started = False
+        self.readiness.startup_deadline = None
         stopping = time.perf_counter()
         while self._stops:
             what, stop = self._stops.pop()
             started = time.perf_counter()
             try:
-                await stop()
+                await unless_cancelled_inside(stop())
             except Exception as err:  # keep stopping the others
                 log_event(log, "stop_failed", logging.ERROR, service=what, error=str(err)[:200])
             # Each step's time: a stop that overruns its bound says which step held it.
@@ -179,7 +283,7 @@ class Worker:
         for service in reversed(self.services):
             started = time.perf_counter()
             try:
-                await service.stop()
+                await unless_cancelled_inside(service.stop())
             except Exception as err:  # keep stopping the others
                 log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
             log_event(log, "stage_stopped", stage=service.group, duration_ms=_ms_since(started))
@@ -240,14 +344,6 @@ class Worker:
             chunks = list(renderer.synth.synthesize_span(text, lang, voice, 1.0, None))
             return np.concatenate([c.samples for c in chunks])
 
-        if self.pipeline.release.name != BASE_RELEASE:
-            from streamtts.features.releases.canary_reports import CanaryReports
-
-            self.canary_reports = CanaryReports(
-                self.settings.kafka, self.topics.config, self.pipeline.release.name
-            )
-            await self.canary_reports.start()
-
         def on_result(result: Any) -> None:
             if self.canary_reports is not None:
                 self.canary_reports.report(result.ok, result.reason)
@@ -269,9 +365,6 @@ class Worker:
         self.telemetry.model_ready.set(1)
 
     async def _close_model(self) -> None:
-        if self.canary_reports is not None:
-            await self.canary_reports.stop()
-            self.canary_reports = None
         if self.lanes is not None:
             await asyncio.to_thread(self.lanes.close)  # joins the lanes' threads
             self.lanes = None
@@ -288,21 +381,29 @@ class Worker:
         in force, never by "no rule" for a moment."""
         releases = self.releases = ReleaseWatch(self.settings.kafka, self.topics.config)
         await self._start_side("releases", releases)
-        await asyncio.wait_for(releases.caught_up.wait(), timeout=30)
+        await releases.caught_up.wait()  # bounded by the start-up step
 
     async def _start_lexicons(self) -> None:
         """The segment stage applies each tenant's lexicon: loaded before it takes a request."""
         lexicons = self.lexicons = LexiconBook(self.settings.kafka, self.topics.lexicons)
         await self._start_side("lexicons", lexicons)
-        try:
-            await asyncio.wait_for(lexicons.caught_up.wait(), timeout=30)
+        try:  # within the step's bound: the follow goes on catching up in the background
+            await asyncio.wait_for(lexicons.caught_up.wait(), timeout=LEXICONS_CATCH_UP_S)
         except TimeoutError:
             log_event(log, "lexicons_not_caught_up", logging.WARNING, topic=self.topics.lexicons)
 
     async def _start_canary(self) -> None:
-        """The periodic canary of the model loaded by the "model" side service."""
+        """The periodic canary of the model loaded by the "model" side service; a candidate
+        release's worker reports its results on tts.config, the start-up reference first."""
         if self.canary is None:
             return
+        if self.pipeline.release.name != BASE_RELEASE:
+            from streamtts.features.releases.canary_reports import CanaryReports
+
+            reports = CanaryReports(self.settings.kafka, self.topics.config, self.pipeline.release.name)
+            self.canary_reports = reports
+            await self._start_side("canary_reports", reports)
+            reports.report(self.readiness.canary_ok, self.readiness.canary_reason)
         await self.canary.start()
         self._on_stop("canary", self.canary.stop)
 
@@ -357,16 +458,20 @@ class Worker:
             at=datetime.now(UTC),
         )
 
-    async def _start_side(self, what: SideService, service: AsyncLifecycle) -> None:
+    async def _start_side(self, what: str, service: AsyncLifecycle) -> None:
         """Start the side service held in this worker's attribute named `what`; at stop, stop
-        it and set that attribute back to None (as before it started)."""
-        await service.start()
+        it and set that attribute back to None (as before it started). Its stop is listed
+        before its start: a start that fails half-way (a consumer started, then the broker
+        went away) is stopped by the unwind too."""
 
         async def stop() -> None:
-            await service.stop()
-            setattr(self, what, None)
+            try:
+                await service.stop()
+            finally:
+                setattr(self, what, None)
 
         self._on_stop(what, stop)
+        await service.start()
 
     def failures(self) -> dict[str, str]:
         """Stages whose consuming loop died: group → why (readiness turns red on any)."""
@@ -467,6 +572,17 @@ class StageFailed(StreamTTSError):
 
 
 SUPERVISE_INTERVAL_S = 0.5
+LEXICONS_CATCH_UP_S = 10.0
+"""A lexicon topic not read to its end by then is caught up in the background (logged)."""
+
+
+def _starter(service: Stage) -> Callable[[Worker], Awaitable[None]]:
+    """A stage's start as a start-up step."""
+
+    async def start(_worker: Worker) -> None:
+        await service.start()
+
+    return start
 
 
 def _ms_since(started: float) -> float:
@@ -492,7 +608,17 @@ async def run_until_signalled(worker: Worker) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await worker.start()
+    # A signal during start-up (retrying while the brokers are away) ends it at once: the
+    # start unwinds what it started.
+    starting = asyncio.create_task(worker.start(), name="worker-start")
+    signalled = asyncio.create_task(stop.wait(), name="worker-signalled")
+    await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    if not starting.done():
+        log_event(log, "shutdown_requested", step=worker._step_now, during="start-up")
+        await cancel_and_wait(starting)
+        return
+    starting.result()  # StartupFailed: one line from the CLI, exit non-zero
     failed: dict[str, str] = {}
     try:
         # Supervision: the stages report a dead loop through failure(); poll it between

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(task: asyncio.Future[Any] | None, timeout_s: float | None = None) -> bool:
@@ -24,6 +27,24 @@ async def cancel_and_wait(task: asyncio.Future[Any] | None, timeout_s: float | N
     with contextlib.suppress(asyncio.CancelledError):
         await task
     return True
+
+
+class CancelledInside(Exception):
+    """A client raised CancelledError while nobody cancelled the task awaiting it."""
+
+
+async def unless_cancelled_inside(aw: Awaitable[T]) -> T:
+    """Await `aw`; a CancelledError it raises while this task is not being cancelled becomes
+    `CancelledInside`, an ordinary error. Clients do raise their own tasks' cancellation when
+    the broker goes away (aiokafka's fetcher on `consumer.stop()`, a faust app's start): let
+    through, it would end a start-up retry loop or a stop sequence as if a signal had."""
+    try:
+        return await aw
+    except asyncio.CancelledError as err:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # this task was cancelled: a real cancel
+        raise CancelledInside("cancelled inside the client (its broker connection was lost?)") from err
 
 
 class AsyncLifecycle:

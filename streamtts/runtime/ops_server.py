@@ -1,9 +1,11 @@
 """/healthz, /readyz and /metrics of a worker (aiohttp, on the worker's event loop).
 
 /healthz answers from the event loop itself, so a blocked loop fails it; it also reports the
-loop's measured lag. /readyz names every unmet condition. /metrics is Prometheus text; with
-a token (`STREAMTTS_METRICS_TOKEN`) it answers only `Authorization: Bearer <token>` (the
-probes stay open: the orchestrator that calls them has no token).
+loop's measured lag, and fails for a worker still starting past its start-up bound (it should
+have exited: the supervisor replaces it). /readyz names every unmet condition. /metrics is
+Prometheus text; with a token (`STREAMTTS_METRICS_TOKEN`) it answers only
+`Authorization: Bearer <token>` (the probes stay open: the orchestrator that calls them has
+no token).
 """
 
 from __future__ import annotations
@@ -81,9 +83,11 @@ class OpsServer:
             self.loop_lag_s = max(0.0, time.monotonic() - start - 0.5)
 
     async def _healthz(self, request: web.Request) -> web.Response:
-        ok = self.loop_lag_s < LOOP_LAG_LIMIT_S
+        overdue = self.readiness.startup_overdue()
+        ok = self.loop_lag_s < LOOP_LAG_LIMIT_S and not overdue
+        status = "startup_overdue" if overdue else "ok" if ok else "loop_blocked"
         body = {
-            "status": "ok" if ok else "loop_blocked",
+            "status": status,
             "loop_lag_ms": round(self.loop_lag_s * 1000, 1),
             "uptime_s": round(time.monotonic() - self.readiness.started_at, 1),
         }

@@ -6,6 +6,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+STARTUP_EXIT_GRACE_S = 10.0
+"""Time a worker past its start-up bound has to unwind and exit before liveness fails."""
+
 
 @dataclass
 class Readiness:
@@ -22,6 +25,15 @@ class Readiness:
     failures: Callable[[], dict[str, str]] = dict
     """Stage → why its consuming loop died (a dead loop is never ready)."""
     started_at: float = field(default_factory=time.monotonic)
+    startup_deadline: float | None = None
+    """While the worker starts: when its start-up bound runs out (monotonic). Start-up past it
+    is a process that should have exited: liveness fails so a supervisor replaces it."""
+
+    def startup_overdue(self, now: float | None = None) -> bool:
+        """Still starting, past the start-up bound plus a grace for the exit itself."""
+        if self.startup_deadline is None:
+            return False
+        return (time.monotonic() if now is None else now) > self.startup_deadline + STARTUP_EXIT_GRACE_S
 
     def problems(self) -> list[str]:
         out = []

@@ -395,11 +395,23 @@ class OperationsSettings(SettingsGroup):
     """Seconds between canary runs on synthesize workers (0: only the start-up reference)."""
     shutdown_timeout_s: float = 30.0
     """SIGTERM: time to finish in-flight work, commit and flush before exiting anyway."""
+    startup_timeout_s: float = 120.0
+    """A worker that cannot start (its brokers unreachable, or lost mid-start) retries with
+    backoff for this long, then exits non-zero with one line so its supervisor restarts it;
+    /healthz fails once start-up overruns it. Covers the Kafka steps, not the model load."""
+    startup_step_timeout_s: float = 20.0
+    """Bound of one start-up step (a side service caught up, a stage joined): a step the
+    broker's death left hanging is abandoned and the attempt retried after this long."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0 <= self.ops_port <= 65535:
             raise ConfigError(f"{ENV_PREFIX}OPS_PORT must be 0–65535, got {self.ops_port}")
+        if self.startup_step_timeout_s <= 0 or self.startup_timeout_s < self.startup_step_timeout_s:
+            raise ConfigError(
+                f"{ENV_PREFIX}STARTUP_TIMEOUT_S ({self.startup_timeout_s}) must be at least "
+                f"{ENV_PREFIX}STARTUP_STEP_TIMEOUT_S ({self.startup_step_timeout_s}), which must be > 0"
+            )
 
 
 @dataclass(frozen=True)
