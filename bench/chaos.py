@@ -3,10 +3,12 @@ that shares no code path with the pipeline's own clients (a plain aiokafka read_
 consumer of tts.results and the DLQs).
 
 Faults, in turn, each followed by steady load: SIGKILL of the synthesize worker (restarted),
-SIGKILL of the segment+encode+sink worker (restarted), SIGKILL of Kafka (restarted), MinIO
-stopped for a while, and a burst of poison and hostile records. On a three-broker cluster
-(`--brokers 3`, CLUSTER_FAULTS): SIGKILL of the broker leading most partitions of tts.requests
-(restarted, then back in every ISR), then of another one, leading most of tts.pcm, briefly.
+SIGKILL of the segment+encode+sink worker (restarted), SIGKILL of Kafka (restarted), the
+front worker SIGKILLed and restarted with Kafka SIGKILLed as it starts its first stage
+(`kafka_during_start`), MinIO stopped for a while, and a burst of poison and hostile records.
+On a three-broker cluster (`--brokers 3`, CLUSTER_FAULTS): SIGKILL of the broker leading most
+partitions of tts.requests (restarted, then back in every ISR), then of another one, leading
+most of tts.pcm, briefly.
 Counted per guarantee: sent (acknowledged by the broker), completed, failed, lost, duplicated
 results, flipped results (`completed` then `failed`), dead letters, the longest a request took
 from send to result (settle), and the longest it waited after the fault that delayed it ended.
@@ -36,7 +38,7 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.schemas.names import STAGES
 
-FAULTS = ("kill_synthesize", "kill_front", "kill_kafka", "stop_minio", "poison")
+FAULTS = ("kill_synthesize", "kill_front", "kill_kafka", "kafka_during_start", "stop_minio", "poison")
 CLUSTER_FAULTS = ("kill_requests_leader", "kill_pcm_leader")
 """For a multi-broker cluster: SIGKILL the leader of tts.requests, restart it, and once it is
 back in every ISR, SIGKILL the leader of tts.pcm (another broker) briefly."""
@@ -322,6 +324,26 @@ class ChaosRun:
                 await asyncio.sleep(0.1)
         await self._restart_after(self.plan.kafka_down_s, with_minio=False)
 
+    async def _kafka_during_start(self, window: FaultWindow) -> None:
+        """The front worker SIGKILLed and restarted, then Kafka SIGKILLed the moment it starts
+        its first stage (restarted after `kafka_down_s`): start-up is a fault window too. The
+        worker must ride it out (retry, then ready), not hang half-started nor exit."""
+        self._restarting = True
+        try:
+            proc = self._proc("front")
+            proc.popen.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(proc.popen.wait)
+            await asyncio.to_thread(self.workers.respawn, "front", wait=False)
+            step = await asyncio.to_thread(self._proc("front").wait_step, "stage ", 90.0)
+            if step is None:
+                raise RuntimeError("the restarted front worker never began starting a stage")
+            window.target = f"front at {step!r}"
+            await self._kill_kafka()
+            if not await asyncio.to_thread(self._proc("front").started.wait, 90.0):
+                self.say("[chaos] the front worker did not finish starting within 90 s of Kafka's return")
+        finally:
+            self._restarting = False
+
     async def _kill_leader(self, topic: str, window: FaultWindow, spare: set[int]) -> None:
         """SIGKILL the broker leading most partitions of `topic` (none in `spare`), restart it
         after the outage, and return once every partition of this run is fully replicated
@@ -366,6 +388,8 @@ class ChaosRun:
             await self._kill_and_restart("front")
         elif name == "kill_kafka":
             await self._kill_kafka()
+        elif name == "kafka_during_start":
+            await self._kafka_during_start(window)
         elif name == "stop_minio":
             await self._stop_minio()
         elif name == "poison":

@@ -67,6 +67,21 @@ class WorkerProc:
     sums: collections.defaultdict[str, float] = field(default_factory=lambda: collections.defaultdict(float))
     """`event.field` → the sum of that numeric field over the process's log events
     (`SUMMED` only), e.g. the render CPU of every synthesized span."""
+    steps: list[str] = field(default_factory=list)
+    """The start-up steps the worker began (its `start_step` events), in order."""
+    _step_seen: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_step(self, prefix: str, timeout_s: float) -> str | None:
+        """Block until the worker begins a start-up step named `prefix…` (returns its name),
+        or None when it exits or `timeout_s` passes first."""
+        deadline = time.monotonic() + timeout_s
+        with self._step_seen:
+            while True:
+                hit = next((s for s in self.steps if s.startswith(prefix)), None)
+                left = deadline - time.monotonic()
+                if hit is not None or left <= 0 or self.popen.poll() is not None:
+                    return hit
+                self._step_seen.wait(min(left, 0.5))  # woken by the drain; the poll sees an exit
 
     def drain(self, log_file: Path | None) -> None:
         out = log_file.open("ab") if log_file else None
@@ -90,6 +105,10 @@ class WorkerProc:
                             self.sums[f"{event}.{name}"] += float(value)
                     if event == "worker_started":
                         self.started.set()
+                    elif event == "start_step":
+                        with self._step_seen:
+                            self.steps.append(str(parsed.get("step")))
+                            self._step_seen.notify_all()
         finally:
             if out:
                 out.close()
@@ -239,14 +258,16 @@ class WorkerSet:
                     raise StreamTTSError(f"worker {proc.name} did not start: {tail or 'no output'}")
         return time.monotonic() - started
 
-    def respawn(self, name: str, timeout_s: float = 90.0) -> float:
+    def respawn(self, name: str, timeout_s: float = 90.0, *, wait: bool = True) -> float:
         """Start `name` again (same stages and environment) after it died; returns once it
-        logged `worker_started` (seconds taken)."""
+        logged `worker_started` (seconds taken), or at once with `wait=False`."""
         started = time.monotonic()
         self.procs = [p for p in self.procs if p.name != name]
         stages, extra_env, nice = self._specs[name]
         self._spawn(name, stages, extra_env, nice)
         proc = self.procs[-1]
+        if not wait:
+            return 0.0
         while not proc.started.wait(0.2):
             if proc.popen.poll() is not None or time.monotonic() - started > timeout_s:
                 tail = " | ".join(list(proc.tail)[-3:])[-400:]

@@ -233,7 +233,7 @@ class Worker:
         """One start-up step, bounded: a client waiting on a broker that died is abandoned."""
         self._step_now = name
         bound = clock.step_bound()
-        log_event(log, "start_step", logging.DEBUG, step=name, bound_s=round(bound, 1))
+        log_event(log, "start_step", step=name, bound_s=round(bound, 1))
         try:
             async with asyncio.timeout(bound):
                 await unless_cancelled_inside(start(self))

@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Starts workers as processes on a fresh topic prefix of the local stack, drives a steady "
             "English load and injects, in turn: SIGKILL of the synthesize worker, SIGKILL of the "
-            "segment+encode+sink worker, SIGKILL and restart of Kafka, MinIO stopped, poison records. "
+            "segment+encode+sink worker, SIGKILL and restart of Kafka, the segment+encode+sink worker "
+            "restarted with Kafka SIGKILLed as it starts its first stage, MinIO stopped, poison records. "
             "An independent read_committed consumer counts sent, completed, lost, duplicated and "
             "flipped results, dead letters and the longest wait after a fault."
         ),
