@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that sy
 log = logging.getLogger("streamtts.worker")
 
 Stop = Callable[[], Awaitable[None]]
+StepStart = Callable[["Worker"], Awaitable[None]]
+"""A start-up step: starts something of the worker's (and lists how to stop it)."""
 
 
 class Worker:
@@ -133,11 +135,10 @@ class Worker:
         """Start the probes, the model, then the Kafka steps: the side services, the stages
         (downstream first), the lag monitor and the watchers of running stages.
 
-        The Kafka steps are one attempt, each step bounded (`startup_step_timeout_s`): a step
-        that fails or overruns (its broker died mid-start) unwinds the attempt, which is
-        retried with backoff until `startup_timeout_s`; then `StartupFailed`, one line naming
-        the step and the error, with everything started stopped. A configuration error is not
-        retried."""
+        Each Kafka step is bounded (`startup_step_timeout_s`) and retried on its own with
+        backoff when it fails or overruns (its broker died mid-start), until
+        `startup_timeout_s`; then `StartupFailed`, one line naming the step and the error,
+        with everything started stopped. A configuration error is not retried."""
         started = time.perf_counter()
         ops = self.pipeline.operations
         policy = StartupPolicy(bound_s=ops.startup_timeout_s, step_timeout_s=ops.startup_step_timeout_s)
@@ -148,10 +149,10 @@ class Worker:
             # 2. The model: CPU-bound and local, loaded once whatever Kafka does meanwhile.
             if any(svc.name == "model" for svc in self.side_services):
                 await self._start_model()
-            # 3. The Kafka steps, retried as one attempt until the start-up bound.
+            # 3. The Kafka steps, each retried until the start-up bound.
             clock = StartupClock(policy)
             self.readiness.startup_deadline = time.monotonic() + clock.remaining()
-            attempts = await self._start_kafka_steps(clock, policy)
+            retries = await self._start_kafka_steps(clock, policy)
         except BaseException:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.stop(), timeout=ops.shutdown_timeout_s)
@@ -165,69 +166,76 @@ class Worker:
             pools=self.pools if pooled else None,
             release=self.pipeline.release.name if any(spec.release_lanes for spec in self.specs) else None,
             ops_port=self.ops_port,
-            attempts=attempts,
+            start_retries=retries,
             duration_ms=_ms_since(started),
         )
 
     async def _start_kafka_steps(self, clock: StartupClock, policy: StartupPolicy) -> int:
-        """Attempts of `_attempt` until one succeeds (returns how many it took)."""
+        """The Kafka steps in order, each retried on its own; returns how many retries it took."""
+        retries = 0
+        # a. The side services the stages need from their first record, in `SIDE_SERVICES`
+        #    order: cancels, the release rule and lexicons, each caught up.
+        for svc in self.side_services:
+            if svc.before_stages and svc.name != "model":
+                retries += await self._retrying(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock, policy)
+        # b. The stages, one service per consumer group, downstream first (`stage_groups`).
+        for spec, group in self.stage_groups():
+            name = f"stage {spec.group_role(group, self.pipeline.release.name)}"
+            retries += await self._retrying(name, _stage_starter(spec, group), clock, policy)
+        self.readiness.assignments = lambda: {s.group: bool(s.assigned) for s in self.services}
+        self.readiness.failures = self.failures
+        self.readiness.stages_started = True
+        # c. Lag of every group this process belongs to, as metrics.
+        if self._ops_enabled:
+            retries += await self._retrying("lag", Worker._start_lag, clock, policy)
+        # d. The side services that watch running stages: the canary, the release guard.
+        for svc in self.side_services:
+            if not svc.before_stages:
+                retries += await self._retrying(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock, policy)
+        return retries
+
+    async def _retrying(
+        self,
+        name: str,
+        start: Callable[[Worker], Awaitable[None]],
+        clock: StartupClock,
+        policy: StartupPolicy,
+    ) -> int:
+        """One step until it succeeds: a failed or overrunning try (its broker died mid-step)
+        is unwound, what it started stopped, and tried again after a backoff. The steps
+        already done stay: each rides out a broker outage as a running worker does. Past the
+        start-up bound, `StartupFailed`. Returns how many retries it took."""
         backoffs = policy.backoffs()
-        attempt = 1
+        tries = 1
         while True:
             mark = len(self._stops)
             try:
-                await self._attempt(clock)
-                return attempt
+                await self._step(name, start, clock)
+                return tries - 1
             except StreamTTSError:
                 raise  # a configuration error: retrying cannot help
             except Exception as err:
-                step, why = self._step_now, describe(err)
-                await self._unwind(mark, clock)
+                why = describe(err)
+                await self._unwind(mark)
                 if clock.remaining() <= 0:
                     raise StartupFailed(
                         f"worker could not start within {policy.bound_s:g} s "
-                        f"(STREAMTTS_STARTUP_TIMEOUT_S) after {attempt} attempts: {step} failed "
-                        f"({why}); is Kafka at {self.settings.kafka.bootstrap_servers} reachable?"
+                        f"(STREAMTTS_STARTUP_TIMEOUT_S): step {name!r} failed {tries} times, "
+                        f"last with {why}; is Kafka at {self.settings.kafka.bootstrap_servers} reachable?"
                     ) from None
                 delay = min(next(backoffs), clock.remaining())
                 log_event(
                     log,
                     "start_retry",
                     logging.WARNING,
-                    step=step,
-                    attempt=attempt,
+                    step=name,
+                    attempt=tries,
                     error=why,
                     retry_in_ms=round(delay * 1000),
                     remaining_s=round(clock.remaining(), 1),
                 )
-                await asyncio.sleep(delay)  # backoff before the next attempt: nothing to await
-                attempt += 1
-
-    async def _attempt(self, clock: StartupClock) -> None:
-        """One attempt at the Kafka steps, each bounded by the clock."""
-        # a. The side services the stages need from their first record, in `SIDE_SERVICES`
-        #    order: cancels, the release rule and lexicons, each caught up.
-        for svc in self.side_services:
-            if svc.before_stages and svc.name != "model":
-                await self._step(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock)
-        # b. The stages, one service per consumer group, downstream first (`stage_groups`).
-        #    Listed before its start: an unwind stops a stage that failed half-way too.
-        self._on_stop("stages", self._stop_stages)
-        for spec, group in self.stage_groups():
-            service = STAGE_FACTORIES[spec.name](self, group)
-            self.services.append(service)
-            await self._step(f"stage {service.group}", _starter(service), clock)
-            log_event(log, "stage_started", stage=service.group)
-        self.readiness.assignments = lambda: {s.group: bool(s.assigned) for s in self.services}
-        self.readiness.failures = self.failures
-        self.readiness.stages_started = True
-        # c. Lag of every group this process belongs to, as metrics.
-        if self._ops_enabled:
-            await self._step("lag", Worker._start_lag, clock)
-        # d. The side services that watch running stages: the canary, the release guard.
-        for svc in self.side_services:
-            if not svc.before_stages:
-                await self._step(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock)
+                await asyncio.sleep(delay)  # backoff before the next try: nothing to await
+                tries += 1
 
     async def _step(self, name: str, start: Callable[[Worker], Awaitable[None]], clock: StartupClock) -> None:
         """One start-up step, bounded: a client waiting on a broker that died is abandoned."""
@@ -240,13 +248,10 @@ class Worker:
         except TimeoutError as err:
             raise StepTimedOut(f"did not finish within {bound:.1f} s") from err
 
-    async def _unwind(self, mark: int, clock: StartupClock) -> None:
-        """Stop what a failed attempt started (last first), back to `mark`. Each stop is
-        bounded; one that overruns leaves a client of unknown state (a consumer that may still
-        hold partitions), so the process gives up and its supervisor starts a clean one."""
-        self.readiness.stages_started = False
-        self.readiness.assignments = dict
-        self.readiness.failures = dict
+    async def _unwind(self, mark: int) -> None:
+        """Stop what a failed try started (last first), back to `mark`. Each stop is bounded;
+        one that overruns leaves a client of unknown state (a consumer that may still hold
+        partitions), so the process gives up and its supervisor starts a clean one."""
         while len(self._stops) > mark:
             what, stop = self._stops.pop()
             bound = self.pipeline.operations.startup_step_timeout_s
@@ -255,7 +260,7 @@ class Worker:
                     await unless_cancelled_inside(stop())
             except TimeoutError:
                 raise StartupFailed(
-                    f"worker could not undo a failed start-up attempt: stopping {what} took over "
+                    f"worker could not undo a failed start-up step: stopping {what} took over "
                     f"{bound:g} s (STREAMTTS_STARTUP_STEP_TIMEOUT_S); exiting for a clean restart"
                 ) from None
             except Exception as err:  # a half-started client may fail its stop: it is gone anyway
@@ -278,16 +283,6 @@ class Worker:
             # Each step's time: a stop that overruns its bound says which step held it.
             log_event(log, "service_stopped", service=what, duration_ms=_ms_since(started))
         log_event(log, "worker_stopped", stages=self.stages, duration_ms=_ms_since(stopping))
-
-    async def _stop_stages(self) -> None:
-        for service in reversed(self.services):
-            started = time.perf_counter()
-            try:
-                await unless_cancelled_inside(service.stop())
-            except Exception as err:  # keep stopping the others
-                log_event(log, "stage_stop_failed", logging.ERROR, stage=service.name, error=str(err)[:200])
-            log_event(log, "stage_stopped", stage=service.group, duration_ms=_ms_since(started))
-        self.services.clear()
 
     # -- process services ------------------------------------------------------------------
     async def _start_ops(self) -> None:
@@ -576,11 +571,27 @@ LEXICONS_CATCH_UP_S = 10.0
 """A lexicon topic not read to its end by then is caught up in the background (logged)."""
 
 
-def _starter(service: Stage) -> Callable[[Worker], Awaitable[None]]:
-    """A stage's start as a start-up step."""
+def _stage_starter(spec: StageSpec, group: GroupSpec) -> Callable[[Worker], Awaitable[None]]:
+    """A stage's start as a start-up step: the service built, listed and its stop listed
+    before it starts (an unwind stops one that failed half-way), then started."""
 
-    async def start(_worker: Worker) -> None:
+    async def start(worker: Worker) -> None:
+        service = STAGE_FACTORIES[spec.name](worker, group)
+        worker.services.append(service)
+
+        async def stop() -> None:
+            started = time.perf_counter()
+            try:
+                await unless_cancelled_inside(service.stop())
+            except Exception as err:
+                log_event(log, "stage_stop_failed", logging.ERROR, stage=service.group, error=describe(err))
+            finally:
+                worker.services.remove(service)
+            log_event(log, "stage_stopped", stage=service.group, duration_ms=_ms_since(started))
+
+        worker._on_stop(f"stage {service.group}", stop)
         await service.start()
+        log_event(log, "stage_started", stage=service.group)
 
     return start
 
