@@ -148,7 +148,7 @@ class Worker:
                 await self._start_ops()
             # 2. The model: CPU-bound and local, loaded once whatever Kafka does meanwhile.
             if any(svc.name == "model" for svc in self.side_services):
-                await self._start_model()
+                await SIDE_SERVICE_STARTERS["model"](self)
             # 3. The Kafka steps, each retried until the start-up bound.
             clock = StartupClock(policy)
             self.readiness.startup_deadline = time.monotonic() + clock.remaining()
@@ -217,13 +217,13 @@ class Worker:
             except Exception as err:
                 why = describe(err)
                 await self._unwind(mark)
-                if clock.remaining() <= 0:
+                delay = next(backoffs)
+                if clock.remaining() <= delay:  # no time left for another try
                     raise StartupFailed(
                         f"worker could not start within {policy.bound_s:g} s "
                         f"(STREAMTTS_STARTUP_TIMEOUT_S): step {name!r} failed {tries} times, "
                         f"last with {why}; is Kafka at {self.settings.kafka.bootstrap_servers} reachable?"
                     ) from None
-                delay = min(next(backoffs), clock.remaining())
                 log_event(
                     log,
                     "start_retry",

@@ -10,8 +10,13 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streamtts.errors import ConfigError
+
+if TYPE_CHECKING:
+    from streamtts.infra.local.stack import LocalStack
+    from streamtts.runtime.settings import Settings
 
 GUARANTEES = ("at_least_once", "exactly_once")
 CLUSTER_SETTLE_TARGET_S = 60.0
@@ -44,6 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "then the leader of tts.pcm briefly, instead of the one-broker fault schedule",
     )
     p.add_argument("--broker-down", type=float, default=3.0, help="seconds a killed broker stays down")
+    p.add_argument(
+        "--startup",
+        action="store_true",
+        help="instead: SIGKILL Kafka at each start-up step of a whole-pipeline worker in turn "
+        "(restarted after --broker-down); each must be ready within 30 s of Kafka's return and serve",
+    )
     p.set_defaults(func=_run)
 
 
@@ -59,6 +70,10 @@ def _run(args: argparse.Namespace) -> int:
     if any(node.pid() is None for node in stack.brokers) or stack.minio.pid() is None:
         up = "streamtts infra up" + (f" --brokers {args.brokers}" if args.brokers > 1 else "")
         raise ConfigError(f"the local stack is not running: start it with `{up}`")
+    if args.startup:
+        if stack.extra_brokers:
+            raise ConfigError("--startup kills the one local broker: run it without --brokers")
+        return _run_startup(stack, settings, args)
     faults = CLUSTER_FAULTS if stack.extra_brokers else FAULTS
     reports = []
     for guarantee in GUARANTEES if args.guarantee == "both" else (args.guarantee,):
@@ -89,3 +104,42 @@ def _run(args: argparse.Namespace) -> int:
         or (stack.extra_brokers and r.longest_settle_s > CLUSTER_SETTLE_TARGET_S)
     ]
     return 1 if bad else 0
+
+
+def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace) -> int:
+    """`chaos --startup`: the start-up fault sweep (bench/startup_faults.py), every step."""
+    from dataclasses import replace
+
+    from streamtts.bench.startup_faults import StartupFaultSweep, StepOutcome, markdown
+    from streamtts.infra.topics import apply_topics
+    from streamtts.processors.synthesize.speech_stack import build_renderer
+    from streamtts.runtime.settings import PipelineSettings
+    from streamtts.worker import Worker
+
+    pipeline = PipelineSettings.from_env()
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    say("[startup] loading the model once for every run")
+    renderer = build_renderer(pipeline)
+    kafka = replace(settings.kafka, topic_prefix=f"startup{time.strftime('%Y%m%d%H%M%S')}-")
+
+    def make_worker() -> Worker:
+        stages = ["segment", "synthesize", "encode", "sink"]
+        return Worker(stages, replace(settings, kafka=kafka), pipeline, renderer=renderer)
+
+    async def sweep() -> list[StepOutcome]:
+        await apply_topics(kafka)
+        runs = StartupFaultSweep(stack, kafka, make_worker, down_s=args.broker_down, say=say)
+        steps = await runs.steps()
+        say(f"[startup] {len(steps)} steps: {', '.join(steps)}")
+        return await runs.run(steps)
+
+    try:
+        outcomes = asyncio.run(sweep())
+    finally:
+        renderer.close()
+    table = markdown(outcomes)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table + "\n", encoding="utf-8")
+    return 0 if all(o.ok for o in outcomes) else 1

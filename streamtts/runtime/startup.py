@@ -65,4 +65,6 @@ def describe(err: BaseException) -> str:
     """One line for an error a start-up step raised (some Kafka errors have an empty str)."""
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     name = type(err).__name__
+    if text.startswith(name):  # aiokafka's errors name themselves
+        return text[:240]
     return f"{name}: {text}"[:240] if text else name
