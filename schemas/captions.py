@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import orjson
 
 from streamtts.schemas.chunks import WordTiming
+from streamtts.schemas.languages import SENTENCE_STOPS
 
 CAPTION_FORMATS = ("vtt", "srt", "json")
 CAPTION_CONTENT_TYPES = {
@@ -30,9 +31,6 @@ class Cue:
     start_ms: float
     end_ms: float
     text: str
-
-
-_SENTENCE_END = frozenset("。！？!?.…\n")
 
 
 def _separator(word: WordTiming, following: WordTiming) -> str:
@@ -63,7 +61,7 @@ def cues(
     for w in words:
         if group:
             gap = w.start_ms - group[-1].end_ms
-            ended = any(c in _SENTENCE_END for c in group[-1].trailing)
+            ended = any(c in SENTENCE_STOPS for c in group[-1].trailing)
             too_long = len(_joined([*group, w])) > max_chars or w.end_ms - group[0].start_ms > max_ms
             if ended or gap >= pause_ms or too_long:
                 out.append(Cue(group[0].start_ms, group[-1].end_ms, _joined(group)))

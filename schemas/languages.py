@@ -351,6 +351,15 @@ FORMANT_TAGS: frozenset[str] = frozenset(row.tag for row in ROWS if not row.neur
 ESPEAK_G2P_TAGS: frozenset[str] = frozenset(row.tag for row in ROWS if row.neural and row.g2p == "espeak")
 """Neural languages phonemized by misaki's EspeakG2P (ko and the Kokoro v1.0 languages)."""
 SENTENCE_END: str = "".join(sorted({c for row in ROWS for c in row.sentence_end}))
+"""The table's own sentence stops (Devanagari ।, Arabic ؟, Armenian ։, Ethiopic ።, …)."""
+SPACED_STOPS: str = ".!?…"
+"""Stops of the Latin-like scripts: a sentence ends at one only before whitespace ("3.5", and
+a half-written "Mr." at the end of a streamed fragment, wait for more text)."""
+CLOSED_STOPS: str = "".join(sorted(set("。！？" + SENTENCE_END)))
+"""Stops that end a sentence by themselves: the CJK full stops and every row's own."""
+SENTENCE_STOPS: frozenset[str] = frozenset(SPACED_STOPS + CLOSED_STOPS + "\n")
+"""Every character that can end a sentence in a language of the table: the one set the
+splitter, the WebSocket's streamed text, SSML and captions cut at."""
 REQUEST_LANGUAGES: tuple[str, ...] = ("auto", *TAGS)
 """What a request's `language` may be."""
 

@@ -6,9 +6,10 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streamtts.schemas.languages import SENTENCE_END as LANGUAGE_SENTENCE_END
+from streamtts.schemas.languages import CLOSED_STOPS
 
-SENTENCE_END = frozenset("。！？!?\n" + LANGUAGE_SENTENCE_END)
+# "." ends a sentence unless it closes an abbreviation (checked apart), "…" ends a clause.
+SENTENCE_END = frozenset(CLOSED_STOPS + "!?\n")
 CLAUSE_END = frozenset("，、；：;:,…")
 CLOSERS = frozenset("\"'”’」』）)】》〉]")
 # Words after which "." does not end a sentence.

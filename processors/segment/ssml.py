@@ -29,6 +29,7 @@ from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.pronunciations import Given, GivenTable, blank_placeholders
 from streamtts.processors.segment.say_as import INTERPRETATIONS, SayAsError, say_as
 from streamtts.processors.segment.text_map import MappedText
+from streamtts.schemas.languages import SENTENCE_STOPS
 from streamtts.schemas.lexicon import IPA_CHARS, MAX_GRAPHEME_CHARS, PINYIN_RE
 from streamtts.schemas.request import VOICE_PATTERN
 
@@ -55,7 +56,6 @@ _RATE_RE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
 _WS_RE = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCT_RE = re.compile(r" +([\ue001]?[.,!?;:])")
 _MARKS = CODE_OPEN + CODE_CLOSE
-_SENTENCE_END = "。！？!?.\n"
 
 # Elements read as they are (their text is spoken); the others have their own handling.
 _CONTAINERS = frozenset({"speak", "p", "s", "prosody", "lang", "voice"})
@@ -242,7 +242,7 @@ class _Parser:
             mark = "\n"
         elif last == ".":
             mark = " "  # a period ends a sentence only before a space ("3.14" does not)
-        elif last in _SENTENCE_END or last in "…":
+        elif last in SENTENCE_STOPS:
             return
         else:
             mark = "。" if script_of(last) in ("han", "kana", "hangul") else "."

@@ -64,17 +64,22 @@ from streamtts.gateway.framing import (
 )
 from streamtts.gateway.http import authenticate, gateway
 from streamtts.gateway.service import Gateway, SpeechOptions
+from streamtts.schemas.languages import CLOSED_STOPS, SPACED_STOPS
 from streamtts.schemas.request import AudioFormat, Language
 
-# A sentence ends at . ! ? … followed by whitespace (so "3.5" and a half-written "Mr." at the
-# end of a fragment wait for more text), or at CJK full stops, which need no space. Linear:
-# a boundary is tried only where a run of stops begins (any later start in the run ends the
-# same way) and nothing backtracks, so "."*5000 is one pass, not one per position.
-_STOPS = ".!?…"
+# A sentence ends at a spaced stop (. ! ? …) followed by whitespace (so "3.5" and a
+# half-written "Mr." at the end of a fragment wait for more text), or at a stop that needs no
+# space: the CJK full stops and every language's own (। ؟ ։ ።, from the language table), and
+# the CJK semicolon (a streamed reply is spoken sooner). Linear: a boundary is tried only where
+# a run of stops begins (any later start in the run ends the same way) and nothing
+# backtracks, so "."*5000 is one pass, not one per position.
+_STOPS = SPACED_STOPS
 _CLOSERS = "\"'”’)]"
-_BOUNDARY = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]]*+\s+|[。！？；]++[”’」』）]*+")
+_SPACED = re.escape(SPACED_STOPS)
+_CLOSED = re.escape(CLOSED_STOPS + "；")
+_BOUNDARY = re.compile(rf"(?<![{_SPACED}])[{_SPACED}]++[\"'”’)\]]*+\s+|[{_CLOSED}]++[”’」』）]*+")
 # A new boundary ends in new text with one of these (see `split_new_sentences`).
-_BOUNDARY_END = re.compile(r"[\s。！？；]")
+_BOUNDARY_END = re.compile(rf"[\s{_CLOSED}]")
 _CLOSE = object()
 log = logging.getLogger("streamtts.gateway.websocket")
 
