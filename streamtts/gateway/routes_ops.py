@@ -39,6 +39,8 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     gw = gateway(request)
     problems = [] if gw.fanout.healthy else ["output-topic consumer is not polling"]
+    if not gw.broker.reachable:
+        problems.append(f"no Kafka broker reachable for {gw.broker.down_for:.0f} s ({gw.broker.last_error})")
     return JSONResponse({"ready": not problems, "problems": problems}, status_code=503 if problems else 200)
 
 

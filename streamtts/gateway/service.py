@@ -28,6 +28,7 @@ from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.broker_watch import BrokerWatch
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import PipelineSettings, Settings
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
@@ -70,6 +71,9 @@ there yet, or never will be, costs one search per 10 s, not one per poll)."""
 MISS_MEMORY_ENTRIES = 10_000
 
 
+BROKER_RETRY_AFTER_S = 5
+"""Retry-After of a request refused while no broker answers: a restart or failover of the
+brokers takes seconds."""
 UNAUTHENTICATED_CLIENTS = 50
 """The shared budget of unauthenticated audit events is this many clients' worth."""
 
@@ -90,6 +94,8 @@ class Gateway:
     """Corrects the result of a request a cancel cut short (see `gateway.heard_results`)."""
     admission: Admission
     """The synthesize workers' load reports: a request with a deadline they cannot meet is refused."""
+    broker: BrokerWatch
+    """Whether a Kafka broker answers now: new requests are refused at once while none does."""
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose X-Forwarded-For is believed (see clientaddr)."""
     started_at: float = field(default_factory=time.monotonic)
@@ -145,12 +151,14 @@ class Gateway:
             heard=HeardResults(pipeline.kafka, wait_s=max(60.0, settings.request_timeout_s)),
             # The pool rule needs the segment stage's length threshold (the same environment).
             admission=Admission(pipeline.kafka, PipelineSettings.from_env().text.long_text_chars),
+            broker=BrokerWatch(pipeline.kafka),
             trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
     async def start(self) -> None:
         # 1. The audit trail first: every later action (even a refused one) is recorded.
         await self.audit.start()
+        await self.broker.start()  # never fails: it probes in the background
         try:
             # 2. Attach to the output topics before anything is submitted.
             await self.fanout.start()
@@ -170,6 +178,7 @@ class Gateway:
                 await self.fanout.stop()
                 raise
         except BaseException:
+            await self.broker.stop()
             await self.audit.stop()
             raise
         if self.keys.ring.path is not None:
@@ -181,6 +190,7 @@ class Gateway:
         await self.heard.stop()
         await self.producer.stop()
         await self.fanout.stop()
+        await self.broker.stop()
         await self.audit.stop()  # last: sessions closing during shutdown are recorded too
 
     async def _reload_keys(self) -> None:
@@ -273,16 +283,31 @@ class Gateway:
             # Ids are the caller's to choose; state is kept by id, so one in use is refused
             # rather than mixed with another request's audio (or another tenant's).
             raise ApiError(409, "conflict", f"request id {request.request_id[:128]!r} is in use")
+        self.check_brokers()
         state = self.fanout.track(request.request_id, tenant, request.format, expects_result=opts.storage)
         try:
             await self.producer.submit(request)
         except Exception as err:
             self.fanout.forget(request.request_id)
             raise ApiError(
-                503, "unavailable", f"could not queue the request ({type(err).__name__})"
+                503,
+                "unavailable",
+                f"could not queue the request ({type(err).__name__})",
+                {"Retry-After": str(BROKER_RETRY_AFTER_S)},
             ) from None
         self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
+
+    def check_brokers(self) -> None:
+        """503 at once while no broker answers: nothing is sent that could be delivered late
+        (a send held in the producer would be, after the caller gave up and retried)."""
+        if not self.broker.reachable:
+            raise ApiError(
+                503,
+                "kafka_unavailable",
+                f"no Kafka broker has answered for {self.broker.down_for:.0f} s; retry later",
+                {"Retry-After": str(BROKER_RETRY_AFTER_S)},
+            )
 
     async def lookup(self, tenant: str, request_id: str) -> RequestState:
         """The tenant's request, or 404 — also for another tenant's id (no existence oracle).

@@ -63,6 +63,10 @@ class GatewaySettings:
     """Outbound frames buffered per WebSocket session before the session stops pulling audio."""
     ws_send_timeout_s: float = 30.0
     """A client that reads nothing for this long while its queue is full is disconnected."""
+    broker_loss_s: float = 10.0
+    """With no Kafka broker reachable for this long, open WebSocket sessions end with an error
+    event `kafka_unavailable` (close 1013, try again later); new requests are refused 503 with
+    Retry-After as soon as none is reachable, and served again once one is."""
     worker_metrics_urls: tuple[str, ...] = ()
     """Workers' /metrics URLs, summarised by /v1/pipeline for the web page."""
     api_keys_file: str | None = None
@@ -158,6 +162,7 @@ class GatewaySettings:
                 "WS_MAX_SESSIONS_PER_TENANT", d.ws_max_sessions_per_tenant, PREFIX
             ),
             ws_queue_frames=env_int("WS_QUEUE_FRAMES", d.ws_queue_frames, PREFIX),
+            broker_loss_s=env_float("BROKER_LOSS_S", d.broker_loss_s, PREFIX),
             ws_send_timeout_s=env_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s, PREFIX),
             worker_metrics_urls=tuple(u for u in _get("WORKER_METRICS_URLS", "").split(",") if u.strip()),
             api_keys_file=key_file or None,

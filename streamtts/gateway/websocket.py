@@ -232,11 +232,17 @@ class Session:
         sender = asyncio.create_task(self._send_loop())
         forwarder = asyncio.create_task(self._forward_loop())
         receiver = asyncio.create_task(self._receive_loop())
+        # No broker for `broker_loss_s`: nothing this session waits for can come; say so.
+        outage = asyncio.create_task(self.gw.broker.lost_for(self.gw.settings.broker_loss_s))
+        self._background.add(outage)
         tasks: tuple[asyncio.Task[Any], ...] = (sender, forwarder, receiver)
         reason = "error"
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            if receiver.done() and not receiver.cancelled() and receiver.exception() is None:
+            await asyncio.wait((*tasks, outage), return_when=asyncio.FIRST_COMPLETED)
+            if outage.done() and not receiver.done():
+                reason = "kafka_unavailable"
+                await self._end_unavailable(forwarder, receiver, sender)
+            elif receiver.done() and not receiver.cancelled() and receiver.exception() is None:
                 outcome = reason = receiver.result()
                 if outcome == "end":  # deliver the remaining audio, then say done
                     await forwarder
@@ -263,7 +269,27 @@ class Session:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
                         code, why = (1008, "client reads too slowly") if slow else (1000, None)
+                        if reason == "kafka_unavailable" and not slow:
+                            code, why = 1013, "Kafka unavailable"  # try again later
                         await self.ws.close(code, why)
+
+    async def _end_unavailable(self, *tasks: asyncio.Task[Any]) -> None:
+        """End the session for a broker outage: stop reading and forwarding, then the error
+        event and the close after whatever is already queued (bounded like any send)."""
+        forwarder, receiver, sender = tasks
+        for task in (forwarder, receiver):
+            task.cancel()
+        await asyncio.gather(forwarder, receiver, return_exceptions=True)
+        down = self.gw.broker.down_for
+        async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
+            await self._error(
+                "kafka_unavailable",
+                f"no Kafka broker has answered for {down:.0f} s: this session's speech cannot "
+                "be served; reconnect later",
+                pending=self.pending,
+            )
+            await self.out.put(_CLOSE)
+            await sender
 
     async def _receive_loop(self) -> str:
         """Read client frames until "end", "disconnect" or "idle" (timeout).
@@ -692,6 +718,11 @@ async def stream(ws: WebSocket) -> None:
     if refusal is not None:
         gw.audit.record(ctx.event("ws_open", status=None, outcome="too_many_sessions", sent=0))
         await _refuse(ws, "too_many_sessions", refusal, 1013, "try again later")
+        return
+    if not gw.broker.reachable:  # nothing said in this session could be queued
+        gw.audit.record(ctx.event("ws_open", status=None, outcome="kafka_unavailable", sent=0))
+        down = f"no Kafka broker has answered for {gw.broker.down_for:.0f} s; reconnect later"
+        await _refuse(ws, "kafka_unavailable", down, 1013, "Kafka unavailable")
         return
     session = Session(ws, gw, tenant)
     ctx.request_id = session.session_id
