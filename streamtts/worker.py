@@ -149,7 +149,10 @@ class Worker:
             # 2. The model: CPU-bound and local, loaded once whatever Kafka does meanwhile.
             if any(svc.name == "model" for svc in self.side_services):
                 await SIDE_SERVICE_STARTERS["model"](self)
-            # 3. The Kafka steps, each retried until the start-up bound.
+            # 3. Whether a broker answers, for readiness: a worker cut off from its brokers
+            #    says so rather than look ready while it renders into the void.
+            await self._start_broker_watch()
+            # 4. The Kafka steps, each retried until the start-up bound.
             clock = StartupClock(policy)
             self.readiness.startup_deadline = time.monotonic() + clock.remaining()
             retries = await self._start_kafka_steps(clock, policy)
@@ -298,6 +301,20 @@ class Worker:
         self._on_stop("ops", self.ops.stop)
         log_event(log, "ops_listening", port=port, paths=["/healthz", "/readyz", "/metrics"])
         self.ops_started.set()
+
+    async def _start_broker_watch(self) -> None:
+        from streamtts.runtime.broker_watch import BrokerWatch
+
+        watch = BrokerWatch(self.settings.kafka)
+        await watch.start()  # never fails: it probes in the background
+        self._on_stop("broker_watch", watch.stop)
+
+        def down() -> str | None:
+            if watch.reachable:
+                return None
+            return f"no Kafka broker reachable for {watch.down_for:.0f} s ({watch.last_error})"
+
+        self.readiness.brokers_down = down
 
     async def _start_lag(self) -> None:
         from streamtts.runtime.lag import LagMonitor

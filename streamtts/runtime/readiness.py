@@ -24,6 +24,8 @@ class Readiness:
     """Stage → joined its group yet; read from the services when asked, not copied."""
     failures: Callable[[], dict[str, str]] = dict
     """Stage → why its consuming loop died (a dead loop is never ready)."""
+    brokers_down: Callable[[], str | None] = lambda: None
+    """Why no Kafka broker answers this process now, or None while one does."""
     started_at: float = field(default_factory=time.monotonic)
     startup_deadline: float | None = None
     """While the worker starts: when its start-up bound runs out (monotonic). Start-up past it
@@ -43,6 +45,8 @@ class Readiness:
             out.append("model not loaded/warmed")
         out += [f"{stage}: no partition assignment yet" for stage, ok in self.assignments().items() if not ok]
         out += [f"{stage}: loop died ({why})" for stage, why in self.failures().items()]
+        if (down := self.brokers_down()) is not None:
+            out.append(down)
         if not self.canary_ok:
             out.append(f"canary failing: {self.canary_reason}")
         return out

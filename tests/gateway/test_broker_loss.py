@@ -1,7 +1,8 @@
 """A gateway whose brokers vanish while sessions speak: every open WebSocket session ends with an
 `kafka_unavailable` error event and close 1013 within its bound; new requests get 503 with
 Retry-After (a new session the same event); after the brokers return, the same gateway process
-serves again — a new session's speech comes back whole. On a private broker (it is SIGKILLed)."""
+serves again — a new session's speech comes back whole. The worker behind it says not ready
+for the outage too. On a private broker (it is SIGKILLed)."""
 
 from __future__ import annotations
 
@@ -111,6 +112,11 @@ async def test_the_gateway_rides_out_losing_every_broker(
                     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
                 problems = (await _until_ready(client, False, 5))["problems"]
                 assert any(p.startswith("no Kafka broker reachable") for p in problems), problems
+                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{worker.ops_port}") as ops:
+                    worker_problems = (await _until_ready(ops, False, 10))["problems"]
+                assert any(p.startswith("no Kafka broker reachable") for p in worker_problems), (
+                    worker_problems
+                )
 
                 await asyncio.to_thread(own_stack.up, lambda _m: None, with_minio=False)
                 await _until_ready(client, True, 60)
