@@ -27,6 +27,7 @@ from pathlib import Path
 import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
 
+from streamtts.bench.tables import markdown_rows
 from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
 from streamtts.infra.local import processes
 from streamtts.infra.local.stack import LocalStack
@@ -479,8 +480,4 @@ class ChaosRun:
 
 
 def markdown(reports: list[ChaosReport]) -> str:
-    rows = [rep.row() for rep in reports]
-    head = list(rows[0])
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(str(row[h]) for h in head) + " |" for row in rows]
-    return "\n".join(out)
+    return markdown_rows([rep.row() for rep in reports])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from streamtts.bench.tables import markdown_rows
 from streamtts.infra.local.stack import LocalStack
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
@@ -223,8 +224,4 @@ class StartupFaultSweep:
 
 
 def markdown(outcomes: list[StepOutcome]) -> str:
-    rows = [o.row() for o in outcomes]
-    head = list(rows[0])
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(str(r[h]) for h in head) + " |" for r in rows]
-    return "\n".join(out)
+    return markdown_rows([o.row() for o in outcomes])
