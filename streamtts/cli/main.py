@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from streamtts.errors import StreamTTSError
 
-# Module names under streamtts.cli; imported lazily so `streamtts infra` does not load the model.
+# Module names under streamtts.cli (`<command>_cmd`); only the one a command line names is imported.
 SUBCOMMANDS: tuple[str, ...] = (
     "infra_cmd",
     "topics_cmd",
@@ -46,21 +46,39 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command line, only the subcommand it names is imported (a
+    worker's `streamtts run` loads no bench, eval or gateway code). Without one — `--help`,
+    a typo — every subcommand is, so the listing and the error name them all."""
     parser = OneLineParser(prog="streamtts", description="Streaming TTS pipeline over Kafka")
     parser.add_argument(
         "--config", metavar="FILE", help="TOML/YAML config file (default: $STREAMTTS_CONFIG); env vars win"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
-    for name in SUBCOMMANDS:
+    named = _named_subcommand(argv)
+    for name in (named,) if named else SUBCOMMANDS:
         module = importlib.import_module(f"streamtts.cli.{name}")
         module.register(sub)
     return parser
 
 
+def _named_subcommand(argv: Sequence[str] | None) -> str | None:
+    """The module of the subcommand `argv` names (its first word after the global options)."""
+    if argv is None:
+        return None
+    words = list(argv)
+    while words and words[0].startswith("-"):
+        option = words.pop(0)
+        if option == "--config" and words:
+            words.pop(0)  # its value
+    module = f"{words[0].replace('-', '_')}_cmd" if words else ""
+    return module if module in SUBCOMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     from streamtts.runtime import jsonlog
 
