@@ -23,7 +23,7 @@ def _imported(argv: list[str]) -> list[str]:
         timeout=60,
         check=True,
     )
-    return eval(out.stdout)
+    return ast.literal_eval(out.stdout)
 
 
 def test_a_named_subcommand_is_the_only_one_imported() -> None:
