@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from streamtts.audio import formats
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.http import gateway
 from streamtts.gateway.openapi import openapi_document
@@ -65,6 +66,10 @@ async def voices(request: Request) -> Response:
             "voices": list(gw.voices.voices),
             "languages": list(gw.voices.languages),
             "openai_voices": dict(OPENAI_VOICES),
+            "formats": [
+                {"format": c.name, "content_type": c.content_type, "default_rate": c.default_rate}
+                for c in formats.codecs()
+            ],
         }
     )
 

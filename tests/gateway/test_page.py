@@ -59,6 +59,13 @@ async def test_page_streams_speech_in_chromium(
                 timeout=15_000,
             )
             health = await page.text_content("#health") or ""
+            # Every format of the codec registry is offered; G.711 the page decodes itself.
+            offered = await page.eval_on_selector_all("#format option", "os => os.map(o => o.value)")
+            await page.select_option("#format", "mulaw")
+            await page.fill("#text", "Telephone audio plays in the browser too.")
+            await page.click("#speak")
+            await page.wait_for_selector("#status[data-state=completed]", timeout=60_000)
+            mulaw_ms = float(await page.get_attribute("#duration", "data-ms") or 0)
             await page.screenshot(path=str(shot), full_page=True)
         finally:
             await browser.close()
@@ -66,6 +73,8 @@ async def test_page_streams_speech_in_chromium(
     print(f"screenshot: {shot}")
     assert not errors, errors
     assert 2000 < duration_ms < 10_000, duration_ms  # two short sentences of decoded audio
+    assert sorted(offered) == sorted(["pcm", "wav", "mp3", "opus", "flac", "mulaw", "alaw"]), offered
+    assert 1000 < mulaw_ms < 6000, mulaw_ms  # one sentence of 8 kHz G.711, decoded by the page
     assert 0 < ttfa_ms < 30_000 and chunks >= 2
     assert '"completed":' in health and "/metrics" in health
     assert shot.stat().st_size > 10_000
