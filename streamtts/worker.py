@@ -90,9 +90,9 @@ class Worker:
         self._sink_namespace = sink_namespace
         self._ops_enabled = ops
         self._stops: list[tuple[str, Stop]] = []
+        """What was started, with how to stop it; `stop` unwinds it last-in, first-out."""
         self._step_now = "start"
         """The start-up step running (or the last one run): named when start-up fails."""
-        """What was started, with how to stop it; `stop` unwinds it last-in, first-out."""
         self.services: list[Stage] = []
         self.ops: Any = None
         self.canary: Any = None
@@ -197,13 +197,7 @@ class Worker:
                 retries += await self._retrying(svc.name, SIDE_SERVICE_STARTERS[svc.name], clock, policy)
         return retries
 
-    async def _retrying(
-        self,
-        name: str,
-        start: Callable[[Worker], Awaitable[None]],
-        clock: StartupClock,
-        policy: StartupPolicy,
-    ) -> int:
+    async def _retrying(self, name: str, start: StepStart, clock: StartupClock, policy: StartupPolicy) -> int:
         """One step until it succeeds: a failed or overrunning try (its broker died mid-step)
         is unwound, what it started stopped, and tried again after a backoff. The steps
         already done stay: each rides out a broker outage as a running worker does. Past the
@@ -240,7 +234,7 @@ class Worker:
                 await asyncio.sleep(delay)  # backoff before the next try: nothing to await
                 tries += 1
 
-    async def _step(self, name: str, start: Callable[[Worker], Awaitable[None]], clock: StartupClock) -> None:
+    async def _step(self, name: str, start: StepStart, clock: StartupClock) -> None:
         """One start-up step, bounded: a client waiting on a broker that died is abandoned."""
         self._step_now = name
         bound = clock.step_bound()
@@ -588,7 +582,7 @@ LEXICONS_CATCH_UP_S = 10.0
 """A lexicon topic not read to its end by then is caught up in the background (logged)."""
 
 
-def _stage_starter(spec: StageSpec, group: GroupSpec) -> Callable[[Worker], Awaitable[None]]:
+def _stage_starter(spec: StageSpec, group: GroupSpec) -> StepStart:
     """A stage's start as a start-up step: the service built, listed and its stop listed
     before it starts (an unwind stops one that failed half-way), then started."""
 

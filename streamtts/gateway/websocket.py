@@ -281,15 +281,17 @@ class Session:
             task.cancel()
         await asyncio.gather(forwarder, receiver, return_exceptions=True)
         down = self.gw.broker.down_for
-        async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
-            await self._error(
-                "kafka_unavailable",
-                f"no Kafka broker has answered for {down:.0f} s: this session's speech cannot "
-                "be served; reconnect later",
-                pending=self.pending,
-            )
-            await self.out.put(_CLOSE)
-            await sender
+        # A reader too slow to take even this is closed anyway (by `run`, bounded).
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.gw.settings.ws_send_timeout_s):
+                await self._error(
+                    "kafka_unavailable",
+                    f"no Kafka broker has answered for {down:.0f} s: this session's speech cannot "
+                    "be served; reconnect later",
+                    pending=self.pending,
+                )
+                await self.out.put(_CLOSE)
+                await sender
 
     async def _receive_loop(self) -> str:
         """Read client frames until "end", "disconnect" or "idle" (timeout).
