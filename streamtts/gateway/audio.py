@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -15,7 +16,8 @@ from streamtts.gateway.errors import ApiError
 from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.framing import Framer, Pacer, frameable, frameable_choices
 from streamtts.gateway.metrics import GatewayMetrics
-from streamtts.gateway.service import Gateway
+from streamtts.gateway.service import BROKER_RETRY_AFTER_S, Gateway
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.schemas import AudioChunk
 
 
@@ -66,11 +68,13 @@ async def audio_response(
         return await _stored(gw, state)
     timeout = gw.settings.request_timeout_s
     delivery = state.deliver(Delivery(state.request_id))
-    chunks = state.chunks_in_order(timeout, delivery)
+    chunks = _while_brokers_answer(gw, state.chunks_in_order(timeout, delivery))
     try:
         # Wait for the first chunk before answering: its sample rate goes in the headers,
         # and a request that fails early still gets a proper error status.
         first = await _first(chunks, delivery)
+    except BrokersLost as err:
+        raise _unavailable(err) from None
     except StreamFailed:
         raise failed(state) from None
     except StreamIncomplete:
@@ -93,6 +97,37 @@ async def audio_response(
     )
 
 
+class BrokersLost(Exception):
+    """No Kafka broker answered for `broker_loss_s` while a response waited for audio."""
+
+
+async def _while_brokers_answer(gw: Gateway, chunks: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChunk]:
+    """`chunks`, ended by `BrokersLost` once no broker has answered for `broker_loss_s`:
+    a response waiting on a pipeline it cannot reach fails in bounded time, not at the
+    request timeout."""
+    loss_s = gw.settings.broker_loss_s
+    lost = asyncio.create_task(gw.broker.lost_for(loss_s))
+    try:
+        while True:
+            following = asyncio.ensure_future(anext(chunks))
+            await asyncio.wait({following, lost}, return_when=asyncio.FIRST_COMPLETED)
+            if not following.done():
+                await cancel_and_wait(following)
+                raise BrokersLost(f"no Kafka broker has answered for {loss_s:g} s")
+            try:
+                yield following.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        await cancel_and_wait(lost)
+
+
+def _unavailable(err: BrokersLost) -> ApiError:
+    return ApiError(
+        503, "kafka_unavailable", f"{err}; retry later", {"Retry-After": str(BROKER_RETRY_AFTER_S)}
+    )
+
+
 async def _first(chunks: AsyncIterator[AudioChunk], delivery: Delivery) -> AudioChunk:
     """The first chunk; a stream that never starts is no live delivery."""
     try:
@@ -106,7 +141,7 @@ async def _guarded(chunks: AsyncIterator[AudioChunk]) -> AsyncIterator[AudioChun
     try:
         async for c in chunks:
             yield c
-    except (StreamFailed, StreamIncomplete, TimeoutError) as err:
+    except (StreamFailed, StreamIncomplete, TimeoutError, BrokersLost) as err:
         # Mid-stream the status line is already sent: aborting the body is the only honest
         # signal (the client sees a truncated chunked response, not a short "success").
         raise ConnectionAbortedError(f"stream ended early: {type(err).__name__}") from err
@@ -143,9 +178,11 @@ async def _prepend(first: AudioChunk, rest: AsyncIterator[AudioChunk]) -> AsyncI
 
 async def _framed(gw: Gateway, state: RequestState, framing: Framing, endpoint: str) -> Response:
     delivery = state.deliver(Delivery(state.request_id))
-    chunks = state.chunks_in_order(gw.settings.request_timeout_s, delivery)
+    chunks = _while_brokers_answer(gw, state.chunks_in_order(gw.settings.request_timeout_s, delivery))
     try:
         first = await _first(chunks, delivery)
+    except BrokersLost as err:
+        raise _unavailable(err) from None
     except StreamFailed:
         raise failed(state) from None
     except (StreamIncomplete, StopAsyncIteration):

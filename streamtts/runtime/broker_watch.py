@@ -37,6 +37,8 @@ class BrokerWatch(AsyncLifecycle):
         self._probed = asyncio.Condition()
         self._admin: AIOKafkaAdminClient | None = None
         self._task: asyncio.Task[None] | None = None
+        self._abandoned: set[asyncio.Task[None]] = set()
+        """Probes past their timeout and clients being closed: never waited on by the loop."""
 
     @property
     def down_for(self) -> float:
@@ -54,7 +56,11 @@ class BrokerWatch(AsyncLifecycle):
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
-        await self._close_admin()
+        self._drop_admin()
+        if self._abandoned:  # the client's close, bounded; a probe stuck past it is left
+            await asyncio.wait(set(self._abandoned), timeout=self.timeout_s)
+        for task in self._abandoned:
+            task.cancel()
 
     async def _run(self) -> None:
         while True:
@@ -78,24 +84,39 @@ class BrokerWatch(AsyncLifecycle):
             await asyncio.sleep(self.every_s)  # the probe's period
 
     async def _probe(self) -> bool:
+        """One question to the cluster, in a task of its own: a client that swallows the
+        cancel of a timed-out call (aiokafka has, for 30 s) is abandoned, never waited on."""
+        asking = asyncio.create_task(self._ask(), name="broker-watch-probe")
+        await asyncio.wait({asking}, timeout=self.timeout_s)
+        if asking.done() and not asking.cancelled() and asking.exception() is None:
+            return True
+        if asking.done():
+            err = asking.exception() if not asking.cancelled() else None
+            self.last_error = describe(err) if err is not None else "cancelled"
+        else:
+            asking.cancel()
+            self._abandoned.add(asking)
+            asking.add_done_callback(self._abandoned.discard)
+            self.last_error = f"no answer within {self.timeout_s:g} s"
+        self._drop_admin()  # a fresh client bootstraps again on the next probe
+        return False
+
+    async def _ask(self) -> None:
+        if self._admin is None:
+            self._admin = make_admin(self.kafka, request_timeout_ms=int(self.timeout_s * 1000))
+            await unless_cancelled_inside(self._admin.start())
+        await unless_cancelled_inside(self._admin.describe_cluster())
+
+    def _drop_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:  # closed in the background, bounded: the watch goes on meanwhile
+            closing = asyncio.create_task(self._close(admin), name="broker-watch-close")
+            self._abandoned.add(closing)
+            closing.add_done_callback(self._abandoned.discard)
+
+    async def _close(self, admin: AIOKafkaAdminClient) -> None:
         try:
             async with asyncio.timeout(self.timeout_s):
-                if self._admin is None:
-                    admin = make_admin(self.kafka, request_timeout_ms=int(self.timeout_s * 1000))
-                    self._admin = admin
-                    await unless_cancelled_inside(admin.start())
-                await unless_cancelled_inside(self._admin.describe_cluster())
-            return True
-        except Exception as err:  # refused, timed out, cancelled inside: no broker answered
-            self.last_error = describe(err)
-            await self._close_admin()  # a fresh client bootstraps again on the next probe
-            return False
-
-    async def _close_admin(self) -> None:
-        admin, self._admin = self._admin, None
-        if admin is not None:
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    await unless_cancelled_inside(admin.close())
-            except Exception as err:  # gone either way
-                log.debug("broker watch: closing its admin client failed: %s", err)
+                await unless_cancelled_inside(admin.close())
+        except Exception as err:  # gone either way
+            log.debug("broker watch: closing its admin client failed: %s", err)

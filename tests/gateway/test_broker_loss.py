@@ -1,5 +1,6 @@
 """A gateway whose brokers vanish while sessions speak: every open WebSocket session ends with an
-`kafka_unavailable` error event and close 1013 within its bound; new requests get 503 with
+`kafka_unavailable` error event and close 1013 within its bound, and an HTTP request waiting for
+its first audio gets 503 `kafka_unavailable` with Retry-After within it; new requests get 503 with
 Retry-After (a new session the same event); after the brokers return, the same gateway process
 serves again — a new session's speech comes back whole. The worker behind it says not ready
 for the outage too. On a private broker (it is SIGKILLed)."""
@@ -42,6 +43,14 @@ async def _until_ready(client: httpx.AsyncClient, ready: bool, timeout_s: float)
             await asyncio.sleep(0.2)  # a probe's period: readiness has no event outside
 
 
+async def _until_submitted(client: httpx.AsyncClient, endpoint: str) -> None:
+    """Until the gateway counts a request of `endpoint` as queued on Kafka."""
+    needle = f'streamtts_gateway_submitted_total{{endpoint="{endpoint}"'
+    async with asyncio.timeout(30):
+        while needle not in (await client.get("/metrics")).text:  # noqa: ASYNC110 - a foreign count
+            await asyncio.sleep(0.1)  # the gateway's own count: no event outside it
+
+
 async def _open_session(ws_url: str) -> websockets.ClientConnection:
     ws = await websockets.connect(ws_url, max_size=None)
     assert orjson.loads(await ws.recv())["type"] == "session"
@@ -77,10 +86,10 @@ async def test_the_gateway_rides_out_losing_every_broker(
     try:
         await apply_topics(kafka)
         settings = Settings(kafka=kafka, s3=services.s3)
-        worker = Worker(
-            ["segment", "synthesize", "encode", "sink"], settings, pipeline_settings, renderer=speech_renderer
-        )
+        # Only the sink at first: a request waits for audio that cannot come before the kill.
+        worker = Worker(["sink"], settings, pipeline_settings)
         await worker.start()
+        speech: Worker | None = None
         server = GatewayServer(create_app(replace(gateway_settings, broker_loss_s=LOSS_S), settings))
         await server.start()
         try:
@@ -88,10 +97,24 @@ async def test_the_gateway_rides_out_losing_every_broker(
             async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
                 await _until_ready(client, True, 30)
                 sessions = [await _open_session(ws_url) for _ in range(SESSIONS)]
+                # An HTTP request queued, its response waiting for a first chunk.
+                waiting = asyncio.create_task(
+                    client.post(
+                        "/v1/audio/speech",
+                        json={"model": "tts-1", "input": "Are you still there?", "voice": "alloy"},
+                        headers=ACME,
+                    )
+                )
+                await _until_submitted(client, "openai")
 
                 os.kill(own_stack.kafka.pid() or 0, signal.SIGKILL)
                 killed = time.monotonic()
                 ends = await asyncio.wait_for(asyncio.gather(*(_ends_unavailable(ws) for ws in sessions)), 60)
+                answer = await asyncio.wait_for(waiting, 60)
+                answered = time.monotonic()
+                assert answer.status_code == 503 and answer.json()["error"]["code"] == "kafka_unavailable"
+                assert int(answer.headers["retry-after"]) >= 1
+                assert answered - killed <= LOSS_S + 3.0 + 4.0, answered - killed
                 # Bound: the loss bound, plus one probe's timeout and period, plus slack for a busy machine.
                 assert all(at - killed <= LOSS_S + 3.0 + 4.0 for at, _ in ends), [
                     at - killed for at, _ in ends
@@ -120,6 +143,10 @@ async def test_the_gateway_rides_out_losing_every_broker(
 
                 await asyncio.to_thread(own_stack.up, lambda _m: None, with_minio=False)
                 await _until_ready(client, True, 60)
+                speech = Worker(
+                    ["segment", "synthesize", "encode"], settings, pipeline_settings, renderer=speech_renderer
+                )
+                await speech.start()
                 audio = bytearray()
                 async with asyncio.timeout(120), websockets.connect(ws_url, max_size=None) as ws:
                     start = {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm"}
@@ -140,6 +167,8 @@ async def test_the_gateway_rides_out_losing_every_broker(
                 assert len(audio) > 24_000 * 2 * 0.5, "at least half a second of 24 kHz s16 speech"
         finally:
             await server.stop()
+            if speech is not None:
+                await speech.stop()
             await worker.stop()
     finally:
         await asyncio.to_thread(own_stack.down, lambda _m: None)
