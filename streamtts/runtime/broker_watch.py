@@ -97,15 +97,17 @@ class BrokerWatch(AsyncLifecycle):
             asking.cancel()
             self._abandoned.add(asking)
             asking.add_done_callback(self._abandoned.discard)
+            asking.add_done_callback(_retrieved)  # its late error is the outage we reported
             self.last_error = f"no answer within {self.timeout_s:g} s"
         self._drop_admin()  # a fresh client bootstraps again on the next probe
         return False
 
     async def _ask(self) -> None:
-        if self._admin is None:
-            self._admin = make_admin(self.kafka, request_timeout_ms=int(self.timeout_s * 1000))
-            await unless_cancelled_inside(self._admin.start())
-        await unless_cancelled_inside(self._admin.describe_cluster())
+        admin = self._admin  # its own: an abandoned probe never touches a newer client
+        if admin is None:
+            admin = self._admin = make_admin(self.kafka, request_timeout_ms=int(self.timeout_s * 1000))
+            await unless_cancelled_inside(admin.start())
+        await unless_cancelled_inside(admin.describe_cluster())
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -120,3 +122,9 @@ class BrokerWatch(AsyncLifecycle):
                 await unless_cancelled_inside(admin.close())
         except Exception as err:  # gone either way
             log.debug("broker watch: closing its admin client failed: %s", err)
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """Mark an abandoned task's outcome as seen (no "exception was never retrieved")."""
+    if not task.cancelled():
+        task.exception()
