@@ -66,6 +66,7 @@ async def test_page_streams_speech_in_chromium(
             await page.click("#speak")
             await page.wait_for_selector("#status[data-state=completed]", timeout=60_000)
             mulaw_ms = float(await page.get_attribute("#duration", "data-ms") or 0)
+            mulaw_captions = await page.text_content("#captions")
             await page.screenshot(path=str(shot), full_page=True)
         finally:
             await browser.close()
@@ -75,6 +76,8 @@ async def test_page_streams_speech_in_chromium(
     assert 2000 < duration_ms < 10_000, duration_ms  # two short sentences of decoded audio
     assert sorted(offered) == sorted(["pcm", "wav", "mp3", "opus", "flac", "mulaw", "alaw"]), offered
     assert 1000 < mulaw_ms < 6000, mulaw_ms  # one sentence of 8 kHz G.711, decoded by the page
+    # Its two chunks' words read as written (a chunk boundary used to drop the space).
+    assert mulaw_captions == "Telephone audio plays in the browser too.", mulaw_captions
     assert 0 < ttfa_ms < 30_000 and chunks >= 2
     assert '"completed":' in health and "/metrics" in health
     assert shot.stat().st_size > 10_000
