@@ -23,6 +23,7 @@ from streamtts.processors.segment.exceptions import (
     TextTooLong,
     UnsupportedLanguage,
 )
+from streamtts.processors.segment.han_words import han_breaks
 from streamtts.processors.segment.langid import Run, normalize_lang_hint, tag_runs, text_language
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import has_speakable, normalize_mapped
@@ -148,6 +149,7 @@ def segment_text(
         first_max_chars=first_max_chars,
         first_min_chars=max(0, min(first_min_chars, first_max_chars)),
         given_cost=lambda ch: len(table.display(ch)),
+        han_breaks=han_breaks,
     )
 
     spans: list[Span] = []

@@ -6,6 +6,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from streamtts.processors.segment.han_words import HanBreaks
 from streamtts.schemas.languages import CLOSED_STOPS
 
 # "." ends a sentence unless it closes an abbreviation (checked apart), "…" ends a clause.
@@ -37,6 +38,38 @@ def _is_cjk(ch: str) -> bool:
         or 0xF900 <= cp <= 0xFAFF
         or 0x20000 <= cp <= 0x3134F
     )
+
+
+# Characters read past a cut to see the word it falls in whole (longer than jieba's words
+# and than any English word a cut is moved off; a longer word is cut anyway).
+_WORD_LOOKAHEAD = 24
+_WORD_JOINERS = frozenset("-'’")
+
+
+def _in_word(ch: str) -> bool:
+    """A letter or digit of a spaced script (Latin, Cyrillic, digits…): part of a word."""
+    return ch.isalnum() and not _is_cjk(ch)
+
+
+def _splits_no_word(text: str, cut: int, han: HanBreaks | None) -> bool:
+    """Whether cutting `text` before text[cut] leaves every word whole (0 < cut < len)."""
+    left, right = text[cut - 1], text[cut]
+    if unicodedata.combining(right):
+        return False
+    if _in_word(right) and (
+        _in_word(left) or (left in _WORD_JOINERS and cut > 1 and _in_word(text[cut - 2]))
+    ):
+        return False
+    if _in_word(left) and right in _WORD_JOINERS and cut + 1 < len(text) and _in_word(text[cut + 1]):
+        return False
+    if han is not None and _is_han(left) and _is_han(right):
+        return cut in han.ends
+    return True
+
+
+def _is_han(ch: str) -> bool:
+    cp = ord(ch)
+    return 0x3400 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF
 
 
 # Marks around a code's digit words (see `number_context`): a cut never falls between them.
@@ -79,6 +112,10 @@ class ClauseSplitter:
     given_cost: Callable[[str], int] | None = None
     """Cost of a given-pronunciation placeholder (see `pronunciations`): the length of the
     text it stands for, so a span of them keeps to the budget once they are expanded."""
+    han_breaks: Callable[[str], HanBreaks] | None = None
+    """Where the words of a text's Han runs end (`han_words.han_breaks`): a cut inside a
+    Chinese sentence falls only there, before a clause-opening word where one is near the
+    budget. None: between any two Han characters."""
 
     def __post_init__(self) -> None:
         if self.first_max_chars < 4 or self.max_chars < self.first_max_chars:
@@ -220,10 +257,34 @@ class ClauseSplitter:
         if space > limit // 3:
             cut = space + 1 if space < limit else space
         else:
-            cut = limit
-            while cut > 1 and unicodedata.combining(text[start + cut]):
-                cut -= 1
+            cut = self._word_cut(text, start, limit)
         return start + _outside_codes(text, start, cut, budget * 3 // 2)
+
+    def _word_cut(self, text: str, start: int, limit: int) -> int:
+        """The best cut in (limit // 3, limit] (counted from `start`) that splits no word:
+        not inside a Latin or digit word ("bil|ling" was read as three Chinese syllables),
+        not inside a Chinese word where `han_breaks` says where they end, never inside a
+        combining sequence. Best is before a clause-opening word in the budget's second half,
+        then any other word end, then a script boundary next to a Latin word; the latest of a
+        kind. Where every place splits a word (a very long word): `limit`, moved off a
+        combining sequence. Reads `limit` + `_WORD_LOOKAHEAD` characters."""
+        window = text[start : start + limit + _WORD_LOOKAHEAD]
+        breaks = self.han_breaks(window) if self.han_breaks is not None else None
+        best: tuple[int, int] | None = None  # (kind, cut): lower kind is better
+        for cut in range(limit, limit // 3, -1):
+            if not _splits_no_word(window, cut, breaks):
+                continue
+            if breaks is not None and cut in breaks.openers and cut > limit // 2:
+                return cut
+            kind = 2 if _in_word(window[cut - 1]) or _in_word(window[cut]) else 1
+            if best is None or kind < best[0]:
+                best = (kind, cut)
+        if best is not None:
+            return best[1]
+        cut = limit
+        while cut > 1 and unicodedata.combining(text[start + cut]):
+            cut -= 1
+        return cut
 
     def first_piece(self, clauses: list[str]) -> tuple[str, list[str]]:
         """The first piece of a request and the clauses left after it.

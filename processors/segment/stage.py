@@ -17,6 +17,7 @@ from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.routing import Route, route
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.processors.segment.exceptions import TooCostly
+from streamtts.processors.segment.han_words import warm_han_words
 from streamtts.processors.segment.langid import warm_identification
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
@@ -108,6 +109,7 @@ class SegmentStage(FaustStage):
     async def start(self) -> None:
         # Language identification's models load before the first record, off the loop.
         await asyncio.to_thread(warm_identification)
+        await asyncio.to_thread(warm_han_words)
         await super().start()
 
     async def stop(self) -> None:
