@@ -67,6 +67,34 @@ def _splits_no_word(text: str, cut: int, han: HanBreaks | None) -> bool:
     return True
 
 
+def _cut_kind(left: str, right: str, kana: bool) -> int:
+    """How good a cut between `left` and `right` is when no word is split: 1 between words,
+    2 next to a Latin word (its run then starts or ends a span), 3 inside kana or after a
+    kanji's okurigana (Japanese words and inflections: "確認し|ます", "書|く") — a cut after
+    a particle, before the next kanji or katakana word, is a 1; in text with kana, a cut
+    between two kanji is a 2 (jieba's words are Chinese ones: "午前|中")."""
+    if _in_word(left) or _in_word(right) or (kana and _is_han(left) and _is_han(right)):
+        return 2
+    if _is_hiragana(right) or (_is_katakana(left) and _is_katakana(right)):
+        return 3  # kana goes on the word before it (okurigana, inflections, particles)
+    if _is_hiragana(left) and left not in _PARTICLE_ENDS:
+        return 3  # "お|届け": a prefix, not a particle, before the kanji
+    return 1
+
+
+# Hiragana that end a particle ("は", "を", "から", "まで"…): a cut after one, before a kanji or
+# katakana word, falls between words.
+_PARTICLE_ENDS = frozenset("はがをにでとのもへやかでらまど")
+
+
+def _is_hiragana(ch: str) -> bool:
+    return 0x3041 <= ord(ch) <= 0x309F
+
+
+def _is_katakana(ch: str) -> bool:
+    return 0x30A0 <= ord(ch) <= 0x30FF
+
+
 def _is_han(ch: str) -> bool:
     cp = ord(ch)
     return 0x3400 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF
@@ -265,18 +293,20 @@ class ClauseSplitter:
         not inside a Latin or digit word ("bil|ling" was read as three Chinese syllables),
         not inside a Chinese word where `han_breaks` says where they end, never inside a
         combining sequence. Best is before a clause-opening word in the budget's second half,
-        then any other word end, then a script boundary next to a Latin word; the latest of a
-        kind. Where every place splits a word (a very long word): `limit`, moved off a
-        combining sequence. Reads `limit` + `_WORD_LOOKAHEAD` characters."""
+        then the latest of the best kind (`_cut_kind`). Where every place splits a word (a very
+        long word): `limit`, moved off a combining sequence. Reads `limit` + `_WORD_LOOKAHEAD`
+        characters."""
         window = text[start : start + limit + _WORD_LOOKAHEAD]
         breaks = self.han_breaks(window) if self.han_breaks is not None else None
         best: tuple[int, int] | None = None  # (kind, cut): lower kind is better
+        # jieba's words are Chinese ones: in Japanese text a cut after a particle is better.
+        kana = any(_is_hiragana(ch) or _is_katakana(ch) for ch in window)
         for cut in range(limit, limit // 3, -1):
             if not _splits_no_word(window, cut, breaks):
                 continue
             if breaks is not None and cut in breaks.openers and cut > limit // 2:
                 return cut
-            kind = 2 if _in_word(window[cut - 1]) or _in_word(window[cut]) else 1
+            kind = _cut_kind(window[cut - 1], window[cut], kana)
             if best is None or kind < best[0]:
                 best = (kind, cut)
         if best is not None:

@@ -193,6 +193,8 @@ FAMILIES: list[Family] = [
     *_plain("run of clause commas", lambda n: _repeat("a，、；", n)),
     *_plain("one long Latin word", lambda n: "a" * n),
     *_plain("one long Han word", lambda n: "中" * n, language="zh"),
+    *_plain("Chinese words without stops, English glued", lambda n: _repeat("请联系billing部门或者", n)),
+    *_plain("Han and Latin letters alternating", lambda n: _repeat("中a", n), language="zh"),
     *_plain("many short sentences", lambda n: _repeat("A. ", n)),
     *_plain("many short CJK sentences", lambda n: _repeat("好。", n), language="zh"),
     *_plain("abbreviations and initials", lambda n: _repeat("Mr. J. e.g. approx. ", n)),
