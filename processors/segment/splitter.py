@@ -351,8 +351,14 @@ class ClauseSplitter:
             # What is left of the sentence would be a fragment too ("…，请妥善保管。" spoken
             # alone came back garbled): the sentence goes whole, up to 1.5 × the budget.
             return (head + tail[1]).strip(), len(clauses)
-        head, rest = self.cut_head(head.strip(), self.first_max_chars)
+        whole = head.strip()
+        head, rest = self.cut_head(whole, self.first_max_chars)
         if rest.strip():
+            after = _fragment_after(rest, clauses, k, 2 * self.first_min_chars)
+            if after is not None and self._fits((whole + after).strip(), whole_budget):
+                # The cut would leave a fragment ("…kann nicht mehr | geändert werden." moved
+                # the stress and dropped the sentence's fall): the sentence goes whole.
+                return (whole + after).strip(), len(clauses)
             k -= 1
             clauses[k] = rest
         return head, k
@@ -392,6 +398,18 @@ class ClauseSplitter:
         if current.strip():
             pieces.append(current.strip())
         return [p for p in pieces if p]
+
+
+def _fragment_after(rest: str, parts: list[str], start: int, limit: int) -> str | None:
+    """ "".join(parts[start:]) when `rest` + it, stripped, is shorter than `limit` characters
+    (what a cut leaves of the sentence is a fragment), else None; joins only as many parts
+    as it takes to know."""
+    joined = rest
+    for k in range(start, len(parts)):
+        joined += parts[k]
+        if len(joined.strip()) >= limit:
+            return None
+    return joined[len(rest) :] if len(joined.strip()) < limit else None
 
 
 def _joined_if_shorter(parts: list[str], start: int, limit: int) -> tuple[str, str] | None:

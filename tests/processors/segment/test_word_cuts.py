@@ -20,12 +20,12 @@ from streamtts.processors.segment.splitter import ClauseSplitter
 GLUED = [
     "如果您在使用过程中遇到任何问题请联系billing部门或者拨打客服热线。",
     "麻烦您先登录您的账户然后在个人中心页面找到Settings选项进行修改。",
-    "我们的技术人员已经把最新的invoice发到您注册时填写的邮箱里了。",
-    "系统检测到您的设备长时间没有连接Wi-Fi所以暂时无法同步数据。",
-    "您在周末提交的退款申请已经由我们的finance团队审核通过了。",
+    "您可以直接在浏览器里打开Dashboard查看最近一个月的全部订单记录。",
     "您提交的资料目前正在由我们的compliance部门进行人工审核请耐心等待。",
     "很抱歉由于仓库系统出现故障您的delivery时间可能会推迟一到两天。",
     "Google账号登录功能目前暂时无法使用请您改用手机号码和验证码登录。",
+    "我们已经为您的账户开通了premium会员权益并赠送了一个月的免费试用。",
+    "请您在收到包裹之后的四十八小时之内打开App确认收货并给我们评价。",
 ]
 LATIN_WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
 
@@ -55,14 +55,28 @@ def test_a_chinese_sentence_is_cut_where_a_word_ends(text: str) -> None:
 
 def test_the_cut_goes_before_a_clause_opening_word_near_the_budget() -> None:
     assert _spans(GLUED[0])[0] == "如果您在使用过程中遇到任何问题"
-    assert _spans(GLUED[3])[0] == "系统检测到您的设备长时间没有连接Wi-Fi"
+    assert _spans(GLUED[5])[0] == "Google账号登录功能目前暂时无法使用"
 
 
 def test_a_bound_particle_stays_with_its_word() -> None:
-    # Before: "…由我们 | 的finance团队…" (the nearest word end before the English word).
-    spans = _spans(GLUED[4])
+    # Before: "…由我们 | 的compliance部门…" (the nearest word end before the English word).
+    spans = _spans(GLUED[3])
     assert not spans[1].startswith("的")
-    assert "我们的finance" in spans[1] or spans[0].endswith("我们的")
+    assert "我们的compliance" in spans[1] or spans[0].endswith("我们的")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "系统检测到您的设备长时间没有连接Wi-Fi所以暂时无法同步数据。",
+        "Die Lieferadresse kann nicht mehr geändert werden.",
+        "Ihr Versicherungsvertrag endet am Monatsende.",
+    ],
+)
+def test_a_cut_that_would_leave_a_fragment_takes_the_sentence_whole(text: str) -> None:
+    # Over the first span's budget, but what a cut leaves ("所以暂时无法同步数据。",
+    # "geändert werden.") would be a fragment: spoken whole, as the raw model says it.
+    assert _spans(text) == [text]
 
 
 def test_without_a_chinese_tokenizer_latin_words_still_stay_whole() -> None:
