@@ -24,6 +24,26 @@ _ABBREVIATIONS = frozenset(
 _LONGEST_ABBREVIATION = max(len(a) for a in _ABBREVIATIONS)
 
 
+# Month names after which "20." is a day's ordinal, not a sentence's end (German, Danish,
+# Norwegian and Swedish write the day as "20. Mai"; abbreviations included).
+_ORDINAL_MONTHS = frozenset(
+    "januar jänner februar märz april mai juni juli august september oktober november dezember "
+    "jan feb mär apr jun jul aug sep sept okt nov dez "
+    "marts maj december mars desember januari februari augusti".split()
+)
+_LONGEST_MONTH = max(len(m) for m in _ORDINAL_MONTHS)
+
+
+def _month_follows(text: str, at: int) -> bool:
+    """Whether text[at:] is one space and then a month name (reads at most ~12 characters)."""
+    if at >= len(text) or text[at] != " ":
+        return False
+    end = at + 1
+    while end < len(text) and end - at <= _LONGEST_MONTH + 1 and text[end].isalpha():
+        end += 1
+    return text[at + 1 : end].lower() in _ORDINAL_MONTHS
+
+
 def _word_char(ch: str) -> bool:
     """What the abbreviation check reads as a word: `[\\w.]` (alphanumerics, "_", ".")."""
     return ch.isalnum() or ch == "_" or ch == "."
@@ -217,6 +237,8 @@ class ClauseSplitter:
         word = text[start:i].lower()
         if word in _ABBREVIATIONS:
             return False
+        if word.isdigit() and len(word) <= 2 and _month_follows(text, i + 1):
+            return False  # a day's ordinal ("zum 20. Mai"): "Mai." alone was a span of its own
         # A single capital letter is an initial ("J. K. Rowling").
         return not (len(word) == 1 and text[start].isupper())
 

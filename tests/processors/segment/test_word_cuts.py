@@ -110,3 +110,10 @@ def test_a_japanese_sentence_is_cut_after_a_particle_not_inside_a_word(text: str
     # Before: "…午前中にお | 届けする…" (a prefix torn from its kanji), "…午前 | 中に…".
     assert spans[0][-1] in "はがをにでとのもへやかでらまど", spans
     assert not ("\u3041" <= spans[1][0] <= "\u309f"), spans  # no span opens with kana of the word before
+
+
+def test_a_days_ordinal_before_a_month_does_not_end_the_sentence() -> None:
+    # Before: "…zahlbar bis zum 20." and "Mai." were two sentences, "Mai." a span alone.
+    spans = _spans("Der Gesamtbetrag beträgt 89 Euro, zahlbar bis zum 20. Mai. Danke.")
+    assert any(span.endswith("zum 20. Mai.") for span in spans), spans
+    assert _spans("Es kostet 20. Danach ist es frei.") == ["Es kostet 20.", "Danach ist es frei."]
