@@ -6,6 +6,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from streamtts.processors.segment.cut_words import space_cut_kind
 from streamtts.processors.segment.han_words import HanBreaks
 from streamtts.schemas.languages import CLOSED_STOPS
 
@@ -85,6 +86,36 @@ def _splits_no_word(text: str, cut: int, han: HanBreaks | None) -> bool:
     if han is not None and _is_han(left) and _is_han(right):
         return cut in han.ends
     return True
+
+
+def _space_cut(window: str, limit: int) -> int | None:
+    """The best cut at a space in (limit // 3, limit] of `window` (the text from where the
+    piece starts, `_WORD_LOOKAHEAD` past the budget): before a phrase opener in the budget's
+    second half, else the latest of the best kind (`cut_words.space_cut_kind`: never after
+    a word that binds to the next where another space fits). None: no space there."""
+    spaces: list[int] = []
+    inside = False  # a space inside a code's digit words is no place to cut (`_outside_codes`)
+    for i, ch in enumerate(window):
+        if ch == " " and not inside:
+            spaces.append(i)
+        elif ch in (_CODE_OPEN, _CODE_CLOSE):
+            inside = ch == _CODE_OPEN
+    best: tuple[int, int] | None = None  # (kind, cut): lower kind is better
+    for n in range(len(spaces) - 1, -1, -1):
+        at = spaces[n]
+        if at > limit:
+            continue
+        if at <= limit // 3:
+            break
+        before = window[spaces[n - 1] + 1 if n else 0 : at]
+        after = window[at + 1 : spaces[n + 1] if n + 1 < len(spaces) else len(window)]
+        kind = space_cut_kind(before, after)
+        cut = at + 1 if at < limit else at
+        if kind == 0 and at > limit // 2:
+            return cut
+        if best is None or kind < best[0]:
+            best = (kind, cut)
+    return None if best is None else best[1]
 
 
 def _cut_kind(left: str, right: str, kana: bool) -> int:
@@ -302,11 +333,8 @@ class ClauseSplitter:
         if limit is None:
             return None
         limit = max(limit, 1)
-        found = text.rfind(" ", start, start + limit + 1)
-        space = found - start if found >= 0 else -1
-        if space > limit // 3:
-            cut = space + 1 if space < limit else space
-        else:
+        cut = _space_cut(text[start : start + limit + _WORD_LOOKAHEAD], limit)
+        if cut is None:
             cut = self._word_cut(text, start, limit)
         return start + _outside_codes(text, start, cut, budget * 3 // 2)
 
@@ -376,10 +404,11 @@ class ClauseSplitter:
         whole = head.strip()
         head, rest = self.cut_head(whole, self.first_max_chars)
         if rest.strip():
-            after = _fragment_after(rest, clauses, k, 2 * self.first_min_chars)
+            after = _joined_within(clauses, k, whole_budget)
             if after is not None and self._fits((whole + after).strip(), whole_budget):
-                # The cut would leave a fragment ("…kann nicht mehr | geändert werden." moved
-                # the stress and dropped the sentence's fall): the sentence goes whole.
+                # A cut inside a clause leaves fragments on both sides ("…kann nicht mehr |
+                # geändert werden." moved the stress and lost the sentence's fall): a
+                # sentence within 1.5 × the budget goes whole, as it does past a clause.
                 return (whole + after).strip(), len(clauses)
             k -= 1
             clauses[k] = rest
@@ -422,16 +451,15 @@ class ClauseSplitter:
         return [p for p in pieces if p]
 
 
-def _fragment_after(rest: str, parts: list[str], start: int, limit: int) -> str | None:
-    """ "".join(parts[start:]) when `rest` + it, stripped, is shorter than `limit` characters
-    (what a cut leaves of the sentence is a fragment), else None; joins only as many parts
-    as it takes to know."""
-    joined = rest
+def _joined_within(parts: list[str], start: int, limit: int) -> str | None:
+    """ "".join(parts[start:]) when it is at most `limit` characters long, else None; joins
+    only as many parts as it takes to know."""
+    joined = ""
     for k in range(start, len(parts)):
         joined += parts[k]
-        if len(joined.strip()) >= limit:
+        if len(joined) > limit:
             return None
-    return joined[len(rest) :] if len(joined.strip()) < limit else None
+    return joined
 
 
 def _joined_if_shorter(parts: list[str], start: int, limit: int) -> tuple[str, str] | None:

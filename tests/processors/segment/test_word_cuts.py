@@ -117,3 +117,28 @@ def test_a_days_ordinal_before_a_month_does_not_end_the_sentence() -> None:
     spans = _spans("Der Gesamtbetrag beträgt 89 Euro, zahlbar bis zum 20. Mai. Danke.")
     assert any(span.endswith("zum 20. Mai.") for span in spans), spans
     assert _spans("Es kostet 20. Danach ist es frei.") == ["Es kostet 20.", "Danach ist es frei."]
+
+
+LONG_LATIN = [
+    "Bitte halten Sie für das Gespräch mit unserem Kundendienst Ihre Auftragsbestätigung bereit.",
+    "I checked your account this morning and the refund will arrive within five business days.",
+    "Your appointment with the specialist is confirmed for March fifteenth at ten thirty in the morning.",
+    "Ihre Bestellung mit der Nummer 5812 wird voraussichtlich am kommenden Freitag geliefert.",
+]
+
+
+@pytest.mark.parametrize("text", LONG_LATIN)
+def test_a_latin_cut_never_ends_a_span_on_a_word_that_binds_to_the_next(text: str) -> None:
+    spans = _spans(text)
+    assert len(spans) >= 2 and " ".join(spans) == text
+    last_word = spans[0].rsplit(" ", 1)[-1].lower()
+    assert last_word not in {"the", "for", "mit", "ihre", "am", "march", "with", "der", "unserem"}, spans
+
+
+def test_a_latin_cut_goes_before_a_conjunction_near_the_budget() -> None:
+    assert _spans(LONG_LATIN[1])[0] == "I checked your account this morning"
+
+
+def test_a_latin_cut_never_falls_inside_a_code() -> None:
+    spans = _spans("You can reach our support team at 555 123 4567 on any day of the week.")
+    assert spans[0] == "You can reach our support team", spans
