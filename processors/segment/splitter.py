@@ -6,7 +6,14 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streamtts.processors.segment.cut_words import space_cut_kind
+from streamtts.processors.segment.cut_words import (
+    WORD_LOOKAHEAD,
+    cut_kind,
+    has_kana,
+    is_cjk,
+    space_cut,
+    splits_no_word,
+)
 from streamtts.processors.segment.han_words import HanBreaks
 from streamtts.schemas.languages import CLOSED_STOPS
 
@@ -48,107 +55,6 @@ def _month_follows(text: str, at: int) -> bool:
 def _word_char(ch: str) -> bool:
     """What the abbreviation check reads as a word: `[\\w.]` (alphanumerics, "_", ".")."""
     return ch.isalnum() or ch == "_" or ch == "."
-
-
-def _is_cjk(ch: str) -> bool:
-    cp = ord(ch)
-    return (
-        0x3040 <= cp <= 0x30FF
-        or 0x3400 <= cp <= 0x9FFF
-        or 0xAC00 <= cp <= 0xD7AF
-        or 0xF900 <= cp <= 0xFAFF
-        or 0x20000 <= cp <= 0x3134F
-    )
-
-
-# Characters read past a cut to see the word it falls in whole (longer than jieba's words
-# and than any English word a cut is moved off; a longer word is cut anyway).
-_WORD_LOOKAHEAD = 24
-_WORD_JOINERS = frozenset("-'’")
-
-
-def _in_word(ch: str) -> bool:
-    """A letter or digit of a spaced script (Latin, Cyrillic, digits…): part of a word."""
-    return ch.isalnum() and not _is_cjk(ch)
-
-
-def _splits_no_word(text: str, cut: int, han: HanBreaks | None) -> bool:
-    """Whether cutting `text` before text[cut] leaves every word whole (0 < cut < len)."""
-    left, right = text[cut - 1], text[cut]
-    if unicodedata.combining(right):
-        return False
-    if _in_word(right) and (
-        _in_word(left) or (left in _WORD_JOINERS and cut > 1 and _in_word(text[cut - 2]))
-    ):
-        return False
-    if _in_word(left) and right in _WORD_JOINERS and cut + 1 < len(text) and _in_word(text[cut + 1]):
-        return False
-    if han is not None and _is_han(left) and _is_han(right):
-        return cut in han.ends
-    return True
-
-
-def _space_cut(window: str, limit: int) -> int | None:
-    """The best cut at a space in (limit // 3, limit] of `window` (the text from where the
-    piece starts, `_WORD_LOOKAHEAD` past the budget): before a phrase opener in the budget's
-    second half, else the latest of the best kind (`cut_words.space_cut_kind`: never after
-    a word that binds to the next where another space fits). None: no space there."""
-    spaces: list[int] = []
-    inside = False  # a space inside a code's digit words is no place to cut (`_outside_codes`)
-    for i, ch in enumerate(window):
-        if ch == " " and not inside:
-            spaces.append(i)
-        elif ch in (_CODE_OPEN, _CODE_CLOSE):
-            inside = ch == _CODE_OPEN
-    best: tuple[int, int] | None = None  # (kind, cut): lower kind is better
-    for n in range(len(spaces) - 1, -1, -1):
-        at = spaces[n]
-        if at > limit:
-            continue
-        if at <= limit // 3:
-            break
-        before = window[spaces[n - 1] + 1 if n else 0 : at]
-        after = window[at + 1 : spaces[n + 1] if n + 1 < len(spaces) else len(window)]
-        kind = space_cut_kind(before, after)
-        cut = at + 1 if at < limit else at
-        if kind == 0 and at > limit // 2:
-            return cut
-        if best is None or kind < best[0]:
-            best = (kind, cut)
-    return None if best is None else best[1]
-
-
-def _cut_kind(left: str, right: str, kana: bool) -> int:
-    """How good a cut between `left` and `right` is when no word is split: 1 between words,
-    2 next to a Latin word (its run then starts or ends a span), 3 inside kana or after a
-    kanji's okurigana (Japanese words and inflections: "確認し|ます", "書|く") — a cut after
-    a particle, before the next kanji or katakana word, is a 1; in text with kana, a cut
-    between two kanji is a 2 (jieba's words are Chinese ones: "午前|中")."""
-    if _in_word(left) or _in_word(right) or (kana and _is_han(left) and _is_han(right)):
-        return 2
-    if _is_hiragana(right) or (_is_katakana(left) and _is_katakana(right)):
-        return 3  # kana goes on the word before it (okurigana, inflections, particles)
-    if _is_hiragana(left) and left not in _PARTICLE_ENDS:
-        return 3  # "お|届け": a prefix, not a particle, before the kanji
-    return 1
-
-
-# Hiragana that end a particle ("は", "を", "から", "まで"…): a cut after one, before a kanji or
-# katakana word, falls between words.
-_PARTICLE_ENDS = frozenset("はがをにでとのもへやかでらまど")
-
-
-def _is_hiragana(ch: str) -> bool:
-    return 0x3041 <= ord(ch) <= 0x309F
-
-
-def _is_katakana(ch: str) -> bool:
-    return 0x30A0 <= ord(ch) <= 0x30FF
-
-
-def _is_han(ch: str) -> bool:
-    cp = ord(ch)
-    return 0x3400 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF
 
 
 # Marks around a code's digit words (see `number_context`): a cut never falls between them.
@@ -217,7 +123,7 @@ class ClauseSplitter:
         return sum(self._unit(c) for c in text)
 
     def _unit(self, ch: str) -> int:
-        if _is_cjk(ch):
+        if is_cjk(ch):
             return self.cjk_weight
         if self.given_cost is not None and ord(ch) >= 0x100000:
             return max(1, self.given_cost(ch))
@@ -333,7 +239,7 @@ class ClauseSplitter:
         if limit is None:
             return None
         limit = max(limit, 1)
-        cut = _space_cut(text[start : start + limit + _WORD_LOOKAHEAD], limit)
+        cut = space_cut(text[start : start + limit + WORD_LOOKAHEAD], limit)
         if cut is None:
             cut = self._word_cut(text, start, limit)
         return start + _outside_codes(text, start, cut, budget * 3 // 2)
@@ -343,20 +249,20 @@ class ClauseSplitter:
         not inside a Latin or digit word ("bil|ling" was read as three Chinese syllables),
         not inside a Chinese word where `han_breaks` says where they end, never inside a
         combining sequence. Best is before a clause-opening word in the budget's second half,
-        then the latest of the best kind (`_cut_kind`). Where every place splits a word (a very
-        long word): `limit`, moved off a combining sequence. Reads `limit` + `_WORD_LOOKAHEAD`
+        then the latest of the best kind (`cut_kind`). Where every place splits a word (a very
+        long word): `limit`, moved off a combining sequence. Reads `limit` + `WORD_LOOKAHEAD`
         characters."""
-        window = text[start : start + limit + _WORD_LOOKAHEAD]
+        window = text[start : start + limit + WORD_LOOKAHEAD]
         breaks = self.han_breaks(window) if self.han_breaks is not None else None
         best: tuple[int, int] | None = None  # (kind, cut): lower kind is better
         # jieba's words are Chinese ones: in Japanese text a cut after a particle is better.
-        kana = any(_is_hiragana(ch) or _is_katakana(ch) for ch in window)
+        kana = has_kana(window)
         for cut in range(limit, limit // 3, -1):
-            if not _splits_no_word(window, cut, breaks):
+            if not splits_no_word(window, cut, breaks):
                 continue
             if breaks is not None and cut in breaks.openers and cut > limit // 2:
                 return cut
-            kind = _cut_kind(window[cut - 1], window[cut], kana)
+            kind = cut_kind(window[cut - 1], window[cut], kana)
             if best is None or kind < best[0]:
                 best = (kind, cut)
         if best is not None:
