@@ -14,9 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "eval",
         help="intelligibility check: raw model vs speech core vs pipeline, transcribed by Whisper",
         description=(
-            "Renders a sentence set (default: the bundled 66 customer-service sentences in zh, en, "
-            "ja, mixed zh/en, ko, es, it, pt, de, fr and hi, with codes, phone numbers, prices and "
-            "dates) with the raw model "
+            "Renders a sentence set (default: the bundled 123 customer-service sentences in zh, "
+            "en, ja, mixed zh/en — 48 of them with English glued to Chinese —, ko, es, it, pt, de, "
+            "fr and hi, with codes, phone numbers, prices and dates) with the raw model "
             "(whole sentence, one voice), the speech core and the whole Kafka pipeline (voice auto), "
             "transcribes each with offline Whisper-base and reports CER/WER per language, clipping "
             "and discontinuities. The pipeline part starts the local stack if it is not running."
