@@ -15,6 +15,7 @@ from streamtts.processors.segment.cut_words import (
     splits_no_word,
 )
 from streamtts.processors.segment.han_words import HanBreaks
+from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.schemas.languages import CLOSED_STOPS
 
 # "." ends a sentence unless it closes an abbreviation (checked apart), "…" ends a clause.
@@ -57,21 +58,17 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_" or ch == "."
 
 
-# Marks around a code's digit words (see `number_context`): a cut never falls between them.
-_CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
-
-
 def _outside_codes(text: str, start: int, cut: int, max_len: int) -> int:
     """`cut` (counted from `start`) moved to the start of the code it falls in (or past its
     end when the code starts text[start:] and is at most `max_len` long), so a code is never
     read half in one span and half in the next; a code longer than that is cut like any
     text. Looks at most `max(cut, max_len)` characters past `start`."""
-    opened = text.rfind(_CODE_OPEN, start, start + cut)
-    if opened < 0 or text.rfind(_CODE_CLOSE, start, start + cut) > opened:
+    opened = text.rfind(CODE_OPEN, start, start + cut)
+    if opened < 0 or text.rfind(CODE_CLOSE, start, start + cut) > opened:
         return cut
     if opened > start:
         return opened - start
-    end = text.find(_CODE_CLOSE, start + cut, start + max_len)
+    end = text.find(CODE_CLOSE, start + cut, start + max_len)
     return end + 1 - start if end >= 0 else cut
 
 
@@ -188,8 +185,8 @@ class ClauseSplitter:
         start, i, n = 0, 0, len(sentence)
         in_code = False
         while i < n:
-            if sentence[i] in (_CODE_OPEN, _CODE_CLOSE):
-                in_code = sentence[i] == _CODE_OPEN
+            if sentence[i] in (CODE_OPEN, CODE_CLOSE):
+                in_code = sentence[i] == CODE_OPEN
             elif in_code:
                 pass  # the breath between a code's digit groups does not end a clause
             elif sentence[i] in CLAUSE_END or sentence[i] in SENTENCE_END or sentence[i] == ".":
