@@ -12,11 +12,11 @@ import pytest
 from streamtts.bench.asr import WhisperASR
 from streamtts.bench.speech_eval import (
     load_sentences,
-    render_pipeline,
     render_raw,
     summarize,
     transcribe,
 )
+from streamtts.bench.speech_pipeline import render_pipeline
 from streamtts.bench.speech_scoring import fold
 from streamtts.runtime.settings import KafkaSettings
 
