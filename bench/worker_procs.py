@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtts.errors import StreamTTSError
+from streamtts.infra.local.net_hosts import Host
 from streamtts.runtime.topology import TOPOLOGY
 
 # The "front" process runs every stage that needs no model; the others get processes of their own.
@@ -47,6 +48,11 @@ class Topology:
     sink_nice: int = 0
     """With `sink_alone`: the sink process's nice (0-19). Nobody waits for its work with
     sub-second latency, so it can yield the CPU to first spans and first chunks."""
+    front_procs: int = 1
+    """Processes running the front stages ("front", "front2"): a second one takes over the
+    first one's partitions when it is cut off."""
+    on_hosts: bool = False
+    """Each process on the host of its name (`net_hosts.py`: front, front2, synth1, synth2)."""
 
     @property
     def label(self) -> str:
@@ -217,6 +223,8 @@ class WorkerSet:
         ]
         for stage in stages:
             cmd += ["--stage", stage]
+        if self.topology.on_hosts:
+            cmd = Host(name).exec_argv(cmd)
         popen = subprocess.Popen(
             cmd,
             env={**self.env, **extra_env},
@@ -244,7 +252,8 @@ class WorkerSet:
             self._spawn("front", tuple(s for s in FRONT_STAGES if s != "sink"), common)
             self._spawn("front-sink", ("sink",), common, nice=t.sink_nice)
         else:
-            self._spawn("front", FRONT_STAGES, common)
+            for i in range(t.front_procs):
+                self._spawn("front" if i == 0 else f"front{i + 1}", FRONT_STAGES, common)
         for i in range(t.synth_procs):
             self._spawn(
                 f"synth{i + 1}", ("synthesize",), {**common, "STREAMTTS_SYNTH_THREADS": str(t.synth_threads)}

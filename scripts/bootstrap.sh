@@ -16,6 +16,12 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [[ "$EXTRAS" == *test* ]] && ! command -v chromium >/dev/null 2>&1; then
   need_apt+=(chromium)
 fi
+# Network faults between hosts (network namespaces): iproute2 makes the hosts, nftables cuts
+# and thins the links between them (this kernel has no netem; nf_tables it has).
+if [[ "$EXTRAS" == *test* ]] && [ "$(id -u)" = 0 ]; then
+  command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+  command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+fi
 if ((${#need_apt[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "installing ${need_apt[*]} with apt-get"

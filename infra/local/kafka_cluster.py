@@ -63,3 +63,28 @@ def record_brokers(paths: LocalPaths, brokers: int) -> None:
 
 def forget_brokers(paths: LocalPaths) -> None:
     _layout_file(paths).unlink(missing_ok=True)
+
+
+def host_nodes(paths: LocalPaths, brokers: int) -> tuple[KafkaNode, ...]:
+    """The nodes of a `brokers`-node cluster whose every node is a host of its own
+    (`net_hosts.py`: kafka-1 … kafka-N, each on its own address, ports 9092/9093)."""
+    from streamtts.infra.local.net_hosts import Host
+
+    if brokers not in (1, 3):
+        raise InfraError(f"hosts of their own hold 1 or 3 brokers, not {brokers}")
+    hosts = [Host(f"kafka-{i}") for i in range(1, brokers + 1)]
+    voters = ",".join(f"{i}@{h.address}:9093" for i, h in enumerate(hosts, start=1))
+    return tuple(
+        KafkaNode(
+            paths=paths,
+            host=h.address,
+            port=9092,
+            controller_port=9093,
+            node_id=i,
+            name=f"kafka-{i}",
+            voters=voters,
+            cluster_size=brokers,
+            netns=h.netns,
+        )
+        for i, h in enumerate(hosts, start=1)
+    )

@@ -40,6 +40,9 @@ class KafkaNode:
     """`controller.quorum.voters` of a multi-node quorum; empty: this node alone."""
     cluster_size: int = 1
     """Brokers in the cluster: internal topics are replicated across all of them."""
+    netns: str = ""
+    """The network namespace the node runs in (a host of its own, `net_hosts.py`); empty: this
+    machine's own."""
 
     @property
     def bootstrap(self) -> str:
@@ -136,6 +139,8 @@ class KafkaNode:
             "kafka.Kafka",
             str(self.config_file),
         ]
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the pid stays Java's
         return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file)
 
     def stop(self) -> bool:

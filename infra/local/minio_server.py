@@ -31,6 +31,8 @@ class MinioNode:
     host: str = "127.0.0.1"
     port: int = 9000
     console_port: int = 9001
+    netns: str = ""
+    """The network namespace MinIO runs in (a host of its own); empty: this machine's own."""
 
     @property
     def endpoint(self) -> str:
@@ -109,6 +111,8 @@ class MinioNode:
             "--console-address",
             f"{self.host}:{self.console_port}",
         ]
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the pid stays MinIO's
         return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file("minio"), env=env)
 
     def stop(self) -> bool:

@@ -1,5 +1,6 @@
 """The local stack: Kafka (one node, or a quorum of N on loopback) and one MinIO server,
-managed as a unit.
+managed as a unit; or the same on hosts of their own (`on_hosts`: a network namespace per
+broker, for MinIO and for each worker and the gateway, see `net_hosts.py`).
 
 `up` is idempotent: it installs what is missing, starts what is not running, and waits until
 both answer real requests (a Kafka metadata round-trip with every broker registered, MinIO's
@@ -14,16 +15,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from streamtts.errors import InfraError
-from streamtts.infra.local import processes
+from streamtts.infra.local import net_hosts, processes
 from streamtts.infra.local.installer import Say, say_stderr
 from streamtts.infra.local.kafka_cluster import (
     cluster_nodes,
     forget_brokers,
+    host_nodes,
     record_brokers,
     recorded_brokers,
 )
 from streamtts.infra.local.kafka_server import KAFKA_VERSION, KafkaNode, new_cluster_id
 from streamtts.infra.local.minio_server import MINIO_VERSION, MinioNode, minio_credentials_valid
+from streamtts.infra.local.net_hosts import Host
 from streamtts.infra.local.paths import LocalPaths
 from streamtts.runtime.settings import Settings
 
@@ -37,6 +40,28 @@ def _host_port(endpoint: str, default_port: int) -> tuple[str, int]:
         return host, int(port)
     except ValueError:
         raise InfraError(f"invalid endpoint {endpoint!r}: expected HOST:PORT") from None
+
+
+WORKER_HOSTS = ("front", "front2", "synth1", "synth2", "gateway")
+"""The hosts `on_hosts` makes for processes of the pipeline (`ip netns exec stts-front …`)."""
+
+
+def hosts_paths(paths: LocalPaths) -> LocalPaths:
+    return LocalPaths(cache_dir=paths.cache_dir, state_dir=paths.state_dir / "hosts")
+
+
+def hosts_recorded(paths: LocalPaths) -> bool:
+    """Whether the last `infra up` here ran on hosts of their own (so down/status follow it)."""
+    return (paths.run_dir / "hosts-layout").exists()
+
+
+def record_hosts(paths: LocalPaths, on: bool) -> None:
+    marker = paths.run_dir / "hosts-layout"
+    if on:
+        paths.run_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text("hosts\n")
+    else:
+        marker.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -57,6 +82,8 @@ class LocalStack:
     minio: MinioNode
     extra_brokers: tuple[KafkaNode, ...] = ()
     """The other voters of a multi-node cluster (`infra up --brokers 3`)."""
+    hosts: tuple[Host, ...] = ()
+    """On hosts of their own (`on_hosts`): every host `up` makes, the workers' included."""
 
     @classmethod
     def from_settings(
@@ -80,6 +107,27 @@ class LocalStack:
         )
         return cls(kafka=first, minio=minio, extra_brokers=tuple(others))
 
+    @classmethod
+    def on_hosts(cls, settings: Settings, paths: LocalPaths | None = None, brokers: int = 3) -> LocalStack:
+        """Brokers and MinIO each on a host of its own, plus the hosts workers and the gateway
+        run on (WORKER_HOSTS). State apart from the loopback layouts: `<state>/hosts`."""
+        paths = paths or LocalPaths.from_env()
+        own = hosts_paths(paths)
+        first, *others = host_nodes(own, brokers)
+        minio_host = Host("minio")
+        minio = MinioNode(
+            paths=own,
+            access_key=settings.s3.access_key,
+            secret_key=settings.s3.secret_key,
+            host=minio_host.address,
+            port=9000,
+            console_port=9001,
+            netns=minio_host.netns,
+        )
+        nodes = (first, *others)
+        hosts = (*(Host(n.name) for n in nodes), minio_host, *(Host(n) for n in WORKER_HOSTS))
+        return cls(kafka=first, minio=minio, extra_brokers=tuple(others), hosts=hosts)
+
     @property
     def brokers(self) -> tuple[KafkaNode, ...]:
         return (self.kafka, *self.extra_brokers)
@@ -96,6 +144,8 @@ class LocalStack:
         cluster beside an object store that runs already). Returns their status."""
         started = time.monotonic()
         self.kafka.paths.ensure()
+        if self.hosts:
+            net_hosts.create(self.hosts)  # idempotent: a restart finds them made
         if with_minio:
             minio_credentials_valid(self.minio.access_key, self.minio.secret_key)
         # 1. Install before starting anything, so a failed build leaves nothing half-running.
@@ -130,6 +180,9 @@ class LocalStack:
         for node, was_running in zip(self.brokers, stopped, strict=True):
             say(f"stopped {node.name}" if was_running else f"{node.name} was not running")
         forget_brokers(self.kafka.paths)
+        if self.hosts:
+            gone = net_hosts.remove_all()
+            say(f"removed {len(gone)} hosts' namespaces and links" if gone else "no hosts to remove")
 
     def status(self) -> list[ServiceStatus]:
         m_pid = self.minio.pid()

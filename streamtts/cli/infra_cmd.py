@@ -1,5 +1,6 @@
 """`streamtts infra up|down|status`: the local Kafka + MinIO stack (Kafka: one node, or
-`--brokers 3` KRaft voters on loopback; down/status find what up started)."""
+`--brokers 3` KRaft voters on loopback, or `--hosts`: every broker, MinIO, each worker and the
+gateway on a host of its own; down/status find what up started)."""
 
 from __future__ import annotations
 
@@ -29,13 +30,25 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="Kafka nodes: 1, or 3 (a KRaft quorum on ports P..P+2, controllers P+100..P+102); "
             "default: as many as the last `up` started here, else 1",
         )
+        action.add_argument(
+            "--hosts",
+            action="store_true",
+            default=None,
+            help="each broker, MinIO, the workers and the gateway on a host of its own: a network "
+            "namespace on the bridge sttsbr0 (10.77.0.0/24; needs root). Default for down/status: "
+            "what the last `up` started",
+        )
 
 
-def _stack(brokers: int | None) -> LocalStack:
-    from streamtts.infra.local.stack import LocalStack
+def _stack(brokers: int | None, hosts: bool | None) -> LocalStack:
+    from streamtts.infra.local.paths import LocalPaths
+    from streamtts.infra.local.stack import LocalStack, hosts_recorded
     from streamtts.runtime.settings import Settings
 
-    return LocalStack.from_settings(Settings.from_env(), brokers=brokers)
+    settings = Settings.from_env()
+    if hosts or (hosts is None and hosts_recorded(LocalPaths.from_env())):
+        return LocalStack.on_hosts(settings, brokers=brokers or 3)
+    return LocalStack.from_settings(settings, brokers=brokers)
 
 
 def _print_status(rows: list[ServiceStatus]) -> None:
@@ -45,20 +58,46 @@ def _print_status(rows: list[ServiceStatus]) -> None:
         print(f"{r.name:<8} {state:<8} {r.endpoint:<24} pid={r.pid or '-':<8} rss={rss:<9} {r.version}")
 
 
+def _print_hosts(stack: LocalStack) -> None:
+    from streamtts.infra.local import net_hosts
+
+    present = set(net_hosts.namespaces())
+    for host in stack.hosts:
+        state = "up" if host.netns in present else "absent"
+        print(f"host {host.name:<8} {state:<7} {host.address:<12} netns={host.netns}")
+
+
 def _up(args: argparse.Namespace) -> int:
-    stack = _stack(args.brokers)
+    from streamtts.infra.local.paths import LocalPaths
+    from streamtts.infra.local.stack import record_hosts
+
+    stack = _stack(args.brokers, args.hosts)
     _print_status(stack.up(timeout_s=args.timeout))
-    if stack.extra_brokers:
+    if stack.hosts:
+        record_hosts(LocalPaths.from_env(), True)
+        _print_hosts(stack)
+        print(f"export STREAMTTS_S3_ENDPOINT={stack.minio.endpoint}")
+        print("# run a worker on a host: ip netns exec stts-front streamtts run --stage segment …")
+    if stack.extra_brokers or stack.hosts:
         print(f"export STREAMTTS_KAFKA_BOOTSTRAP={stack.bootstrap}")
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    _stack(args.brokers).down()
+    from streamtts.infra.local.paths import LocalPaths
+    from streamtts.infra.local.stack import record_hosts
+
+    stack = _stack(args.brokers, args.hosts)
+    stack.down()
+    if stack.hosts:
+        record_hosts(LocalPaths.from_env(), False)
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    rows = _stack(args.brokers).status()
+    stack = _stack(args.brokers, args.hosts)
+    rows = stack.status()
     _print_status(rows)
+    if stack.hosts:
+        _print_hosts(stack)
     return 0 if all(r.ready for r in rows) else 3

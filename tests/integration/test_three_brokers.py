@@ -151,9 +151,19 @@ async def test_a_killed_leader_loses_and_duplicates_nothing_under_exactly_once(
         await asyncio.gather(*sends)  # every send acknowledged (acks=all: by two brokers at least)
         await restart
         await wait_in_sync(cluster_kafka, topics)
-        async with asyncio.timeout(60):
-            while not (set(sent) <= set(observer.results) and await sink_caught_up(cluster_kafka, topics)):  # noqa: ASYNC110
-                await asyncio.sleep(0.5)  # polling an independent subscriber's view
+        try:
+            async with asyncio.timeout(60):
+                while not (set(sent) <= set(observer.results) and await sink_caught_up(cluster_kafka, topics)):  # noqa: ASYNC110
+                    await asyncio.sleep(0.5)  # polling an independent subscriber's view
+        except TimeoutError:
+            # Say which half is missing: results a read_committed reader never saw, or a sink
+            # group that never committed to the end of tts.pcm.
+            missing = sorted(set(sent) - set(observer.results))
+            caught_up = await sink_caught_up(cluster_kafka, topics)
+            raise AssertionError(
+                f"60 s after the cluster healed: {len(missing)} of {len(sent)} without a result "
+                f"({missing[:6]}), sink caught up: {caught_up}, killed kafka-{killed}"
+            ) from None
         await asyncio.sleep(1.0)  # one more read past the last commit: a duplicate would show now
     finally:
         for task in sends:

@@ -1,0 +1,196 @@
+"""`streamtts chaos --hosts`: steady load through a schedule of network faults between hosts
+of their own, judged by the independent checker (`net_checker.py`).
+
+Every broker, MinIO and each worker (front, front2: segment+encode+sink; synth1, synth2) runs
+on a host of its own (`LocalStack.on_hosts`); the load generator and the checker run on the
+machine's own namespace, a client host on the same bridge. Faults come from `net_nemeses.py`
+(a fixed list or a seeded random schedule); after the last heal every acknowledged request
+must settle within `settle_s`, then the checker reads the topics and the bucket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiokafka import AIOKafkaProducer
+
+from streamtts.bench.chaos import ResultObserver, leader_with_most_partitions
+from streamtts.bench.net_checker import Verdict, check, observe
+from streamtts.bench.net_nemeses import Step, rules
+from streamtts.bench.worker_procs import Topology, WorkerSet
+from streamtts.infra.local import net_faults
+from streamtts.infra.local.stack import LocalStack
+from streamtts.infra.topics import apply_topics
+from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.settings import KafkaSettings, S3Settings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
+
+TEXTS = (
+    "Thank you for calling. How can I help you today?",
+    "Your order has shipped and will arrive on Friday.",
+    "Please hold while I transfer you to an agent.",
+)
+Say = Callable[[str], None]
+
+
+@dataclass
+class FaultRecord:
+    nemesis: str
+    target: str
+    started: float
+    healed: float = 0.0
+
+
+@dataclass
+class NetChaosReport:
+    guarantee: str
+    seed: int | None
+    sent: dict[str, float] = field(default_factory=dict)
+    """Acknowledged request id → wall-clock send time (epoch seconds)."""
+    not_acked: int = 0
+    faults: list[FaultRecord] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    settle_after_heal_s: float = 0.0
+    """From the last heal until every acknowledged request had a result (or the bound)."""
+    settled: bool = False
+    latencies: list[tuple[float, float, str]] = field(default_factory=list)
+    """(send time, seconds to first result, status) per acknowledged request."""
+    started: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.settled and all(v.ok for v in self.verdicts)
+
+
+@dataclass(frozen=True)
+class NetChaosPlan:
+    steps: tuple[Step, ...]
+    guarantee: str = "exactly_once"
+    rate: float = 2.0
+    settle_s: float = 60.0
+    """Every request has its result this long after the last heal, or the run fails."""
+    tail_s: float = 5.0
+    """Steady load after the last heal, before the load stops."""
+    seed: int | None = None
+
+
+class NetChaosRun:
+    def __init__(self, stack: LocalStack, s3: S3Settings, plan: NetChaosPlan, *, prefix: str, say: Say,
+                 log_dir: Path | None = None) -> None:
+        if not stack.hosts:
+            raise ValueError("network chaos needs the stack on hosts of its own (LocalStack.on_hosts)")
+        self.stack, self.plan, self.say = stack, plan, say
+        self.s3 = S3Settings(
+            endpoint=stack.minio.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, bucket=s3.bucket
+        )
+        self.kafka = KafkaSettings(bootstrap_servers=stack.bootstrap, topic_prefix=prefix)
+        self.topics = TopicNames(prefix)
+        self.run_prefix = f"{prefix.rstrip('-.')}-r"
+        env = {
+            **os.environ,
+            "STREAMTTS_KAFKA_BOOTSTRAP": stack.bootstrap,
+            "STREAMTTS_S3_ENDPOINT": self.s3.endpoint,
+            "STREAMTTS_S3_ACCESS_KEY": s3.access_key,
+            "STREAMTTS_S3_SECRET_KEY": s3.secret_key,
+            "STREAMTTS_S3_BUCKET": s3.bucket,
+            "STREAMTTS_TOPIC_PREFIX": prefix,
+            "STREAMTTS_SESSION_TIMEOUT_S": "6",
+        }
+        topology = Topology(
+            guarantee=plan.guarantee, warm_voices=("en_joe",), front_procs=2, synth_procs=2, synth_threads=1,
+            on_hosts=True,
+        )
+        self.workers = WorkerSet(topology, env, log_dir)
+        self.report = NetChaosReport(plan.guarantee, plan.seed)
+        self._producer: AIOKafkaProducer | None = None
+        self._n = 0
+
+    async def _send(self, req: TTSRequest) -> None:
+        assert self._producer is not None
+        at = time.time()
+        try:
+            await self._producer.send_and_wait(self.topics.requests, req.to_bytes(), key=req.request_id.encode())
+        except Exception as err:  # not acknowledged: not part of the promise
+            self.report.not_acked += 1
+            self.say(f"[net-chaos] {req.request_id} not acknowledged: {type(err).__name__}")
+            return
+        self.report.sent[req.request_id] = at
+
+    async def _load(self) -> None:
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                self._n += 1
+                req = TTSRequest.new(
+                    TEXTS[self._n % len(TEXTS)], request_id=f"{self.run_prefix}{self._n:05d}",
+                    voice="en_joe", language="en",
+                )
+                task = asyncio.create_task(self._send(req))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+                await asyncio.sleep(1.0 / self.plan.rate)  # the load's own clock (open loop)
+        finally:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _nemesis(self, step: Step, t0: float) -> None:
+        await asyncio.sleep(max(0.0, t0 + step.at_s - time.monotonic()))
+        brokers = len(self.stack.brokers)
+        leader = await leader_with_most_partitions(self.kafka, self.topics.requests) if step.nemesis == "isolate_leader" else 0
+        link_rules, target = rules(step.nemesis, brokers, lambda: leader)
+        fault_id = f"{step.nemesis}_{int(step.at_s * 10)}"
+        record = FaultRecord(step.nemesis, target, time.time())
+        self.report.faults.append(record)
+        self.say(f"[net-chaos] {step.nemesis}: {target} for {step.duration_s:.0f} s")
+        await asyncio.to_thread(net_faults.apply, fault_id, link_rules)
+        try:
+            await asyncio.sleep(step.duration_s)
+        finally:
+            await asyncio.to_thread(net_faults.heal, fault_id, [r.host for r in link_rules])
+            record.healed = time.time()
+            self.say(f"[net-chaos] healed {step.nemesis}")
+
+    async def run(self) -> NetChaosReport:
+        await apply_topics(self.kafka)
+        await asyncio.to_thread(self.workers.start, 180.0)
+        observer = ResultObserver(self.kafka, self.topics)
+        await observer.start()
+        self._producer = make_producer(self.kafka)
+        await self._producer.start()
+        load = asyncio.create_task(self._load())
+        t0 = time.monotonic()
+        self.report.started = time.time()
+        try:
+            await asyncio.gather(*(self._nemesis(step, t0) for step in self.plan.steps))
+            await asyncio.sleep(self.plan.tail_s)
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+            healed = time.monotonic()
+            try:
+                async with asyncio.timeout(self.plan.settle_s):
+                    while not set(self.report.sent) <= set(observer.results):  # noqa: ASYNC110
+                        await asyncio.sleep(0.5)  # polling an independent subscriber's view
+                self.report.settled = True
+            except TimeoutError:
+                missing = sorted(set(self.report.sent) - set(observer.results))
+                self.say(f"[net-chaos] {len(missing)} requests unsettled {self.plan.settle_s:.0f} s after the heal: {missing[:5]}")
+            self.report.settle_after_heal_s = time.monotonic() - healed
+        finally:
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+            await self._producer.stop()
+            await observer.stop()
+            await asyncio.to_thread(self.workers.stop)
+        exactly_once = self.plan.guarantee == "exactly_once"
+        history = await observe(self.kafka, self.topics, self.s3, self.run_prefix, exactly_once=exactly_once)
+        self.report.verdicts = await asyncio.to_thread(check, history, self.report.sent, self.s3, exactly_once=exactly_once)
+        for key, at in sorted(self.report.sent.items(), key=lambda kv: kv[1]):
+            seen = history.results.get(key)
+            if seen:
+                self.report.latencies.append((at, seen[0].at_ms / 1000.0 - at, seen[0].status))
+        return self.report
