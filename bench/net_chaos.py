@@ -59,6 +59,8 @@ class NetChaosReport:
     settle_after_heal_s: float = 0.0
     """From the last heal until every acknowledged request had a result (or the bound)."""
     settled: bool = False
+    unplanned_restarts: list[str] = field(default_factory=list)
+    """Workers that exited by themselves and were restarted, as an orchestrator would."""
     latencies: list[tuple[float, float, str]] = field(default_factory=list)
     """(send time, seconds to first result, status) per acknowledged request."""
     started: float = 0.0
@@ -106,6 +108,8 @@ class NetChaosRun:
             guarantee=plan.guarantee, warm_voices=("en_joe",), front_procs=2, synth_procs=2, synth_threads=1,
             on_hosts=True,
         )
+        if log_dir:
+            log_dir.mkdir(parents=True, exist_ok=True)
         self.workers = WorkerSet(topology, env, log_dir)
         self.report = NetChaosReport(plan.guarantee, plan.seed)
         self._producer: AIOKafkaProducer | None = None
@@ -155,6 +159,16 @@ class NetChaosRun:
             record.healed = time.time()
             self.say(f"[net-chaos] healed {step.nemesis}")
 
+    async def _supervise(self) -> None:
+        """Restart a worker that exited on its own (the orchestrator's job), and say so."""
+        while True:
+            await asyncio.sleep(0.5)  # polling child processes
+            for proc in list(self.workers.procs):
+                if proc.popen.poll() is not None:
+                    self.report.unplanned_restarts.append(f"{proc.name} ({proc.popen.returncode})")
+                    self.say(f"[net-chaos] {proc.name} exited by itself ({proc.popen.returncode}); restarting")
+                    await asyncio.to_thread(self.workers.respawn, proc.name, 180.0)
+
     async def run(self) -> NetChaosReport:
         await apply_topics(self.kafka)
         await asyncio.to_thread(self.workers.start, 180.0)
@@ -163,6 +177,7 @@ class NetChaosRun:
         self._producer = make_producer(self.kafka)
         await self._producer.start()
         load = asyncio.create_task(self._load())
+        supervisor = asyncio.create_task(self._supervise())
         t0 = time.monotonic()
         self.report.started = time.time()
         try:
@@ -181,8 +196,9 @@ class NetChaosRun:
                 self.say(f"[net-chaos] {len(missing)} requests unsettled {self.plan.settle_s:.0f} s after the heal: {missing[:5]}")
             self.report.settle_after_heal_s = time.monotonic() - healed
         finally:
-            load.cancel()
-            await asyncio.gather(load, return_exceptions=True)
+            for task in (load, supervisor):
+                task.cancel()
+            await asyncio.gather(load, supervisor, return_exceptions=True)
             await self._producer.stop()
             await observer.stop()
             await asyncio.to_thread(self.workers.stop)

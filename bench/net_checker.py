@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from minio import Minio
 
 from streamtts.runtime.settings import KafkaSettings, S3Settings
@@ -90,16 +91,22 @@ async def _read_all(kafka: KafkaSettings, topics: list[str], *, committed: bool)
         isolation_level="read_committed" if committed else "read_uncommitted",
         request_timeout_ms=20_000,
     )
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, request_timeout_ms=20_000)
+    await admin.start()
+    try:
+        described = await admin.describe_topics(topics)
+    finally:
+        await admin.close()
     await consumer.start()
     try:
-        parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        parts = [TopicPartition(t["topic"], p["partition"]) for t in described for p in t["partitions"]]
         if not parts:
             return []
         consumer.assign(parts)
         await consumer.seek_to_beginning(*parts)
         ends = await consumer.end_offsets(parts)
         records: list[object] = []
-        while any(await consumer.position(tp) < ends[tp] for tp in parts):
+        while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
             batch = await consumer.getmany(timeout_ms=1000)
             for recs in batch.values():
                 records.extend(recs)
@@ -204,35 +211,47 @@ def check(
     flips = Verdict("no_flips", not flipped, len(history.results), flipped)
     completed = {k: seen[0] for k, seen in history.results.items() if seen and seen[0].status == "completed"}
     client = _minio(s3)
-    bad_objects = []
-    for k, res in sorted(completed.items()):
-        stored = history.objects.get(k)
-        if stored is None or res.key != stored[0]:
-            bad_objects.append(f"{k} missing")
-            continue
-        if res.size != stored[1] or (res.etag and res.etag.strip('"') != stored[2]):
-            bad_objects.append(f"{k} size/etag {stored[1]}≠{res.size}")
-            continue
-        resp = client.get_object(s3.bucket, stored[0])
+
+    def fetch(key: str) -> bytes:
+        resp = client.get_object(s3.bucket, key)
         try:
-            data = resp.read()
+            return bytes(resp.read())
         finally:
             resp.close()
             resp.release_conn()
-        decoded = _decoded_ms(data)
-        if abs(decoded - res.duration_ms) > DURATION_TOLERANCE_MS:
-            bad_objects.append(f"{k} decodes to {decoded:.0f} ms, result says {res.duration_ms:.0f}")
+
+    bad_objects = object_problems(completed, history.objects, fetch)
     objects = Verdict("objects", not bad_objects, len(completed), bad_objects)
     orphans = sorted(k for k in history.objects if k not in completed)
     no_orphans = Verdict("no_orphans", not orphans, len(history.objects), orphans)
-    bad_chunks = [f"{k}: {why}" for k in sorted(completed) if (why := _chunks_problem(history.chunks.get(k, [])))]
+    bad_chunks = [f"{k}: {why}" for k in sorted(completed) if (why := chunks_problem(history.chunks.get(k, [])))]
     chunks = Verdict("chunks", not bad_chunks, len(completed), bad_chunks)
     lettered = [f"{k} ({'; '.join(v)})" for k, v in sorted(history.dead_letters.items())]
     dlq = Verdict("no_network_dead_letters", not lettered, len(acked), lettered)
     return [results, flips, objects, no_orphans, chunks, dlq]
 
 
-def _chunks_problem(seen: list[tuple[int, int, bool, int]]) -> str | None:
+def object_problems(
+    completed: dict[str, SeenResult], objects: dict[str, tuple[str, int, str]], fetch: Callable[[str], bytes]
+) -> list[str]:
+    """Completed results whose object is missing, differs from what the result says, or does
+    not decode to the result's duration."""
+    bad = []
+    for k, res in sorted(completed.items()):
+        stored = objects.get(k)
+        if stored is None or res.key != stored[0]:
+            bad.append(f"{k} missing")
+            continue
+        if res.size != stored[1] or (res.etag and res.etag.strip('"') != stored[2]):
+            bad.append(f"{k} size/etag {stored[1]}≠{res.size}")
+            continue
+        decoded = _decoded_ms(fetch(stored[0]))
+        if abs(decoded - res.duration_ms) > DURATION_TOLERANCE_MS:
+            bad.append(f"{k} decodes to {decoded:.0f} ms, result says {res.duration_ms:.0f}")
+    return bad
+
+
+def chunks_problem(seen: list[tuple[int, int, bool, int]]) -> str | None:
     """Why a completed request's chunks are incomplete or out of order (None: they are fine).
     A redelivered chunk may repeat (the encode stage is at-least-once), so order is judged on
     first appearances."""

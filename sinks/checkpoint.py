@@ -19,7 +19,7 @@ import asyncio
 import logging
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, ProducerFenced
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer
@@ -33,6 +33,27 @@ log = logging.getLogger("streamtts.sink")
 def transactional_id(group: str, tp: TopicPart) -> str:
     """Stable per input partition: the fencing key of exactly-once."""
     return f"{group}-{tp[0]}-{tp[1]}"
+
+
+def _fenced(producer: AIOKafkaProducer) -> bool:
+    """Whether the producer's transactions ended for good: fenced by a newer owner of its id
+    (a zombie that was cut off), or another fatal error. aiokafka keeps that state on its
+    transaction manager and has no public accessor."""
+    txn = getattr(producer, "_txn_manager", None)
+    return txn is not None and bool(txn.is_fatal_error())
+
+
+async def _abort(producer: AIOKafkaProducer, tp: TopicPart) -> None:
+    """Abort `tp`'s open transaction. A fenced producer cannot (aiokafka asserts on it) and need
+    not: the coordinator aborted it when the next owner took the id. An unreachable broker
+    aborts it by the transaction timeout. Either way nothing of it becomes visible."""
+    if _fenced(producer):
+        log_event(log, "transaction_fenced", logging.WARNING, partition=f"{tp[0]}/{tp[1]}")
+        return
+    try:
+        await producer.abort_transaction()
+    except KafkaError as err:
+        log_event(log, "abort_failed", logging.WARNING, partition=f"{tp[0]}/{tp[1]}", error=str(err)[:200])
 
 
 class SinkCheckpoint:
@@ -51,6 +72,10 @@ class SinkCheckpoint:
         self._committed: dict[TopicPart, int] = {}
         self.owned: set[TopicPart] = set()
         """Partitions assigned to this sink now (a rebalance may revoke one mid-batch)."""
+        self.lost: set[TopicPart] = set()
+        """Partitions given up because a newer owner fenced their producer (this process was
+        cut off long enough to leave the group); the sink drops their state and takes them up
+        again only when the group assigns them anew."""
         self._lock = asyncio.Lock()
         """One step at a time: the rebalance listener runs while the loop may be mid-commit, and
         a transactional producer refuses to begin a transaction while it is committing one."""
@@ -64,6 +89,7 @@ class SinkCheckpoint:
         """exactly_once: start (and so fence the old owner of) each new partition's producer."""
         async with self._lock:
             self.owned |= tps
+            self.lost -= tps  # the revocation before this assignment dropped their state
             if not self.exactly_once:
                 return
             for tp in sorted(tps - set(self._tx)):
@@ -85,7 +111,7 @@ class SinkCheckpoint:
                 if producer is not None:
                     if tp in self._open:  # outputs without their offsets: invisible, redone by the next owner
                         self._open.discard(tp)
-                        await producer.abort_transaction()
+                        await _abort(producer, tp)
                     await producer.stop()
 
     async def send(
@@ -105,10 +131,14 @@ class SinkCheckpoint:
                 await self._shared.send_and_wait(topic, key=key, value=value, headers=headers)
                 return
             producer = self._tx[tp]
-            if tp not in self._open:  # 1. open the partition's transaction
-                await producer.begin_transaction()
-                self._open.add(tp)
-            await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
+            try:
+                if tp not in self._open:  # 1. open the partition's transaction
+                    await producer.begin_transaction()
+                    self._open.add(tp)
+                await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
+            except ProducerFenced:
+                await self._lose(tp)
+                raise PartitionRevoked(f"{tp[0]}/{tp[1]} has a newer owner") from None
 
     async def commit(self, offsets: dict[TopicPart, int]) -> None:
         """Make outputs and consumed offsets durable; offsets only move forward."""
@@ -120,7 +150,7 @@ class SinkCheckpoint:
         async with self._lock:
             for tp in sorted(self._open):
                 self._open.discard(tp)
-                await self._tx[tp].abort_transaction()
+                await _abort(self._tx[tp], tp)
 
     async def _commit(self, offsets: dict[TopicPart, int]) -> None:
         """`commit` without taking the lock (`revoke` holds it already)."""
@@ -137,15 +167,32 @@ class SinkCheckpoint:
             return
         for tp in sorted(self._open | (set(fresh) & set(self._tx))):
             producer = self._tx[tp]
-            if tp not in self._open:
-                await producer.begin_transaction()
-                self._open.add(tp)
-            if tp in fresh:  # 3. the offsets join the outputs' transaction
-                await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
-            self._open.discard(tp)
-            await producer.commit_transaction()  # 4. visible together, or not at all
+            try:
+                if tp not in self._open:
+                    await producer.begin_transaction()
+                    self._open.add(tp)
+                if tp in fresh:  # 3. the offsets join the outputs' transaction
+                    await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
+                self._open.discard(tp)
+                await producer.commit_transaction()  # 4. visible together, or not at all
+            except ProducerFenced:  # nothing of it became visible; the newer owner redoes it
+                await self._lose(tp)
+                continue
             if tp in fresh:
                 self._committed[tp] = fresh[tp]
+
+    async def _lose(self, tp: TopicPart) -> None:
+        """A newer owner fenced `tp`'s producer: its open transaction was aborted by the
+        coordinator. Forget the partition until the group assigns it again (a worker that was
+        cut off rejoins; it does not die)."""
+        self.owned.discard(tp)
+        self._open.discard(tp)
+        self._committed.pop(tp, None)
+        self.lost.add(tp)
+        producer = self._tx.pop(tp, None)
+        if producer is not None:
+            await producer.stop()
+        log_event(log, "partition_fenced", logging.WARNING, partition=f"{tp[0]}/{tp[1]}")
 
     async def stop(self) -> None:
         for producer in self._tx.values():

@@ -115,13 +115,13 @@ class CompletionSink(DeadLettering):
         await self.checkpoint.start()
         # 2. The finished memory before the first record, so a re-read chunk of a finished
         #    request is skipped from the start, never finished twice.
-        await self._remember_recent_results()
+        await self.remember_recent_results()
         # 3. Join the group, then consume.
         self.consumer.subscribe(self.sources, listener=_Rebalance(self))
         await self.consumer.start()
         self._task = asyncio.create_task(self._run(), name="completion-sink")
 
-    async def _remember_recent_results(self) -> None:
+    async def remember_recent_results(self) -> None:
         """Seed the finished memory from the tail of tts.results (read_committed)."""
         since = datetime.now(UTC) - timedelta(seconds=self.finished.ttl_s)
         seen: list[tuple[RenderKey, str, datetime]] = []
@@ -185,6 +185,9 @@ class CompletionSink(DeadLettering):
                 # 4. Commit up to each partition's oldest unfinished request: with the outputs
                 #    in one transaction (exactly-once), or after their acks (at-least-once).
                 await self.checkpoint.commit(self.assembler.committable())
+                if self.checkpoint.lost:  # fenced by a newer owner: its requests are theirs now
+                    self.assembler.drop_partitions(set(self.checkpoint.lost))
+                    self.checkpoint.lost.clear()
             except BaseException:
                 await self.checkpoint.abort()  # nothing of this batch becomes visible
                 raise
@@ -252,13 +255,25 @@ def _redriven(headers: tuple[tuple[str, bytes], ...]) -> bool:
 class _Rebalance(ConsumerRebalanceListener):
     def __init__(self, sink: CompletionSink) -> None:
         self.sink = sink
+        self.held: set[TopicPart] = set()
+        self.rebalances = 0
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in revoked}
         await self.sink.checkpoint.revoke(tps, self.sink.assembler.committable())
         self.sink.assembler.drop_partitions(tps)
+        self.held -= tps
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        await self.sink.checkpoint.assign({(tp.topic, tp.partition) for tp in assigned})
+        tps = {(tp.topic, tp.partition) for tp in assigned}
+        gained, self.held = tps - self.held, tps
+        self.rebalances += 1
+        await self.sink.checkpoint.assign(tps)  # first: fences a zombie owner of the new ones
+        if gained and self.rebalances > 1:
+            # A partition that was another sink's: it may have finished requests whose chunks
+            # lie past its last commit (an unfinished one holds the commit back), and this
+            # process's memory of finished requests was seeded before that. Read the results
+            # again, after the fence and before the first record, or they would be finished twice.
+            await self.sink.remember_recent_results()
         self.sink.assigned = bool(assigned)  # none: not ready (see FaustStage._on_assigned)
         self.sink.signals.partitions_assigned(sorted(tp.partition for tp in assigned))

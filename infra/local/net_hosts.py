@@ -25,11 +25,26 @@ from streamtts.errors import InfraError
 
 SUBNET = "10.77.0"
 PREFIX_LEN = 24
-BRIDGE = "sttsbr0"
-NS_PREFIX = "stts-"
-VETH_PREFIX = "sttsv"
 CHECKER_ADDRESS = f"{SUBNET}.1"
 """The machine's own namespace, on the bridge: where faults are driven and results checked."""
+
+
+@dataclass(frozen=True)
+class HostNet:
+    """One set of hosts: its subnet, bridge and name prefixes. The product's is `LOCAL_NET`; a
+    test makes its own, so it never touches hosts a developer has up."""
+
+    subnet: str = SUBNET
+    bridge: str = "sttsbr0"
+    ns_prefix: str = "stts-"
+    veth_prefix: str = "sttsv"
+
+    @property
+    def gateway(self) -> str:
+        return f"{self.subnet}.1"
+
+
+LOCAL_NET = HostNet()
 
 ADDRESSES: dict[str, int] = {
     "kafka-1": 11,
@@ -49,22 +64,23 @@ log or a fault history says which process it was."""
 @dataclass(frozen=True)
 class Host:
     name: str
+    net: HostNet = LOCAL_NET
 
     @property
     def address(self) -> str:
         try:
-            return f"{SUBNET}.{ADDRESSES[self.name]}"
+            return f"{self.net.subnet}.{ADDRESSES[self.name]}"
         except KeyError:
             raise InfraError(f"no host named {self.name!r}; hosts are {', '.join(ADDRESSES)}") from None
 
     @property
     def netns(self) -> str:
-        return f"{NS_PREFIX}{self.name}"
+        return f"{self.net.ns_prefix}{self.name}"
 
     @property
     def veth(self) -> str:
         """The bridge side of the host's veth pair (≤ 15 characters, the kernel's limit)."""
-        return f"{VETH_PREFIX}{ADDRESSES[self.name]}"
+        return f"{self.net.veth_prefix}{ADDRESSES[self.name]}"
 
     def exec_argv(self, argv: Sequence[str]) -> list[str]:
         """`argv` run inside this host: `ip netns exec` execs it, so the pid is the program's."""
@@ -90,38 +106,40 @@ def run_ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def namespaces() -> list[str]:
+def namespaces(net: HostNet = LOCAL_NET) -> list[str]:
     """The namespaces this layout made (ours by prefix), present now."""
     out = run_ip("netns", "list", check=False).stdout
-    return sorted(n for line in out.splitlines() if (n := line.split(" ")[0]).startswith(NS_PREFIX))
+    return sorted(n for line in out.splitlines() if (n := line.split(" ")[0]).startswith(net.ns_prefix))
 
 
 def _link_exists(name: str) -> bool:
     return run_ip("link", "show", name, check=False).returncode == 0
 
 
-def ensure_bridge() -> None:
+def ensure_bridge(net: HostNet = LOCAL_NET) -> None:
     require_root()
-    if not _link_exists(BRIDGE):
-        run_ip("link", "add", BRIDGE, "type", "bridge")
-        run_ip("addr", "add", f"{CHECKER_ADDRESS}/{PREFIX_LEN}", "dev", BRIDGE)
-    run_ip("link", "set", BRIDGE, "up")
+    if not _link_exists(net.bridge):
+        run_ip("link", "add", net.bridge, "type", "bridge")
+        run_ip("addr", "add", f"{net.gateway}/{PREFIX_LEN}", "dev", net.bridge)
+    run_ip("link", "set", net.bridge, "up")
 
 
 def create(hosts: Iterable[Host]) -> list[Host]:
     """Make every host that is not there yet (namespace, veth pair on the bridge, address,
     loopback up). Idempotent; returns the hosts."""
-    ensure_bridge()
     made = []
-    present = set(namespaces())
+    present: dict[HostNet, set[str]] = {}
     for host in hosts:
+        if host.net not in present:
+            ensure_bridge(host.net)
+            present[host.net] = set(namespaces(host.net))
         _ = host.address  # an unknown name fails before anything is made for it
-        if host.netns not in present:
+        if host.netns not in present[host.net]:
             if _link_exists(host.veth):  # a crashed run's half-made host
                 run_ip("link", "del", host.veth)
             run_ip("netns", "add", host.netns)
             run_ip("link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns)
-            run_ip("link", "set", host.veth, "master", BRIDGE, "up")
+            run_ip("link", "set", host.veth, "master", host.net.bridge, "up")
             run_ip("-n", host.netns, "addr", "add", f"{host.address}/{PREFIX_LEN}", "dev", "eth0")
             run_ip("-n", host.netns, "link", "set", "eth0", "up")
             run_ip("-n", host.netns, "link", "set", "lo", "up")
@@ -129,22 +147,22 @@ def create(hosts: Iterable[Host]) -> list[Host]:
     return made
 
 
-def remove_all() -> list[str]:
-    """Delete every namespace, veth and the bridge this layout made (also a crashed run's).
-    Processes still inside a namespace keep it alive: stop them first. Returns what went."""
+def remove_all(net: HostNet = LOCAL_NET) -> list[str]:
+    """Delete every namespace, veth and the bridge of `net` (also a crashed run's). Processes
+    still inside a namespace keep it alive: stop them first. Returns what went."""
     gone = []
-    for ns in namespaces():
+    for ns in namespaces(net):
         run_ip("netns", "del", ns, check=False)
         gone.append(ns)
     links = run_ip("-o", "link", "show", check=False).stdout
     for line in links.splitlines():
         name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
-        if name.startswith(VETH_PREFIX):
+        if name.startswith(net.veth_prefix):
             run_ip("link", "del", name, check=False)
             gone.append(name)
-    if _link_exists(BRIDGE):
-        run_ip("link", "del", BRIDGE, check=False)
-        gone.append(BRIDGE)
+    if _link_exists(net.bridge):
+        run_ip("link", "del", net.bridge, check=False)
+        gone.append(net.bridge)
     return gone
 
 

@@ -55,6 +55,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead: SIGKILL Kafka at each start-up step of a whole-pipeline worker in turn "
         "(restarted after --broker-down); each must be ready within 30 s of Kafka's return and serve",
     )
+    p.add_argument(
+        "--hosts",
+        action="store_true",
+        help="instead: network faults between hosts of their own (after `streamtts infra up --hosts`): "
+        "the nemeses of --nemeses one after another, or a seeded random mix with --seed",
+    )
+    p.add_argument(
+        "--nemeses",
+        default="zombie_front,isolate_leader,asymmetric,sink_minio,zombie_synth,lossy_synth",
+        help="with --hosts: comma-separated nemeses, in order (see bench/net_nemeses.py)",
+    )
+    p.add_argument("--fault-s", type=float, default=20.0, help="with --hosts: seconds each nemesis lasts")
+    p.add_argument("--seed", type=int, default=None, help="with --hosts: a random schedule from this seed")
+    p.add_argument("--duration", type=float, default=600.0, help="with --hosts --seed: seconds of schedule")
     p.set_defaults(func=_run)
 
 
@@ -66,6 +80,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.rate <= 0 or args.gap < 0 or args.minio_down < 0 or args.broker_down < 0:
         raise ConfigError("--rate must be > 0, --gap, --minio-down and --broker-down ≥ 0")
     settings = Settings.from_env()
+    if args.hosts:
+        return _run_hosts(settings, args)
     stack = LocalStack.from_settings(settings, brokers=args.brokers)  # refuses anything but loopback
     if any(node.pid() is None for node in stack.brokers) or stack.minio.pid() is None:
         up = "streamtts infra up" + (f" --brokers {args.brokers}" if args.brokers > 1 else "")
@@ -143,3 +159,43 @@ def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(table + "\n", encoding="utf-8")
     return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _run_hosts(settings: Settings, args: argparse.Namespace) -> int:
+    """`chaos --hosts`: network faults between hosts of their own (bench/net_chaos.py)."""
+    from streamtts.bench.net_chaos import NetChaosPlan, NetChaosRun
+    from streamtts.bench.net_nemeses import NEEDS_QUORUM, NEMESES, fixed_schedule, random_schedule
+    from streamtts.bench.net_report import markdown, plot
+    from streamtts.infra.local.stack import LocalStack
+
+    stack = LocalStack.on_hosts(settings)
+    if any(node.pid() is None for node in stack.brokers) or stack.minio.pid() is None:
+        raise ConfigError("the hosts are not running: start them with `streamtts infra up --hosts`")
+    if args.seed is not None:
+        steps = random_schedule(args.seed, total_s=args.duration, brokers=len(stack.brokers))
+    else:
+        names = [n.strip() for n in args.nemeses.split(",") if n.strip()]
+        unknown = [n for n in names if n not in NEMESES]
+        if unknown or not names:
+            raise ConfigError(f"--nemeses: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(NEMESES)}")
+        if len(stack.brokers) < 3 and NEEDS_QUORUM & set(names):
+            raise ConfigError(f"{', '.join(sorted(NEEDS_QUORUM & set(names)))} needs three brokers")
+        steps = fixed_schedule(names, start_s=8.0, duration_s=args.fault_s, gap_s=args.gap)
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    out_dir = args.out.parent if args.out else Path("results") / f"net-chaos-{time.strftime('%Y%m%d-%H%M%S')}"
+    sections, ok = [], True
+    for guarantee in GUARANTEES if args.guarantee == "both" else (args.guarantee,):
+        plan = NetChaosPlan(tuple(steps), guarantee=guarantee, rate=args.rate, seed=args.seed)
+        prefix = f"net{time.strftime('%Y%m%d%H%M%S')}-{guarantee}-"
+        run = NetChaosRun(stack, settings.s3, plan, prefix=prefix, say=say, log_dir=out_dir / guarantee)
+        report = asyncio.run(run.run())
+        name = f"net-chaos-{guarantee}.png"
+        sections.append(markdown(report, name if plot(report, out_dir / name) else None))
+        print(sections[-1], file=sys.stderr, flush=True)
+        ok = ok and report.ok
+    text = "\n".join(sections)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    return 0 if ok else 1

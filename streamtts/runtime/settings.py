@@ -124,7 +124,10 @@ class Settings:
         return cls(kafka=kafka, s3=s3, metrics_token=os.environ.get(ENV_PREFIX + "METRICS_TOKEN") or None)
 
 
-_LOOPBACK = ("127.", "localhost", "[::1]", "::1")
+LOCAL_HOSTS_SUBNET = "10.77.0."
+"""The hosts of their own that `infra up --hosts` makes on this machine (net_hosts.SUBNET): a
+bridge no other machine reaches, so the development pair stays on this machine there too."""
+_LOOPBACK = ("127.", "localhost", "[::1]", "::1", LOCAL_HOSTS_SUBNET)
 
 
 def _refuse_default_credentials_off_host(s3: S3Settings) -> None:

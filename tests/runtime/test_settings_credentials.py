@@ -24,3 +24,13 @@ def test_default_credentials_are_fine_on_loopback(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("STREAMTTS_S3_ACCESS_KEY", raising=False)
     monkeypatch.delenv("STREAMTTS_S3_SECRET_KEY", raising=False)
     assert Settings.from_env().s3.access_key == "streamtts"
+
+
+def test_the_local_hosts_subnet_is_the_one_net_hosts_makes() -> None:
+    """The development pair is let through to the local hosts' bridge only: that subnet must be
+    the one `infra up --hosts` makes, or the pair would leave the machine."""
+    from streamtts.infra.local.net_hosts import CHECKER_ADDRESS, SUBNET
+    from streamtts.runtime.settings import LOCAL_HOSTS_SUBNET
+
+    assert LOCAL_HOSTS_SUBNET == f"{SUBNET}."
+    assert CHECKER_ADDRESS.startswith(LOCAL_HOSTS_SUBNET)
