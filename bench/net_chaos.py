@@ -83,13 +83,24 @@ class NetChaosPlan:
 
 
 class NetChaosRun:
-    def __init__(self, stack: LocalStack, s3: S3Settings, plan: NetChaosPlan, *, prefix: str, say: Say,
-                 log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        stack: LocalStack,
+        s3: S3Settings,
+        plan: NetChaosPlan,
+        *,
+        prefix: str,
+        say: Say,
+        log_dir: Path | None = None,
+    ) -> None:
         if not stack.hosts:
             raise ValueError("network chaos needs the stack on hosts of its own (LocalStack.on_hosts)")
         self.stack, self.plan, self.say = stack, plan, say
         self.s3 = S3Settings(
-            endpoint=stack.minio.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, bucket=s3.bucket
+            endpoint=stack.minio.endpoint,
+            access_key=s3.access_key,
+            secret_key=s3.secret_key,
+            bucket=s3.bucket,
         )
         self.kafka = KafkaSettings(bootstrap_servers=stack.bootstrap, topic_prefix=prefix)
         self.topics = TopicNames(prefix)
@@ -105,7 +116,11 @@ class NetChaosRun:
             "STREAMTTS_SESSION_TIMEOUT_S": "6",
         }
         topology = Topology(
-            guarantee=plan.guarantee, warm_voices=("en_joe",), front_procs=2, synth_procs=2, synth_threads=1,
+            guarantee=plan.guarantee,
+            warm_voices=("en_joe",),
+            front_procs=2,
+            synth_procs=2,
+            synth_threads=1,
             on_hosts=True,
         )
         if log_dir:
@@ -119,7 +134,8 @@ class NetChaosRun:
         assert self._producer is not None
         at = time.time()
         try:
-            await self._producer.send_and_wait(self.topics.requests, req.to_bytes(), key=req.request_id.encode())
+            key = req.request_id.encode()
+            await self._producer.send_and_wait(self.topics.requests, req.to_bytes(), key=key)
         except Exception as err:  # not acknowledged: not part of the promise
             self.report.not_acked += 1
             self.say(f"[net-chaos] {req.request_id} not acknowledged: {type(err).__name__}")
@@ -132,8 +148,10 @@ class NetChaosRun:
             while True:
                 self._n += 1
                 req = TTSRequest.new(
-                    TEXTS[self._n % len(TEXTS)], request_id=f"{self.run_prefix}{self._n:05d}",
-                    voice="en_joe", language="en",
+                    TEXTS[self._n % len(TEXTS)],
+                    request_id=f"{self.run_prefix}{self._n:05d}",
+                    voice="en_joe",
+                    language="en",
                 )
                 task = asyncio.create_task(self._send(req))
                 pending.add(task)
@@ -145,7 +163,9 @@ class NetChaosRun:
     async def _nemesis(self, step: Step, t0: float) -> None:
         await asyncio.sleep(max(0.0, t0 + step.at_s - time.monotonic()))
         brokers = len(self.stack.brokers)
-        leader = await leader_with_most_partitions(self.kafka, self.topics.requests) if step.nemesis == "isolate_leader" else 0
+        leader = 0
+        if step.nemesis == "isolate_leader":
+            leader = await leader_with_most_partitions(self.kafka, self.topics.requests)
         link_rules, target = rules(step.nemesis, brokers, lambda: leader)
         fault_id = f"{step.nemesis}_{int(step.at_s * 10)}"
         record = FaultRecord(step.nemesis, target, time.time())
@@ -166,7 +186,8 @@ class NetChaosRun:
             for proc in list(self.workers.procs):
                 if proc.popen.poll() is not None:
                     self.report.unplanned_restarts.append(f"{proc.name} ({proc.popen.returncode})")
-                    self.say(f"[net-chaos] {proc.name} exited by itself ({proc.popen.returncode}); restarting")
+                    code = proc.popen.returncode
+                    self.say(f"[net-chaos] {proc.name} exited by itself ({code}); restarting")
                     await asyncio.to_thread(self.workers.respawn, proc.name, 180.0)
 
     async def run(self) -> NetChaosReport:
@@ -193,7 +214,8 @@ class NetChaosRun:
                 self.report.settled = True
             except TimeoutError:
                 missing = sorted(set(self.report.sent) - set(observer.results))
-                self.say(f"[net-chaos] {len(missing)} requests unsettled {self.plan.settle_s:.0f} s after the heal: {missing[:5]}")
+                bound = self.plan.settle_s
+                self.say(f"[net-chaos] {len(missing)} unsettled {bound:.0f} s after the heal: {missing[:5]}")
             self.report.settle_after_heal_s = time.monotonic() - healed
         finally:
             for task in (load, supervisor):
@@ -204,7 +226,9 @@ class NetChaosRun:
             await asyncio.to_thread(self.workers.stop)
         exactly_once = self.plan.guarantee == "exactly_once"
         history = await observe(self.kafka, self.topics, self.s3, self.run_prefix, exactly_once=exactly_once)
-        self.report.verdicts = await asyncio.to_thread(check, history, self.report.sent, self.s3, exactly_once=exactly_once)
+        self.report.verdicts = await asyncio.to_thread(
+            check, history, self.report.sent, self.s3, exactly_once=exactly_once
+        )
         for key, at in sorted(self.report.sent.items(), key=lambda kv: kv[1]):
             seen = history.results.get(key)
             if seen:

@@ -66,7 +66,8 @@ class Verdict:
             "invariant": self.invariant,
             "verdict": "ok" if self.ok else "VIOLATED",
             "checked": self.checked,
-            "counterexamples": ", ".join(self.counterexamples[:5]) + (" …" if len(self.counterexamples) > 5 else ""),
+            "counterexamples": ", ".join(self.counterexamples[:5])
+            + (" …" if len(self.counterexamples) > 5 else ""),
         }
 
 
@@ -141,7 +142,8 @@ async def observe(
         if not (r.key or b"").startswith(ours):  # type: ignore[attr-defined]
             continue
         chunk = decode(AudioChunk, r.value, r.headers)  # type: ignore[attr-defined]
-        history.chunks.setdefault(chunk.request_id, []).append((chunk.seq, chunk.part, chunk.last_part, chunk.total))
+        seen = (chunk.seq, chunk.part, chunk.last_part, chunk.total)
+        history.chunks.setdefault(chunk.request_id, []).append(seen)
     dlqs = [topics.dlq(stage) for stage in STAGES]
     for r in await _read_all(kafka, dlqs, committed=exactly_once):
         key = (r.key or b"").decode(errors="replace")  # type: ignore[attr-defined]
@@ -161,7 +163,9 @@ def _dlq_reason(value: bytes | None) -> str:
 
 
 def _minio(s3: S3Settings) -> Minio:
-    return Minio(s3.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, secure=s3.secure, region=s3.region)
+    return Minio(
+        s3.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, secure=s3.secure, region=s3.region
+    )
 
 
 def _list_objects(s3: S3Settings, run_prefix: str) -> dict[str, tuple[str, int, str]]:
@@ -180,7 +184,7 @@ def _decoded_ms(data: bytes) -> float:
     """The audio's duration as a decoder sees it: samples decoded / rate (PyAV, libav's own)."""
     import av
 
-    with av.open(io.BytesIO(data)) as container:
+    with av.open(io.BytesIO(data), mode="r") as container:
         stream = container.streams.audio[0]
         samples, rate = 0, stream.sample_rate or stream.codec_context.sample_rate
         for frame in container.decode(stream):
@@ -196,16 +200,15 @@ def check(
     acked = sorted(set(acknowledged))
     lost = [k for k in acked if not history.results.get(k)]
     dup = [k for k in acked if len(history.results.get(k, [])) > 1]
-    differing = [
-        k for k in dup if len({(s.status, s.etag, s.size) for s in history.results[k]}) > 1
-    ]
+    differing = [k for k in dup if len({(s.status, s.etag, s.size) for s in history.results[k]}) > 1]
     results = Verdict("results", not lost and not (dup if exactly_once else differing), len(acked))
     results.counterexamples = [f"{k} lost" for k in lost] + [
         f"{k} ×{len(history.results[k])}" + (" differing" if k in differing else "")
         for k in (dup if exactly_once else differing)
     ]
     flipped = [
-        k for k, seen in history.results.items()
+        k
+        for k, seen in history.results.items()
         if "completed" in {s.status for s in seen} and {s.status for s in seen} != {"completed"}
     ]
     flips = Verdict("no_flips", not flipped, len(history.results), flipped)
@@ -224,7 +227,9 @@ def check(
     objects = Verdict("objects", not bad_objects, len(completed), bad_objects)
     orphans = sorted(k for k in history.objects if k not in completed)
     no_orphans = Verdict("no_orphans", not orphans, len(history.objects), orphans)
-    bad_chunks = [f"{k}: {why}" for k in sorted(completed) if (why := chunks_problem(history.chunks.get(k, [])))]
+    bad_chunks = [
+        f"{k}: {why}" for k in sorted(completed) if (why := chunks_problem(history.chunks.get(k, [])))
+    ]
     chunks = Verdict("chunks", not bad_chunks, len(completed), bad_chunks)
     lettered = [f"{k} ({'; '.join(v)})" for k, v in sorted(history.dead_letters.items())]
     dlq = Verdict("no_network_dead_letters", not lettered, len(acked), lettered)

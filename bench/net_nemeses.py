@@ -75,7 +75,8 @@ def rules(nemesis: str, brokers: int, leader: Callable[[], int]) -> tuple[list[L
 
 def fixed_schedule(nemeses: list[str], *, start_s: float, duration_s: float, gap_s: float) -> list[Step]:
     """The nemeses one after another: each `duration_s`, `gap_s` of calm between them."""
-    steps, at = [], start_s
+    steps: list[Step] = []
+    at = start_s
     for name in nemeses:
         steps.append(Step(name, at, duration_s))
         at += duration_s + gap_s
@@ -89,7 +90,8 @@ def random_schedule(
     until `total_s`; the same seed gives the same schedule."""
     pool = [n for n in nemeses if brokers >= 3 or n not in NEEDS_QUORUM]
     rng = random.Random(seed)
-    steps, at = [], start_s
+    steps: list[Step] = []
+    at = start_s
     while True:
         duration = rng.uniform(10.0, 30.0)
         if at + duration > total_s:

@@ -23,7 +23,8 @@ def markdown(report: NetChaosReport, plot_name: str | None = None) -> str:
     ]
     if lat:
         lines.append(
-            f"- send → result: p50 {percentile(lat, 50):.2f} s, p99 {percentile(lat, 99):.2f} s, max {lat[-1]:.2f} s"
+            f"- send → result: p50 {percentile(lat, 50):.2f} s, p99 {percentile(lat, 99):.2f} s, "
+            f"max {lat[-1]:.2f} s"
         )
     lines += ["", "Faults:", ""]
     lines.append(
@@ -34,9 +35,15 @@ def markdown(report: NetChaosReport, plot_name: str | None = None) -> str:
                     "target": f.target,
                     "from s": round(f.started - t0, 1),
                     "healed s": round(f.healed - t0, 1),
-                    "requests sent inside": sum(1 for at in report.sent.values() if f.started <= at <= f.healed),
+                    "requests sent inside": sum(
+                        1 for at in report.sent.values() if f.started <= at <= f.healed
+                    ),
                     "slowest of them s": round(
-                        max((s for at, s, _ in report.latencies if f.started <= at <= f.healed), default=0.0), 1
+                        max(
+                            (s for at, s, _ in report.latencies if f.started <= at <= f.healed),
+                            default=0.0,
+                        ),
+                        1,
                     ),
                 }
                 for f in report.faults
@@ -63,8 +70,15 @@ def plot(report: NetChaosReport, out: Path) -> bool:
     fig, ax = plt.subplots(figsize=(11, 4))
     for i, fault in enumerate(report.faults):
         ax.axvspan(fault.started - t0, fault.healed - t0, color=f"C{i % 10}", alpha=0.18)
-        ax.text(fault.started - t0, 1.0, fault.nemesis, transform=ax.get_xaxis_transform(), fontsize=7,
-                va="top", rotation=90)
+        ax.text(
+            fault.started - t0,
+            1.0,
+            fault.nemesis,
+            transform=ax.get_xaxis_transform(),
+            fontsize=7,
+            va="top",
+            rotation=90,
+        )
     ok = [(at - t0, s) for at, s, status in report.latencies if status == "completed"]
     bad = [(at - t0, s) for at, s, status in report.latencies if status != "completed"]
     if ok:

@@ -97,6 +97,20 @@ class SinkCheckpoint:
                 await producer.start()  # init_transactions: fences the previous holder of this id
                 self._tx[tp] = producer
 
+    async def forget(self, tps: set[TopicPart]) -> None:
+        """Let `tps` go without committing anything: their open transactions abort (outputs
+        without offsets stay invisible; the partitions' next reader redoes them)."""
+        async with self._lock:
+            self.owned -= tps
+            for tp in tps:
+                self._committed.pop(tp, None)
+                producer = self._tx.pop(tp, None)
+                if producer is not None:
+                    if tp in self._open:
+                        self._open.discard(tp)
+                        await _abort(producer, tp)
+                    await producer.stop()
+
     async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
         """Commit what is finished on `tps`, then let them go (their producers stop)."""
         async with self._lock:

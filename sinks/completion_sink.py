@@ -266,7 +266,15 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in assigned}
-        gained, self.held = tps - self.held, tps
+        # Still held with no revocation in between: this member lost the group (cut off past
+        # its session) and the consumer never said so. Others may have owned and finished
+        # them meanwhile: drop what this process remembers of them, as a revocation would,
+        # but commit nothing (its producers were fenced or are about to be).
+        unrevoked = tps & self.held
+        if unrevoked:
+            await self.sink.checkpoint.forget(unrevoked)
+            self.sink.assembler.drop_partitions(unrevoked)
+        gained, self.held = (tps - self.held) | unrevoked, tps
         self.rebalances += 1
         await self.sink.checkpoint.assign(tps)  # first: fences a zombie owner of the new ones
         if gained and self.rebalances > 1:

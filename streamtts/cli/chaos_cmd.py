@@ -177,7 +177,8 @@ def _run_hosts(settings: Settings, args: argparse.Namespace) -> int:
         names = [n.strip() for n in args.nemeses.split(",") if n.strip()]
         unknown = [n for n in names if n not in NEMESES]
         if unknown or not names:
-            raise ConfigError(f"--nemeses: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(NEMESES)}")
+            given = ", ".join(unknown) or "(none given)"
+            raise ConfigError(f"--nemeses: unknown {given}; known: {', '.join(NEMESES)}")
         if len(stack.brokers) < 3 and NEEDS_QUORUM & set(names):
             raise ConfigError(f"{', '.join(sorted(NEEDS_QUORUM & set(names)))} needs three brokers")
         steps = fixed_schedule(names, start_s=8.0, duration_s=args.fault_s, gap_s=args.gap)

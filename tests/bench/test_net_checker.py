@@ -10,9 +10,16 @@ from streamtts.bench.net_checker import History, SeenResult, check, chunks_probl
 from streamtts.runtime.settings import S3Settings
 
 
-def _result(status: str = "completed", key: str | None = "t/a.wav", size: int = 10, etag: str = "e",
-            duration_ms: float = 500.0) -> SeenResult:
-    return SeenResult(status=status, at_ms=0, key=key, size=size, etag=etag, duration_ms=duration_ms, chunks=1)
+def _result(
+    status: str = "completed",
+    key: str | None = "t/a.wav",
+    size: int = 10,
+    etag: str = "e",
+    duration_ms: float = 500.0,
+) -> SeenResult:
+    return SeenResult(
+        status=status, at_ms=0, key=key, size=size, etag=etag, duration_ms=duration_ms, chunks=1
+    )
 
 
 def _wav(ms: int, rate: int = 16000) -> bytes:

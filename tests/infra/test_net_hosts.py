@@ -48,7 +48,9 @@ def _reach(host: Host, timeout_s: float = 1.5) -> bool:
 def hosts() -> Iterator[None]:
     net_hosts.remove_all(NET)  # a crashed run's leftovers
     net_hosts.create([SERVER, CLIENT, BYSTANDER])
-    server = subprocess.Popen(SERVER.exec_argv([sys.executable, "-c", _SERVE]), stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        SERVER.exec_argv([sys.executable, "-c", _SERVE]), stdout=subprocess.PIPE, text=True
+    )
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "listening"
         yield
@@ -60,7 +62,9 @@ def hosts() -> Iterator[None]:
 
 def test_each_host_has_its_own_address_and_a_cut_separates_one_pair_until_healed(hosts: None) -> None:
     assert net_hosts.namespaces(NET) == sorted(h.netns for h in (SERVER, CLIENT, BYSTANDER))
-    ip = subprocess.run(CLIENT.exec_argv(["ip", "-4", "-o", "addr", "show", "eth0"]), capture_output=True, text=True)
+    ip = subprocess.run(
+        CLIENT.exec_argv(["ip", "-4", "-o", "addr", "show", "eth0"]), capture_output=True, text=True
+    )
     assert f"{CLIENT.address}/24" in ip.stdout
     assert _reach(CLIENT) and _reach(BYSTANDER)
 
@@ -80,7 +84,9 @@ def test_an_asymmetric_cut_drops_one_direction_only(hosts: None) -> None:
     net_faults.apply("one_way", [LinkRule(CLIENT, (SERVER.address,), inbound=False)])
     try:
         assert not _reach(CLIENT)
-        assert "chain in" not in net_faults.script("one_way", [LinkRule(CLIENT, (SERVER.address,), inbound=False)])
+        assert "chain in" not in net_faults.script(
+            "one_way", [LinkRule(CLIENT, (SERVER.address,), inbound=False)]
+        )
     finally:
         net_faults.heal("one_way", [CLIENT])
     assert _reach(CLIENT)

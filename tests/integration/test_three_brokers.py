@@ -153,8 +153,11 @@ async def test_a_killed_leader_loses_and_duplicates_nothing_under_exactly_once(
         await wait_in_sync(cluster_kafka, topics)
         try:
             async with asyncio.timeout(60):
-                while not (set(sent) <= set(observer.results) and await sink_caught_up(cluster_kafka, topics)):  # noqa: ASYNC110
-                    await asyncio.sleep(0.5)  # polling an independent subscriber's view
+                done = False
+                while not done:  # polling an independent subscriber's view: no event to await
+                    done = set(sent) <= set(observer.results) and await sink_caught_up(cluster_kafka, topics)
+                    if not done:
+                        await asyncio.sleep(0.5)
         except TimeoutError:
             # Say which half is missing: results a read_committed reader never saw, or a sink
             # group that never committed to the end of tts.pcm.
