@@ -19,7 +19,7 @@ import asyncio
 import logging
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError, ProducerFenced
+from aiokafka.errors import KafkaError
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer
@@ -72,10 +72,6 @@ class SinkCheckpoint:
         self._committed: dict[TopicPart, int] = {}
         self.owned: set[TopicPart] = set()
         """Partitions assigned to this sink now (a rebalance may revoke one mid-batch)."""
-        self.lost: set[TopicPart] = set()
-        """Partitions given up because a newer owner fenced their producer (this process was
-        cut off long enough to leave the group); the sink drops their state and takes them up
-        again only when the group assigns them anew."""
         self._lock = asyncio.Lock()
         """One step at a time: the rebalance listener runs while the loop may be mid-commit, and
         a transactional producer refuses to begin a transaction while it is committing one."""
@@ -89,27 +85,12 @@ class SinkCheckpoint:
         """exactly_once: start (and so fence the old owner of) each new partition's producer."""
         async with self._lock:
             self.owned |= tps
-            self.lost -= tps  # the revocation before this assignment dropped their state
             if not self.exactly_once:
                 return
             for tp in sorted(tps - set(self._tx)):
                 producer = make_producer(self.kafka, transactional_id=transactional_id(self.group, tp))
                 await producer.start()  # init_transactions: fences the previous holder of this id
                 self._tx[tp] = producer
-
-    async def forget(self, tps: set[TopicPart]) -> None:
-        """Let `tps` go without committing anything: their open transactions abort (outputs
-        without offsets stay invisible; the partitions' next reader redoes them)."""
-        async with self._lock:
-            self.owned -= tps
-            for tp in tps:
-                self._committed.pop(tp, None)
-                producer = self._tx.pop(tp, None)
-                if producer is not None:
-                    if tp in self._open:
-                        self._open.discard(tp)
-                        await _abort(producer, tp)
-                    await producer.stop()
 
     async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
         """Commit what is finished on `tps`, then let them go (their producers stop)."""
@@ -145,14 +126,10 @@ class SinkCheckpoint:
                 await self._shared.send_and_wait(topic, key=key, value=value, headers=headers)
                 return
             producer = self._tx[tp]
-            try:
-                if tp not in self._open:  # 1. open the partition's transaction
-                    await producer.begin_transaction()
-                    self._open.add(tp)
-                await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
-            except ProducerFenced:
-                await self._lose(tp)
-                raise PartitionRevoked(f"{tp[0]}/{tp[1]} has a newer owner") from None
+            if tp not in self._open:  # 1. open the partition's transaction
+                await producer.begin_transaction()
+                self._open.add(tp)
+            await producer.send_and_wait(topic, key=key, value=value, headers=headers)  # 2.
 
     async def commit(self, offsets: dict[TopicPart, int]) -> None:
         """Make outputs and consumed offsets durable; offsets only move forward."""
@@ -181,32 +158,15 @@ class SinkCheckpoint:
             return
         for tp in sorted(self._open | (set(fresh) & set(self._tx))):
             producer = self._tx[tp]
-            try:
-                if tp not in self._open:
-                    await producer.begin_transaction()
-                    self._open.add(tp)
-                if tp in fresh:  # 3. the offsets join the outputs' transaction
-                    await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
-                self._open.discard(tp)
-                await producer.commit_transaction()  # 4. visible together, or not at all
-            except ProducerFenced:  # nothing of it became visible; the newer owner redoes it
-                await self._lose(tp)
-                continue
+            if tp not in self._open:
+                await producer.begin_transaction()
+                self._open.add(tp)
+            if tp in fresh:  # 3. the offsets join the outputs' transaction
+                await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
+            self._open.discard(tp)
+            await producer.commit_transaction()  # 4. visible together, or not at all
             if tp in fresh:
                 self._committed[tp] = fresh[tp]
-
-    async def _lose(self, tp: TopicPart) -> None:
-        """A newer owner fenced `tp`'s producer: its open transaction was aborted by the
-        coordinator. Forget the partition until the group assigns it again (a worker that was
-        cut off rejoins; it does not die)."""
-        self.owned.discard(tp)
-        self._open.discard(tp)
-        self._committed.pop(tp, None)
-        self.lost.add(tp)
-        producer = self._tx.pop(tp, None)
-        if producer is not None:
-            await producer.stop()
-        log_event(log, "partition_fenced", logging.WARNING, partition=f"{tp[0]}/{tp[1]}")
 
     async def stop(self) -> None:
         for producer in self._tx.values():

@@ -185,9 +185,6 @@ class CompletionSink(DeadLettering):
                 # 4. Commit up to each partition's oldest unfinished request: with the outputs
                 #    in one transaction (exactly-once), or after their acks (at-least-once).
                 await self.checkpoint.commit(self.assembler.committable())
-                if self.checkpoint.lost:  # fenced by a newer owner: its requests are theirs now
-                    self.assembler.drop_partitions(set(self.checkpoint.lost))
-                    self.checkpoint.lost.clear()
             except BaseException:
                 await self.checkpoint.abort()  # nothing of this batch becomes visible
                 raise
@@ -266,15 +263,7 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in assigned}
-        # Still held with no revocation in between: this member lost the group (cut off past
-        # its session) and the consumer never said so. Others may have owned and finished
-        # them meanwhile: drop what this process remembers of them, as a revocation would,
-        # but commit nothing (its producers were fenced or are about to be).
-        unrevoked = tps & self.held
-        if unrevoked:
-            await self.sink.checkpoint.forget(unrevoked)
-            self.sink.assembler.drop_partitions(unrevoked)
-        gained, self.held = (tps - self.held) | unrevoked, tps
+        gained, self.held = tps - self.held, tps
         self.rebalances += 1
         await self.sink.checkpoint.assign(tps)  # first: fences a zombie owner of the new ones
         if gained and self.rebalances > 1:
