@@ -20,8 +20,8 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 
 from streamtts.bench.chaos import ResultObserver, leader_with_most_partitions
-from streamtts.bench.net_checker import Verdict, check, observe
-from streamtts.bench.net_nemeses import Step, rules
+from streamtts.bench.net_checker import Verdict, check, chunks_problem, observe
+from streamtts.bench.net_nemeses import Cluster, Step, rules
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.infra.local import net_faults
 from streamtts.infra.local.stack import LocalStack
@@ -80,6 +80,9 @@ class NetChaosPlan:
     tail_s: float = 5.0
     """Steady load after the last heal, before the load stops."""
     seed: int | None = None
+    fronts: int = 2
+    """Front workers (segment+encode+sink): two, so one takes over when the other is cut off."""
+    synths: int = 2
 
 
 class NetChaosRun:
@@ -115,13 +118,20 @@ class NetChaosRun:
             "STREAMTTS_TOPIC_PREFIX": prefix,
             "STREAMTTS_SESSION_TIMEOUT_S": "6",
         }
+        net = stack.hosts[0].net
+        self.cluster = Cluster(
+            brokers=len(stack.brokers),
+            fronts=("front", "front2")[: plan.fronts],
+            synths=("synth1", "synth2")[: plan.synths],
+            net=net,
+        )
         topology = Topology(
             guarantee=plan.guarantee,
             warm_voices=("en_joe",),
-            front_procs=2,
-            synth_procs=2,
+            front_procs=plan.fronts,
+            synth_procs=plan.synths,
             synth_threads=1,
-            on_hosts=True,
+            host_net=net,
         )
         if log_dir:
             log_dir.mkdir(parents=True, exist_ok=True)
@@ -162,11 +172,10 @@ class NetChaosRun:
 
     async def _nemesis(self, step: Step, t0: float) -> None:
         await asyncio.sleep(max(0.0, t0 + step.at_s - time.monotonic()))
-        brokers = len(self.stack.brokers)
         leader = 0
         if step.nemesis == "isolate_leader":
             leader = await leader_with_most_partitions(self.kafka, self.topics.requests)
-        link_rules, target = rules(step.nemesis, brokers, lambda: leader)
+        link_rules, target = rules(step.nemesis, self.cluster, lambda: leader)
         fault_id = f"{step.nemesis}_{int(step.at_s * 10)}"
         record = FaultRecord(step.nemesis, target, time.time())
         self.report.faults.append(record)
@@ -190,6 +199,25 @@ class NetChaosRun:
                     self.say(f"[net-chaos] {proc.name} exited by itself ({code}); restarting")
                     await asyncio.to_thread(self.workers.respawn, proc.name, 180.0)
 
+    async def _settle(self, observer: ResultObserver) -> None:
+        """Until every acknowledged request has its result and every completed one all its
+        chunks on tts.audio: a live stream held up past the heal is unsettled too."""
+        while not set(self.report.sent) <= set(observer.results):  # noqa: ASYNC110
+            await asyncio.sleep(0.5)  # polling an independent subscriber's view
+        exactly_once = self.plan.guarantee == "exactly_once"
+        while True:
+            history = await observe(
+                self.kafka, self.topics, self.s3, self.run_prefix, exactly_once=exactly_once, objects=False
+            )
+            waiting = [
+                k
+                for k, seen in history.results.items()
+                if seen[0].status == "completed" and chunks_problem(history.chunks.get(k, []))
+            ]
+            if not waiting:
+                return
+            await asyncio.sleep(2.0)  # the stream's chunks come when the encode stage is back
+
     async def run(self) -> NetChaosReport:
         await apply_topics(self.kafka)
         await asyncio.to_thread(self.workers.start, 180.0)
@@ -203,19 +231,18 @@ class NetChaosRun:
         self.report.started = time.time()
         try:
             await asyncio.gather(*(self._nemesis(step, t0) for step in self.plan.steps))
+            healed = time.monotonic()
             await asyncio.sleep(self.plan.tail_s)
             load.cancel()
             await asyncio.gather(load, return_exceptions=True)
-            healed = time.monotonic()
             try:
-                async with asyncio.timeout(self.plan.settle_s):
-                    while not set(self.report.sent) <= set(observer.results):  # noqa: ASYNC110
-                        await asyncio.sleep(0.5)  # polling an independent subscriber's view
+                async with asyncio.timeout(max(0.0, healed + self.plan.settle_s - time.monotonic())):
+                    await self._settle(observer)
                 self.report.settled = True
             except TimeoutError:
                 missing = sorted(set(self.report.sent) - set(observer.results))
                 bound = self.plan.settle_s
-                self.say(f"[net-chaos] {len(missing)} unsettled {bound:.0f} s after the heal: {missing[:5]}")
+                self.say(f"[net-chaos] unsettled {bound:.0f} s after the heal: {len(missing)} with no result")
             self.report.settle_after_heal_s = time.monotonic() - healed
         finally:
             for task in (load, supervisor):

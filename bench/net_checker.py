@@ -117,9 +117,15 @@ async def _read_all(kafka: KafkaSettings, topics: list[str], *, committed: bool)
 
 
 async def observe(
-    kafka: KafkaSettings, topics: TopicNames, s3: S3Settings, run_prefix: str, *, exactly_once: bool
+    kafka: KafkaSettings,
+    topics: TopicNames,
+    s3: S3Settings,
+    run_prefix: str,
+    *,
+    exactly_once: bool,
+    objects: bool = True,
 ) -> History:
-    """Read the run's whole outcome from Kafka and the bucket."""
+    """Read the run's whole outcome from Kafka and (`objects`) the bucket."""
     history = History()
     ours = run_prefix.encode()
     for r in await _read_all(kafka, [topics.results], committed=exactly_once):
@@ -150,7 +156,8 @@ async def observe(
         if key.startswith(run_prefix):
             reason = _dlq_reason(r.value)  # type: ignore[attr-defined]
             history.dead_letters.setdefault(key, []).append(reason)
-    history.objects = await asyncio.to_thread(_list_objects, s3, run_prefix)
+    if objects:
+        history.objects = await asyncio.to_thread(_list_objects, s3, run_prefix)
     return history
 
 

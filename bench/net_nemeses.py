@@ -19,11 +19,11 @@ starts (the partition leader it isolates is whichever broker leads then).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from streamtts.infra.local.net_faults import LinkRule
-from streamtts.infra.local.net_hosts import Host
+from streamtts.infra.local.net_hosts import LOCAL_NET, Host, HostNet
 
 BROKER_HOSTS = ("kafka-1", "kafka-2", "kafka-3")
 NEMESES = ("zombie_front", "zombie_synth", "isolate_leader", "asymmetric", "sink_minio", "lossy_synth")
@@ -42,33 +42,49 @@ class Step:
     duration_s: float
 
 
-def _addresses(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    return tuple(Host(n).address for n in names)
+@dataclass(frozen=True)
+class Cluster:
+    """Who is on which host in a run: the nemeses target these names."""
+
+    brokers: int = 3
+    fronts: tuple[str, ...] = ("front", "front2")
+    synths: tuple[str, ...] = ("synth1", "synth2")
+    net: HostNet = LOCAL_NET
+
+    def host(self, name: str) -> Host:
+        return Host(name, self.net)
+
+    def addresses(self, names: Iterable[str]) -> tuple[str, ...]:
+        return tuple(self.host(n).address for n in names)
+
+    @property
+    def broker_names(self) -> tuple[str, ...]:
+        return BROKER_HOSTS[: self.brokers]
 
 
-def rules(nemesis: str, brokers: int, leader: Callable[[], int]) -> tuple[list[LinkRule], str]:
-    """The link rules of `nemesis` on a run with `brokers` brokers, and what it targets.
-    `leader()` names the node leading most of tts.requests (asked only by isolate_leader)."""
-    broker_names = BROKER_HOSTS[:brokers]
-    all_brokers = _addresses(broker_names)
+def rules(nemesis: str, cluster: Cluster, leader: Callable[[], int]) -> tuple[list[LinkRule], str]:
+    """The link rules of `nemesis` in `cluster`, and what it targets. `leader()` names the
+    node leading most of tts.requests (asked only by isolate_leader)."""
+    brokers = cluster.addresses(cluster.broker_names)
+    front, synth = cluster.host(cluster.fronts[0]), cluster.host(cluster.synths[0])
     if nemesis == "zombie_front":
-        return [LinkRule(Host("front"), all_brokers)], "front ⇹ brokers"
+        return [LinkRule(front, brokers)], f"{front.name} ⇹ brokers"
     if nemesis == "zombie_synth":
-        return [LinkRule(Host("synth1"), all_brokers)], "synth1 ⇹ brokers"
+        return [LinkRule(synth, brokers)], f"{synth.name} ⇹ brokers"
     if nemesis == "isolate_leader":
-        if brokers < 3:
+        if cluster.brokers < 3:
             raise ValueError("isolate_leader needs three brokers")
-        node = leader()
-        others = tuple(n for n in broker_names if n != f"kafka-{node}")
-        return [LinkRule(Host(f"kafka-{node}"), _addresses(others))], f"kafka-{node} ⇹ other brokers"
+        node = f"kafka-{leader()}"
+        others = cluster.addresses(n for n in cluster.broker_names if n != node)
+        return [LinkRule(cluster.host(node), others)], f"{node} ⇹ other brokers"
     if nemesis == "asymmetric":
-        return [LinkRule(Host("front"), all_brokers, inbound=False)], "front → brokers dropped"
+        return [LinkRule(front, brokers, inbound=False)], f"{front.name} → brokers dropped"
     if nemesis == "sink_minio":
-        minio = _addresses(["minio"])
-        return [LinkRule(Host("front"), minio), LinkRule(Host("front2"), minio)], "fronts ⇹ minio"
+        minio = cluster.addresses(["minio"])
+        return [LinkRule(cluster.host(n), minio) for n in cluster.fronts], "fronts ⇹ minio"
     if nemesis == "lossy_synth":
         return [
-            LinkRule(Host(name), all_brokers, loss_pct=LOSS_PCT) for name in ("synth1", "synth2")
+            LinkRule(cluster.host(n), brokers, loss_pct=LOSS_PCT) for n in cluster.synths
         ], f"synths ⇹ brokers {LOSS_PCT} % loss"
     raise ValueError(f"unknown nemesis {nemesis!r}; nemeses are {', '.join(NEMESES)}")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtts.errors import StreamTTSError
-from streamtts.infra.local.net_hosts import Host
+from streamtts.infra.local.net_hosts import Host, HostNet
 from streamtts.runtime.topology import TOPOLOGY
 
 # The "front" process runs every stage that needs no model; the others get processes of their own.
@@ -51,8 +51,9 @@ class Topology:
     front_procs: int = 1
     """Processes running the front stages ("front", "front2"): a second one takes over the
     first one's partitions when it is cut off."""
-    on_hosts: bool = False
-    """Each process on the host of its name (`net_hosts.py`: front, front2, synth1, synth2)."""
+    host_net: HostNet | None = None
+    """Each process on the host of its name in this net (`net_hosts.py`: front, front2,
+    synth1, synth2); None: on this machine's own network."""
 
     @property
     def label(self) -> str:
@@ -223,8 +224,8 @@ class WorkerSet:
         ]
         for stage in stages:
             cmd += ["--stage", stage]
-        if self.topology.on_hosts:
-            cmd = Host(name).exec_argv(cmd)
+        if self.topology.host_net is not None:
+            cmd = Host(name, self.topology.host_net).exec_argv(cmd)
         popen = subprocess.Popen(
             cmd,
             env={**self.env, **extra_env},

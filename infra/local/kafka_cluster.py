@@ -14,6 +14,7 @@ from pathlib import Path
 
 from streamtts.errors import InfraError
 from streamtts.infra.local.kafka_server import KafkaNode
+from streamtts.infra.local.net_hosts import LOCAL_NET, Host, HostNet
 from streamtts.infra.local.paths import LocalPaths
 
 CONTROLLER_PORT_OFFSET = 100
@@ -65,14 +66,12 @@ def forget_brokers(paths: LocalPaths) -> None:
     _layout_file(paths).unlink(missing_ok=True)
 
 
-def host_nodes(paths: LocalPaths, brokers: int) -> tuple[KafkaNode, ...]:
+def host_nodes(paths: LocalPaths, brokers: int, net: HostNet = LOCAL_NET) -> tuple[KafkaNode, ...]:
     """The nodes of a `brokers`-node cluster whose every node is a host of its own
     (`net_hosts.py`: kafka-1 … kafka-N, each on its own address, ports 9092/9093)."""
-    from streamtts.infra.local.net_hosts import Host
-
     if brokers not in (1, 3):
         raise InfraError(f"hosts of their own hold 1 or 3 brokers, not {brokers}")
-    hosts = [Host(f"kafka-{i}") for i in range(1, brokers + 1)]
+    hosts = [Host(f"kafka-{i}", net) for i in range(1, brokers + 1)]
     voters = ",".join(f"{i}@{h.address}:9093" for i, h in enumerate(hosts, start=1))
     return tuple(
         KafkaNode(

@@ -26,7 +26,7 @@ from streamtts.infra.local.kafka_cluster import (
 )
 from streamtts.infra.local.kafka_server import KAFKA_VERSION, KafkaNode, new_cluster_id
 from streamtts.infra.local.minio_server import MINIO_VERSION, MinioNode, minio_credentials_valid
-from streamtts.infra.local.net_hosts import Host
+from streamtts.infra.local.net_hosts import LOCAL_NET, Host, HostNet
 from streamtts.infra.local.paths import LocalPaths
 from streamtts.runtime.settings import Settings
 
@@ -108,13 +108,15 @@ class LocalStack:
         return cls(kafka=first, minio=minio, extra_brokers=tuple(others))
 
     @classmethod
-    def on_hosts(cls, settings: Settings, paths: LocalPaths | None = None, brokers: int = 3) -> LocalStack:
+    def on_hosts(
+        cls, settings: Settings, paths: LocalPaths | None = None, brokers: int = 3, net: HostNet = LOCAL_NET
+    ) -> LocalStack:
         """Brokers and MinIO each on a host of its own, plus the hosts workers and the gateway
         run on (WORKER_HOSTS). State apart from the loopback layouts: `<state>/hosts`."""
         paths = paths or LocalPaths.from_env()
         own = hosts_paths(paths)
-        first, *others = host_nodes(own, brokers)
-        minio_host = Host("minio")
+        first, *others = host_nodes(own, brokers, net)
+        minio_host = Host("minio", net)
         minio = MinioNode(
             paths=own,
             access_key=settings.s3.access_key,
@@ -125,7 +127,7 @@ class LocalStack:
             netns=minio_host.netns,
         )
         nodes = (first, *others)
-        hosts = (*(Host(n.name) for n in nodes), minio_host, *(Host(n) for n in WORKER_HOSTS))
+        hosts = (*(Host(n.name, net) for n in nodes), minio_host, *(Host(n, net) for n in WORKER_HOSTS))
         return cls(kafka=first, minio=minio, extra_brokers=tuple(others), hosts=hosts)
 
     @property
