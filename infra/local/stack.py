@@ -183,7 +183,7 @@ class LocalStack:
             say(f"stopped {node.name}" if was_running else f"{node.name} was not running")
         forget_brokers(self.kafka.paths)
         if self.hosts:
-            gone = net_hosts.remove_all()
+            gone = net_hosts.remove_all(self.hosts[0].net)
             say(f"removed {len(gone)} hosts' namespaces and links" if gone else "no hosts to remove")
 
     def status(self) -> list[ServiceStatus]:
