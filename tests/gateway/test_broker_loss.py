@@ -3,7 +3,9 @@
 its first audio gets 503 `kafka_unavailable` with Retry-After within it; new requests get 503 with
 Retry-After (a new session the same event); after the brokers return, the same gateway process
 serves again — a new session's speech comes back whole. The worker behind it says not ready
-for the outage too. On a private broker (it is SIGKILLed)."""
+for the outage too. On a private broker, lost two ways: SIGKILLed (its connections refused at
+once), or on a host of its own with the network between it and the gateway cut (connections
+hang: nothing answers, nothing refuses) and then healed."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ import websockets
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
 from streamtts.gateway.settings import GatewaySettings
+from streamtts.infra.local import net_faults
+from streamtts.infra.local.net_faults import LinkRule
+from streamtts.infra.local.net_hosts import Host, HostNet
+from streamtts.infra.local.paths import LocalPaths
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
@@ -32,6 +38,36 @@ pytestmark = [pytest.mark.integration, pytest.mark.model]
 
 LOSS_S = 3.0
 SESSIONS = 5
+NET = HostNet(subnet="10.80.0", bridge="stsgbr0", ns_prefix="stsg-", veth_prefix="stsgv")
+"""The partition variant's own net: its broker on a host, the gateway on this machine's."""
+
+
+@pytest.fixture(params=["sigkill", "partition"])
+def broker_fault(request: pytest.FixtureRequest, own_stack: LocalStack, tmp_path) -> tuple[str, LocalStack]:  # type: ignore[no-untyped-def]
+    """The private broker and how it is lost: SIGKILLed, or cut off by the network."""
+    if request.param == "sigkill":
+        return "sigkill", own_stack
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root (CI runs as root)")
+    paths = LocalPaths(cache_dir=LocalPaths.from_env().cache_dir, state_dir=tmp_path / "hosts-stack")
+    return "partition", LocalStack.on_hosts(Settings(), paths, brokers=1, net=NET)
+
+
+CUT = "gateway_cut"
+
+
+def _lose(fault: str, stack: LocalStack) -> None:
+    if fault == "sigkill":
+        os.kill(stack.kafka.pid() or 0, signal.SIGKILL)
+    else:  # the broker's host stops hearing and answering this machine (gateway, worker)
+        net_faults.apply(CUT, [LinkRule(Host("kafka-1", NET), (NET.gateway,))])
+
+
+def _restore(fault: str, stack: LocalStack) -> None:
+    if fault == "sigkill":
+        stack.up(lambda _m: None, with_minio=False)
+    else:
+        net_faults.heal(CUT, [Host("kafka-1", NET)])
 
 
 async def _until_ready(client: httpx.AsyncClient, ready: bool, timeout_s: float) -> dict:
@@ -75,12 +111,13 @@ async def _ends_unavailable(ws: websockets.ClientConnection) -> tuple[float, int
 
 
 async def test_the_gateway_rides_out_losing_every_broker(
-    own_stack: LocalStack,
+    broker_fault: tuple[str, LocalStack],
     services: Services,
     speech_renderer,
     pipeline_settings: PipelineSettings,
     gateway_settings: GatewaySettings,
 ) -> None:
+    fault, own_stack = broker_fault
     await asyncio.to_thread(own_stack.up, lambda _m: None, with_minio=False)
     kafka = KafkaSettings(bootstrap_servers=own_stack.kafka.bootstrap, topic_prefix="g.")
     try:
@@ -107,7 +144,7 @@ async def test_the_gateway_rides_out_losing_every_broker(
                 )
                 await _until_submitted(client, "openai")
 
-                os.kill(own_stack.kafka.pid() or 0, signal.SIGKILL)
+                await asyncio.to_thread(_lose, fault, own_stack)
                 killed = time.monotonic()
                 ends = await asyncio.wait_for(asyncio.gather(*(_ends_unavailable(ws) for ws in sessions)), 60)
                 answer = await asyncio.wait_for(waiting, 60)
@@ -141,7 +178,7 @@ async def test_the_gateway_rides_out_losing_every_broker(
                     worker_problems
                 )
 
-                await asyncio.to_thread(own_stack.up, lambda _m: None, with_minio=False)
+                await asyncio.to_thread(_restore, fault, own_stack)
                 await _until_ready(client, True, 60)
                 speech = Worker(
                     ["segment", "synthesize", "encode"], settings, pipeline_settings, renderer=speech_renderer
