@@ -39,6 +39,7 @@ from streamtts.schemas.wire import decode
 DURATION_TOLERANCE_MS = 80.0
 """Decoded vs stated duration: an mp3 decoder adds or trims up to a frame (~26 ms) per end,
 plus the encoder's padding; a missing chunk of speech is hundreds of ms."""
+READ_TIMEOUT_S = 120.0
 INVARIANTS = ("results", "no_flips", "objects", "no_orphans", "chunks", "no_network_dead_letters")
 
 
@@ -107,10 +108,11 @@ async def _read_all(kafka: KafkaSettings, topics: list[str], *, committed: bool)
         await consumer.seek_to_beginning(*parts)
         ends = await consumer.end_offsets(parts)
         records: list[object] = []
-        while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
-            batch = await consumer.getmany(timeout_ms=1000)
-            for recs in batch.values():
-                records.extend(recs)
+        async with asyncio.timeout(READ_TIMEOUT_S):  # the brokers must answer the checker
+            while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
+                batch = await consumer.getmany(timeout_ms=1000)
+                for recs in batch.values():
+                    records.extend(recs)
         return records
     finally:
         await consumer.stop()

@@ -82,9 +82,9 @@ def plot(report: NetChaosReport, out: Path) -> bool:
     ok = [(at - t0, s) for at, s, status in report.latencies if status == "completed"]
     bad = [(at - t0, s) for at, s, status in report.latencies if status != "completed"]
     if ok:
-        ax.scatter(*zip(*ok, strict=True), s=6, color="black", label="completed")
+        ax.scatter([x for x, _ in ok], [y for _, y in ok], s=6, color="black", label="completed")
     if bad:
-        ax.scatter(*zip(*bad, strict=True), s=12, color="red", marker="x", label="failed")
+        ax.scatter([x for x, _ in bad], [y for _, y in bad], s=12, color="red", marker="x", label="failed")
     ax.set_xlabel("request sent at (s since the load began)")
     ax.set_ylabel("send → result (s)")
     ax.set_title(f"network faults, {report.guarantee}: latency over time")

@@ -21,12 +21,14 @@ A crash after 3 may re-read chunks of finished requests; the memory of finished 
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
 from aiokafka import ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
+from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
@@ -43,6 +45,8 @@ from streamtts.sinks.finished import FinishedRequests, RenderKey, rendering_of
 from streamtts.sinks.finisher import RequestFinisher
 from streamtts.sinks.storage_writer import StorageWriter
 from streamtts.sinks.telemetry import SinkTelemetry
+
+log = logging.getLogger("streamtts.sink")
 
 
 class CompletionSink(DeadLettering):
@@ -271,6 +275,15 @@ class _Rebalance(ConsumerRebalanceListener):
             # lie past its last commit (an unfinished one holds the commit back), and this
             # process's memory of finished requests was seeded before that. Read the results
             # again, after the fence and before the first record, or they would be finished twice.
-            await self.sink.remember_recent_results()
+            try:
+                await self.sink.remember_recent_results()
+            except Exception as err:  # aiokafka would swallow it; say what it risks
+                log_event(
+                    log,
+                    "finished_refresh_failed",
+                    logging.WARNING,
+                    error=str(err)[:200],
+                    risk="a request finished by the previous owner may be finished again",
+                )
         self.sink.assigned = bool(assigned)  # none: not ready (see FaustStage._on_assigned)
         self.sink.signals.partitions_assigned(sorted(tp.partition for tp in assigned))

@@ -29,6 +29,17 @@ async def _sink(kafka: KafkaSettings, services: Services, pipeline: PipelineSett
     return worker
 
 
+async def _read_to_end(results, seen: list[CompletionResult]) -> None:  # type: ignore[no-untyped-def]
+    """Every result written so far: a second result of a request the sink finished before the
+    last one seen may sit on another partition of tts.results, not yet read."""
+    parts = list(results.assignment())
+    ends = await results.end_offsets(parts)
+    async with asyncio.timeout(30):
+        while [tp for tp in parts if await results.position(tp) < ends[tp]]:
+            for records in (await results.getmany(timeout_ms=500)).values():
+                seen.extend(CompletionResult.from_bytes(r.value) for r in records)
+
+
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 async def test_no_second_result_for_chunks_read_again_after_a_restart(
     guarantee: str,
@@ -69,8 +80,68 @@ async def test_no_second_result_for_chunks_read_again_after_a_restart(
         try:
             await send(c1)
             await results_until(unfinished.request_id)  # after the re-read of f0, f1
+            await _read_to_end(results, seen)
         finally:
             await worker.stop()
+    finally:
+        await results.stop()
+        await producer.stop()
+    by_id = {rid: [r.status for r in seen if r.request_id == rid] for rid in {r.request_id for r in seen}}
+    assert by_id == {finished.request_id: ["completed"], unfinished.request_id: ["completed"]}
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+async def test_a_sink_taking_over_a_live_peers_partition_does_not_finish_its_requests_again(
+    guarantee: str,
+    kafka_settings: KafkaSettings,
+    topics: TopicNames,
+    services: Services,
+    pipeline_settings: PipelineSettings,
+) -> None:
+    """Two sinks in one group. The one that will take over started first, so its memory of
+    finished requests was read before the peer finished anything. The peer finishes a request
+    whose chunks lie past its last commit (an unfinished one holds the commit back), then
+    leaves; the taker re-reads those chunks and must know from the results, not from its own
+    memory, that the request is finished (the network-fault checker found it finished twice)."""
+    pipeline = pipeline_settings.replace(processing_guarantee=guarantee)
+    unfinished, finished = request("still coming"), request("done by the peer")
+    c0, c1 = pcm_chunk(unfinished, 0, 2, samples=2400), pcm_chunk(unfinished, 1, 2, samples=2400)
+    f0, f1 = pcm_chunk(finished, 0, 2, samples=2400), pcm_chunk(finished, 1, 2, samples=2400)
+    producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
+    await producer.start()
+    results = make_consumer(kafka_settings, topics.results, group_id=None)
+    await results.start()
+    seen: list[CompletionResult] = []
+
+    async def results_until(request_id: str) -> None:
+        async with asyncio.timeout(60):
+            while not any(r.request_id == request_id for r in seen):
+                for records in (await results.getmany(timeout_ms=500)).values():
+                    seen.extend(CompletionResult.from_bytes(r.value) for r in records)
+
+    try:
+        taker = await _sink(kafka_settings, services, pipeline)
+        try:
+            peer = await _sink(kafka_settings, services, pipeline)
+            try:
+                async with asyncio.timeout(60):  # the taker gave the peer its share
+                    while not (owned := peer.service("sink").checkpoint.owned):  # noqa: ASYNC110
+                        await asyncio.sleep(0.1)  # the group's rebalance has no event outside it
+                _, partition = min(owned)
+                for chunk in (c0, f0, f1):  # all on a partition the peer holds
+                    await producer.send_and_wait(
+                        topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=partition
+                    )
+                await results_until(finished.request_id)
+            finally:
+                await peer.stop()  # commits up to c0: the taker reads f0 and f1 again
+            await producer.send_and_wait(
+                topics.pcm, c1.to_bytes(), key=c1.request_id.encode(), partition=partition
+            )
+            await results_until(unfinished.request_id)  # after its re-read of f0, f1
+            await _read_to_end(results, seen)
+        finally:
+            await taker.stop()
     finally:
         await results.stop()
         await producer.stop()
