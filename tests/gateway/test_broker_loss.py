@@ -29,7 +29,7 @@ from streamtts.infra.local.net_hosts import Host, HostNet
 from streamtts.infra.local.paths import LocalPaths
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
 from streamtts.worker import Worker
 from tests.gateway.conftest import ACME
 from tests.services import Services
@@ -50,7 +50,9 @@ def broker_fault(request: pytest.FixtureRequest, own_stack: LocalStack, tmp_path
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root (CI runs as root)")
     paths = LocalPaths(cache_dir=LocalPaths.from_env().cache_dir, state_dir=tmp_path / "hosts-stack")
-    return "partition", LocalStack.on_hosts(Settings(), paths, brokers=1, net=NET)
+    return "partition", LocalStack.on_hosts(
+        Settings(kafka=KafkaSettings(), s3=S3Settings()), paths, brokers=1, net=NET
+    )
 
 
 CUT = "gateway_cut"

@@ -26,7 +26,7 @@ from streamtts.bench.net_report import markdown
 from streamtts.infra.local.net_hosts import HostNet
 from streamtts.infra.local.paths import PROJECT_ROOT, LocalPaths
 from streamtts.infra.local.stack import LocalStack
-from streamtts.runtime.settings import S3Settings, Settings
+from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from tests.services import TEST_S3_SECRET, TEST_S3_USER
 
 pytestmark = [
@@ -46,7 +46,7 @@ def hosts_stack() -> Iterator[LocalStack]:
     paths = LocalPaths(
         cache_dir=LocalPaths.from_env().cache_dir, state_dir=PROJECT_ROOT / ".local" / "test-hosts"
     )
-    stack = LocalStack.on_hosts(Settings(s3=S3), paths, brokers=1, net=NET)
+    stack = LocalStack.on_hosts(Settings(kafka=KafkaSettings(), s3=S3), paths, brokers=1, net=NET)
     quiet = lambda _m: None  # noqa: E731
     # In a thread: `up` and `down` run asyncio.run, which would reset this thread's
     # pytest-asyncio loop.
