@@ -72,6 +72,9 @@ class SinkCheckpoint:
         self._committed: dict[TopicPart, int] = {}
         self.owned: set[TopicPart] = set()
         """Partitions assigned to this sink now (a rebalance may revoke one mid-batch)."""
+        self._epochs: dict[TopicPart, int] = {}
+        """How many times each partition was assigned here: a record read under one
+        assignment must not be sent under the next (revoked and given back mid-record)."""
         self._lock = asyncio.Lock()
         """One step at a time: the rebalance listener runs while the loop may be mid-commit, and
         a transactional producer refuses to begin a transaction while it is committing one."""
@@ -85,6 +88,8 @@ class SinkCheckpoint:
         """exactly_once: start (and so fence the old owner of) each new partition's producer."""
         async with self._lock:
             self.owned |= tps
+            for tp in tps:
+                self._epochs[tp] = self._epochs.get(tp, 0) + 1
             if not self.exactly_once:
                 return
             for tp in sorted(tps - set(self._tx)):
@@ -109,6 +114,10 @@ class SinkCheckpoint:
                         await _abort(producer, tp)
                     await producer.stop()
 
+    def epoch(self, tp: TopicPart) -> int:
+        """The partition's current assignment here (see `send`)."""
+        return self._epochs.get(tp, 0)
+
     async def send(
         self,
         tp: TopicPart,
@@ -116,10 +125,15 @@ class SinkCheckpoint:
         key: bytes | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
+        *,
+        epoch: int | None = None,
     ) -> None:
-        """Send one output caused by a record of `tp` and wait for the broker's ack."""
+        """Send one output caused by a record of `tp` and wait for the broker's ack. `epoch`:
+        the assignment the record was read under; another one now means the partition was
+        revoked (and perhaps given back) while the record was handled — its next reader
+        redoes it, and this send would be its second result."""
         async with self._lock:
-            if tp not in self.owned:
+            if tp not in self.owned or (epoch is not None and epoch != self._epochs.get(tp)):
                 raise PartitionRevoked(f"{tp[0]}/{tp[1]} was revoked")
             if not self.exactly_once:
                 assert self._shared is not None, "start() first"

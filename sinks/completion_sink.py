@@ -90,6 +90,8 @@ class CompletionSink(DeadLettering):
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._tp: TopicPart = (self.topics.pcm, 0)
+        self._epoch = 0
+        """The assignment `_tp` had when its record was read (see SinkCheckpoint.send)."""
         """The partition whose record is being handled: its outputs join its checkpoint."""
         self.telemetry = telemetry or Telemetry()
         self.signals = SinkTelemetry(self.telemetry, self.name)
@@ -169,16 +171,24 @@ class CompletionSink(DeadLettering):
         while not self._stopping.is_set():
             # 1. Poll a batch.
             batch = await self.consumer.getmany(timeout_ms=300, max_records=200)
+            # The assignment each partition's records were fetched under: a rebalance while
+            # the batch is handled may revoke a partition and give it back.
+            epochs = {
+                (tp.topic, tp.partition): self.checkpoint.epoch((tp.topic, tp.partition)) for tp in batch
+            }
             self.signals.pending(len(self.assembler.pending_ids()))
             try:
                 # 2. Handle its records in order; a request they complete is finished (stored,
                 #    its result sent in its partition's transaction).
                 for tp, records in batch.items():
                     part = (tp.topic, tp.partition)
+                    epoch = epochs[part]
                     for record in records:
-                        if self._stopping.is_set() or part not in self.checkpoint.owned:
+                        if self._stopping.is_set() or self.checkpoint.epoch(part) != epoch:
+                            break  # revoked since the fetch: the next owner (maybe us) reads them again
+                        if part not in self.checkpoint.owned:
                             break  # unprocessed records stay uncommitted: the next owner reads them
-                        self._tp = part
+                        self._tp, self._epoch = part, epoch
                         try:
                             await self._handle(part, record)
                         except PartitionRevoked:  # mid-record: the next owner redoes it
@@ -196,7 +206,7 @@ class CompletionSink(DeadLettering):
     async def _send(
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
     ) -> None:
-        await self.checkpoint.send(self._tp, topic, key, value, headers)
+        await self.checkpoint.send(self._tp, topic, key, value, headers, epoch=self._epoch)
 
     async def _handle(self, tp: TopicPart, record: ConsumerRecord[bytes, bytes]) -> None:
         raw = record.value or b""
@@ -233,7 +243,7 @@ class CompletionSink(DeadLettering):
                 continue
             if tp not in self.checkpoint.owned:
                 continue  # dropped with its partition at the revocation
-            self._tp = tp
+            self._tp, self._epoch = tp, self.checkpoint.epoch(tp)
             try:
                 result = await self.finisher.fail_incomplete(ctx, missing)
             except PartitionRevoked:
