@@ -90,9 +90,9 @@ class CompletionSink(DeadLettering):
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._tp: TopicPart = (self.topics.pcm, 0)
+        """The partition whose record is being handled: its outputs join its checkpoint."""
         self._epoch = 0
         """The assignment `_tp` had when its record was read (see SinkCheckpoint.send)."""
-        """The partition whose record is being handled: its outputs join its checkpoint."""
         self.telemetry = telemetry or Telemetry()
         self.signals = SinkTelemetry(self.telemetry, self.name)
         self.assigned = False
