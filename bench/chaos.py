@@ -20,9 +20,10 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -197,6 +198,23 @@ async def leader_with_most_partitions(kafka: KafkaSettings, topic: str, exclude:
     return max(led, key=lambda node: (led[node], -node))
 
 
+async def steady_load(rate: float, send: Callable[[int], Coroutine[Any, Any, None]]) -> None:
+    """`send(1)`, `send(2)`, … at `rate` per second until cancelled, each on a task of its own
+    (open loop: a send waiting out an election does not hold up the next); the sends still
+    running are awaited when it is cancelled."""
+    pending: set[asyncio.Task[None]] = set()
+    n = 0
+    try:
+        while True:
+            n += 1
+            task = asyncio.create_task(send(n))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            await asyncio.sleep(1.0 / rate)  # the load generator's own clock
+    finally:
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
 async def kill_broker(stack: LocalStack, node_id: int) -> None:
     """SIGKILL broker `node_id` of the local cluster and wait until it is gone, ports included
     (a dying process loses its command line before its sockets: "not ours" is not yet "gone")."""
@@ -257,7 +275,6 @@ class ChaosRun:
         self.poison_ids: list[str] = []
         self._producer: AIOKafkaProducer | None = None
         self._load: asyncio.Task[None] | None = None
-        self._n = 0
         self._restarting = False
         self._killed_brokers: set[int] = set()
 
@@ -272,23 +289,13 @@ class ChaosRun:
         self.sent_at.setdefault(key, time.monotonic())
 
     async def _steady(self) -> None:
-        period = 1.0 / self.plan.rate
-        pending: set[asyncio.Task[None]] = set()
-        try:
-            while True:
-                self._n += 1
-                req = TTSRequest.new(
-                    TEXTS[self._n % len(TEXTS)],
-                    request_id=f"chaos-{self._n:05d}",
-                    voice="en_joe",
-                    language="en",
-                )
-                task = asyncio.create_task(self._send(req.request_id, req.to_bytes()))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
-                await asyncio.sleep(period)  # the load generator's own clock (open loop)
-        finally:
-            await asyncio.gather(*pending, return_exceptions=True)
+        async def send(n: int) -> None:
+            req = TTSRequest.new(
+                TEXTS[n % len(TEXTS)], request_id=f"chaos-{n:05d}", voice="en_joe", language="en"
+            )
+            await self._send(req.request_id, req.to_bytes())
+
+        await steady_load(self.plan.rate, send)
 
     async def _supervise(self) -> None:
         """Restart a worker that exited on its own (the orchestrator's job), and count it."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 
-from streamtts.bench.chaos import ResultObserver, leader_with_most_partitions
+from streamtts.bench.chaos import ResultObserver, leader_with_most_partitions, steady_load
 from streamtts.bench.net_checker import Verdict, check, chunks_problem, observe
 from streamtts.bench.net_nemeses import Cluster, Step, rules
 from streamtts.bench.worker_procs import Topology, WorkerSet
@@ -138,7 +138,6 @@ class NetChaosRun:
         self.workers = WorkerSet(topology, env, log_dir)
         self.report = NetChaosReport(plan.guarantee, plan.seed)
         self._producer: AIOKafkaProducer | None = None
-        self._n = 0
 
     async def _send(self, req: TTSRequest) -> None:
         assert self._producer is not None
@@ -153,22 +152,13 @@ class NetChaosRun:
         self.report.sent[req.request_id] = at
 
     async def _load(self) -> None:
-        pending: set[asyncio.Task[None]] = set()
-        try:
-            while True:
-                self._n += 1
-                req = TTSRequest.new(
-                    TEXTS[self._n % len(TEXTS)],
-                    request_id=f"{self.run_prefix}{self._n:05d}",
-                    voice="en_joe",
-                    language="en",
-                )
-                task = asyncio.create_task(self._send(req))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
-                await asyncio.sleep(1.0 / self.plan.rate)  # the load's own clock (open loop)
-        finally:
-            await asyncio.gather(*pending, return_exceptions=True)
+        async def send(n: int) -> None:
+            text = TEXTS[n % len(TEXTS)]
+            await self._send(
+                TTSRequest.new(text, request_id=f"{self.run_prefix}{n:05d}", voice="en_joe", language="en")
+            )
+
+        await steady_load(self.plan.rate, send)
 
     async def _nemesis(self, step: Step, t0: float) -> None:
         await asyncio.sleep(max(0.0, t0 + step.at_s - time.monotonic()))

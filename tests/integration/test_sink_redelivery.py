@@ -29,6 +29,14 @@ async def _sink(kafka: KafkaSettings, services: Services, pipeline: PipelineSett
     return worker
 
 
+async def _results_until(results, seen: list[CompletionResult], request_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Read results into `seen` until `request_id`'s is among them."""
+    async with asyncio.timeout(60):
+        while not any(r.request_id == request_id for r in seen):
+            for records in (await results.getmany(timeout_ms=500)).values():
+                seen.extend(CompletionResult.from_bytes(r.value) for r in records)
+
+
 async def _read_to_end(results, seen: list[CompletionResult]) -> None:  # type: ignore[no-untyped-def]
     """Every result written so far: a second result of a request the sink finished before the
     last one seen may sit on another partition of tts.results, not yet read."""
@@ -58,12 +66,6 @@ async def test_no_second_result_for_chunks_read_again_after_a_restart(
     await results.start()
     seen: list[CompletionResult] = []
 
-    async def results_until(request_id: str) -> None:
-        async with asyncio.timeout(60):
-            while not any(r.request_id == request_id for r in seen):
-                for records in (await results.getmany(timeout_ms=500)).values():
-                    seen.extend(CompletionResult.from_bytes(r.value) for r in records)
-
     async def send(chunk) -> None:  # type: ignore[no-untyped-def]
         # One partition for all: the unfinished request holds the committed offset back.
         await producer.send_and_wait(topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0)
@@ -73,13 +75,13 @@ async def test_no_second_result_for_chunks_read_again_after_a_restart(
         try:
             for chunk in (c0, f0, f1):
                 await send(chunk)
-            await results_until(finished.request_id)
+            await _results_until(results, seen, finished.request_id)
         finally:
             await worker.stop()  # commits up to c0: f0 and f1 will be read again
         worker = await _sink(kafka_settings, services, pipeline)
         try:
             await send(c1)
-            await results_until(unfinished.request_id)  # after the re-read of f0, f1
+            await _results_until(results, seen, unfinished.request_id)  # after the re-read of f0, f1
             await _read_to_end(results, seen)
         finally:
             await worker.stop()
@@ -113,12 +115,6 @@ async def test_a_sink_taking_over_a_live_peers_partition_does_not_finish_its_req
     await results.start()
     seen: list[CompletionResult] = []
 
-    async def results_until(request_id: str) -> None:
-        async with asyncio.timeout(60):
-            while not any(r.request_id == request_id for r in seen):
-                for records in (await results.getmany(timeout_ms=500)).values():
-                    seen.extend(CompletionResult.from_bytes(r.value) for r in records)
-
     try:
         taker = await _sink(kafka_settings, services, pipeline)
         try:
@@ -132,13 +128,13 @@ async def test_a_sink_taking_over_a_live_peers_partition_does_not_finish_its_req
                     await producer.send_and_wait(
                         topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=partition
                     )
-                await results_until(finished.request_id)
+                await _results_until(results, seen, finished.request_id)
             finally:
                 await peer.stop()  # commits up to c0: the taker reads f0 and f1 again
             await producer.send_and_wait(
                 topics.pcm, c1.to_bytes(), key=c1.request_id.encode(), partition=partition
             )
-            await results_until(unfinished.request_id)  # after its re-read of f0, f1
+            await _results_until(results, seen, unfinished.request_id)  # after its re-read of f0, f1
             await _read_to_end(results, seen)
         finally:
             await taker.stop()
