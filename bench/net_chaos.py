@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from aiokafka import AIOKafkaProducer
 
 from streamtts.bench.chaos import ResultObserver, leader_with_most_partitions, steady_load
 from streamtts.bench.net_checker import Verdict, check, chunks_problem, observe
-from streamtts.bench.net_nemeses import Cluster, Step, rules
+from streamtts.bench.net_nemeses import NEEDS_SHAPERS, Cluster, Step, fault
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.infra.local import net_faults
+from streamtts.infra.local.net_shaper import Shaper
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
 from streamtts.runtime.kafka import make_producer
@@ -64,6 +66,7 @@ class NetChaosReport:
     latencies: list[tuple[float, float, str]] = field(default_factory=list)
     """(send time, seconds to first result, status) per acknowledged request."""
     started: float = 0.0
+    session_timeout_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -83,6 +86,9 @@ class NetChaosPlan:
     fronts: int = 2
     """Front workers (segment+encode+sink): two, so one takes over when the other is cut off."""
     synths: int = 2
+    session_timeout_s: float = 6.0
+    """The workers' group session: how long a cut worker keeps its partitions (failover speed)
+    and how long a pause may last without a rebalance (false alarms)."""
 
 
 class NetChaosRun:
@@ -116,7 +122,7 @@ class NetChaosRun:
             "STREAMTTS_S3_SECRET_KEY": s3.secret_key,
             "STREAMTTS_S3_BUCKET": s3.bucket,
             "STREAMTTS_TOPIC_PREFIX": prefix,
-            "STREAMTTS_SESSION_TIMEOUT_S": "6",
+            "STREAMTTS_SESSION_TIMEOUT_S": f"{plan.session_timeout_s:g}",
         }
         net = stack.hosts[0].net
         self.cluster = Cluster(
@@ -136,7 +142,15 @@ class NetChaosRun:
         if log_dir:
             log_dir.mkdir(parents=True, exist_ok=True)
         self.workers = WorkerSet(topology, env, log_dir)
-        self.report = NetChaosReport(plan.guarantee, plan.seed)
+        self.shapers: dict[str, Shaper] = {}
+        if NEEDS_SHAPERS & {step.nemesis for step in plan.steps}:
+            # In the path from the start (a redirect catches only new connections), calm until
+            # a nemesis slows them; the control sockets want a short path (108 bytes at most).
+            sockets = Path(tempfile.mkdtemp(prefix="stts-shape-"))
+            brokers = self.cluster.addresses(self.cluster.broker_names)
+            for name in self.cluster.synths:
+                self.shapers[name] = Shaper(self.cluster.host(name), brokers, sockets / f"{name}.sock")
+        self.report = NetChaosReport(plan.guarantee, plan.seed, session_timeout_s=plan.session_timeout_s)
         self._producer: AIOKafkaProducer | None = None
 
     async def _send(self, req: TTSRequest) -> None:
@@ -165,16 +179,20 @@ class NetChaosRun:
         leader = 0
         if step.nemesis == "isolate_leader":
             leader = await leader_with_most_partitions(self.kafka, self.topics.requests)
-        link_rules, target = rules(step.nemesis, self.cluster, lambda: leader)
+        nemesis = fault(step.nemesis, self.cluster, lambda: leader)
         fault_id = f"{step.nemesis}_{int(step.at_s * 10)}"
-        record = FaultRecord(step.nemesis, target, time.time())
+        record = FaultRecord(step.nemesis, nemesis.target, time.time())
         self.report.faults.append(record)
-        self.say(f"[net-chaos] {step.nemesis}: {target} for {step.duration_s:.0f} s")
-        await asyncio.to_thread(net_faults.apply, fault_id, link_rules)
+        self.say(f"[net-chaos] {step.nemesis}: {nemesis.target} for {step.duration_s:.0f} s")
+        await asyncio.to_thread(net_faults.apply, fault_id, nemesis.link_rules)
+        for name in nemesis.delayed:
+            await asyncio.to_thread(self.shapers[name].set, *nemesis.delay_ms)
         try:
             await asyncio.sleep(step.duration_s)
         finally:
-            await asyncio.to_thread(net_faults.heal, fault_id, [r.host for r in link_rules])
+            for name in nemesis.delayed:
+                await asyncio.to_thread(self.shapers[name].set, 0.0, 0.0)
+            await asyncio.to_thread(net_faults.heal, fault_id, [r.host for r in nemesis.link_rules])
             record.healed = time.time()
             self.say(f"[net-chaos] healed {step.nemesis}")
 
@@ -210,6 +228,15 @@ class NetChaosRun:
 
     async def run(self) -> NetChaosReport:
         await apply_topics(self.kafka)
+        try:
+            for shaper in self.shapers.values():
+                await asyncio.to_thread(shaper.start)
+            return await self._run()
+        finally:
+            for shaper in self.shapers.values():  # stopping one never started is a no-op
+                await asyncio.to_thread(shaper.stop)
+
+    async def _run(self) -> NetChaosReport:
         await asyncio.to_thread(self.workers.start, 180.0)
         observer = ResultObserver(self.kafka, self.topics)
         await observer.start()

@@ -13,7 +13,10 @@ starts (the partition leader it isolates is whichever broker leads then).
 - `asymmetric`: the brokers stop hearing the first front worker; it still hears them.
 - `sink_minio`: both front workers (their sinks) cut from MinIO.
 - `lossy_synth`: 5 % of the packets between the synthesize workers and the brokers lost, both
-  ways. (No delay: this kernel has no netem, see net_faults.py.)
+  ways.
+- `slow_synth`: the synthesize workers' links to the brokers slowed to 100–300 ms each way
+  (jitter drawn per read) with 3 % loss. The delay is userspace (`net_shaper.py`: this kernel
+  has no netem), so a run that may draw it puts the shapers in place before its workers start.
 """
 
 from __future__ import annotations
@@ -26,10 +29,33 @@ from streamtts.infra.local.net_faults import LinkRule
 from streamtts.infra.local.net_hosts import LOCAL_NET, Host, HostNet
 
 BROKER_HOSTS = ("kafka-1", "kafka-2", "kafka-3")
-NEMESES = ("zombie_front", "zombie_synth", "isolate_leader", "asymmetric", "sink_minio", "lossy_synth")
+NEMESES = (
+    "zombie_front",
+    "zombie_synth",
+    "isolate_leader",
+    "asymmetric",
+    "sink_minio",
+    "lossy_synth",
+    "slow_synth",
+)
 NEEDS_QUORUM = frozenset({"isolate_leader"})
 """Nemeses that need three brokers (one of them isolated, two still a majority)."""
+NEEDS_SHAPERS = frozenset({"slow_synth"})
+"""Nemeses that slow links through the synthesize hosts' shapers (started with the workers)."""
 LOSS_PCT = 5
+SLOW_MS = (100.0, 300.0)
+SLOW_LOSS_PCT = 3
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What a nemesis puts in force: link rules (cuts, loss) and a delay on some hosts' shapers."""
+
+    link_rules: list[LinkRule]
+    target: str
+    delayed: tuple[str, ...] = ()
+    """Hosts whose shaper holds their links to the brokers `delay_ms` while the fault lasts."""
+    delay_ms: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -62,30 +88,34 @@ class Cluster:
         return BROKER_HOSTS[: self.brokers]
 
 
-def rules(nemesis: str, cluster: Cluster, leader: Callable[[], int]) -> tuple[list[LinkRule], str]:
-    """The link rules of `nemesis` in `cluster`, and what it targets. `leader()` names the
-    node leading most of tts.requests (asked only by isolate_leader)."""
+def fault(nemesis: str, cluster: Cluster, leader: Callable[[], int]) -> Fault:
+    """What `nemesis` puts in force in `cluster`. `leader()` names the node leading most of
+    tts.requests (asked only by isolate_leader)."""
     brokers = cluster.addresses(cluster.broker_names)
     front, synth = cluster.host(cluster.fronts[0]), cluster.host(cluster.synths[0])
     if nemesis == "zombie_front":
-        return [LinkRule(front, brokers)], f"{front.name} ⇹ brokers"
+        return Fault([LinkRule(front, brokers)], f"{front.name} ⇹ brokers")
     if nemesis == "zombie_synth":
-        return [LinkRule(synth, brokers)], f"{synth.name} ⇹ brokers"
+        return Fault([LinkRule(synth, brokers)], f"{synth.name} ⇹ brokers")
     if nemesis == "isolate_leader":
         if cluster.brokers < 3:
             raise ValueError("isolate_leader needs three brokers")
         node = f"kafka-{leader()}"
         others = cluster.addresses(n for n in cluster.broker_names if n != node)
-        return [LinkRule(cluster.host(node), others)], f"{node} ⇹ other brokers"
+        return Fault([LinkRule(cluster.host(node), others)], f"{node} ⇹ other brokers")
     if nemesis == "asymmetric":
-        return [LinkRule(front, brokers, inbound=False)], f"{front.name} → brokers dropped"
+        return Fault([LinkRule(front, brokers, inbound=False)], f"{front.name} → brokers dropped")
     if nemesis == "sink_minio":
         minio = cluster.addresses(["minio"])
-        return [LinkRule(cluster.host(n), minio) for n in cluster.fronts], "fronts ⇹ minio"
+        return Fault([LinkRule(cluster.host(n), minio) for n in cluster.fronts], "fronts ⇹ minio")
     if nemesis == "lossy_synth":
-        return [
-            LinkRule(cluster.host(n), brokers, loss_pct=LOSS_PCT) for n in cluster.synths
-        ], f"synths ⇹ brokers {LOSS_PCT} % loss"
+        lossy = [LinkRule(cluster.host(n), brokers, loss_pct=LOSS_PCT) for n in cluster.synths]
+        return Fault(lossy, f"synths ⇹ brokers {LOSS_PCT} % loss")
+    if nemesis == "slow_synth":
+        lossy = [LinkRule(cluster.host(n), brokers, loss_pct=SLOW_LOSS_PCT) for n in cluster.synths]
+        low, high = SLOW_MS
+        target = f"synths ⇹ brokers {low:.0f}–{high:.0f} ms, {SLOW_LOSS_PCT} % loss"
+        return Fault(lossy, target, delayed=cluster.synths, delay_ms=SLOW_MS)
     raise ValueError(f"unknown nemesis {nemesis!r}; nemeses are {', '.join(NEMESES)}")
 
 

@@ -16,6 +16,7 @@ def markdown(report: NetChaosReport, plot_name: str | None = None) -> str:
     lines = [
         f"### {report.guarantee}" + (f", seed {report.seed}" if report.seed is not None else ""),
         "",
+        f"- workers' group session: {report.session_timeout_s:g} s",
         f"- acknowledged requests: {len(report.sent)} (not acknowledged: {report.not_acked})",
         f"- settled after the last heal: {'yes' if report.settled else 'NO'} "
         f"({report.settle_after_heal_s:.1f} s)",

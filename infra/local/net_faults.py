@@ -6,8 +6,9 @@ own (`inet stts_<fault>`) in every host it touches, so faults compose and overla
 one deletes exactly its tables and nothing of another.
 
 Partition rules drop silently, as a cut cable or a dead switch port does: a client sees
-timeouts, never a quick "unreachable". Delay is not offered: this machine's kernel is built
-without netem (CONFIG_NET_SCH_NETEM is not set) and no other qdisc here holds packets back.
+timeouts, never a quick "unreachable". Delay is no kernel rule here: this machine's kernel
+is built without netem (CONFIG_NET_SCH_NETEM is not set) and no other qdisc holds packets
+back; `net_shaper.py` delays a host's links in userspace instead.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def _table(fault_id: str) -> str:
     return f"stts_{fault_id}"
 
 
-def _nft_in(host: Host, script: str, *, check: bool = True) -> None:
+def nft_in(host: Host, script: str, *, check: bool = True) -> None:
+    """Run an nftables script inside `host`'s namespace."""
     done = subprocess.run(
         host.exec_argv([_nft(), "-f", "-"]), input=script, capture_output=True, text=True, timeout=15
     )
@@ -92,15 +94,15 @@ def apply(fault_id: str, rules: Iterable[LinkRule]) -> None:
     for rule in rules:
         by_host.setdefault(rule.host, []).append(rule)
     for host, host_rules in by_host.items():
-        _nft_in(host, script(fault_id, host_rules))
+        nft_in(host, script(fault_id, host_rules))
 
 
 def heal(fault_id: str, hosts: Iterable[Host]) -> None:
     """End the fault: its tables go from every host it touched (absent ones are fine)."""
     for host in set(hosts):
-        _nft_in(host, f"destroy table inet {_table(fault_id)}\n", check=False)
+        nft_in(host, f"destroy table inet {_table(fault_id)}\n", check=False)
         # `destroy` needs nft ≥ 1.0.8; older ones only know `delete`, which fails when absent.
-        _nft_in(host, f"delete table inet {_table(fault_id)}\n", check=False)
+        nft_in(host, f"delete table inet {_table(fault_id)}\n", check=False)
 
 
 def tables(host: Host) -> list[str]:

@@ -69,6 +69,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault-s", type=float, default=20.0, help="with --hosts: seconds each nemesis lasts")
     p.add_argument("--seed", type=int, default=None, help="with --hosts: a random schedule from this seed")
     p.add_argument("--duration", type=float, default=600.0, help="with --hosts --seed: seconds of schedule")
+    p.add_argument(
+        "--session-timeout",
+        type=float,
+        default=6.0,
+        help="with --hosts: the workers' group session in seconds (failover speed against false alarms)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -186,7 +192,13 @@ def _run_hosts(settings: Settings, args: argparse.Namespace) -> int:
     out_dir = args.out.parent if args.out else Path("results") / f"net-chaos-{time.strftime('%Y%m%d-%H%M%S')}"
     sections, ok = [], True
     for guarantee in GUARANTEES if args.guarantee == "both" else (args.guarantee,):
-        plan = NetChaosPlan(tuple(steps), guarantee=guarantee, rate=args.rate, seed=args.seed)
+        plan = NetChaosPlan(
+            tuple(steps),
+            guarantee=guarantee,
+            rate=args.rate,
+            seed=args.seed,
+            session_timeout_s=args.session_timeout,
+        )
         prefix = f"net{time.strftime('%Y%m%d%H%M%S')}-{guarantee}-"
         run = NetChaosRun(stack, settings.s3, plan, prefix=prefix, say=say, log_dir=out_dir / guarantee)
         report = asyncio.run(run.run())
