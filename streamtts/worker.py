@@ -32,6 +32,7 @@ from streamtts.runtime.startup import (
     StartupPolicy,
     StepTimedOut,
     describe,
+    refusal,
 )
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
@@ -214,6 +215,10 @@ class Worker:
             except Exception as err:
                 why = describe(err)
                 await self._unwind(mark)
+                if (
+                    refused := refusal(err, session_timeout_s=self.pipeline.delivery.session_timeout_s)
+                ) is not None:
+                    raise refused from None
                 delay = next(backoffs)
                 if clock.remaining() <= delay:  # no time left for another try
                     raise StartupFailed(

@@ -14,7 +14,9 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from streamtts.errors import StreamTTSError
+from aiokafka import errors as kafka_errors
+
+from streamtts.errors import ConfigError, StreamTTSError
 
 
 class StartupFailed(StreamTTSError):
@@ -68,3 +70,35 @@ def describe(err: BaseException) -> str:
     if text.startswith(name):  # aiokafka's errors name themselves
         return text[:240]
     return f"{name}: {text}"[:240] if text else name
+
+
+_REFUSALS: tuple[tuple[type[BaseException], str], ...] = (
+    (
+        kafka_errors.InvalidSessionTimeoutError,
+        "the brokers refuse the group session timeout STREAMTTS_SESSION_TIMEOUT_S={session:g} s: "
+        "it must lie within their group.min.session.timeout.ms..group.max.session.timeout.ms "
+        "(6–1800 s unless changed)",
+    ),
+    (
+        kafka_errors.InvalidTransactionTimeout,
+        "the brokers refuse the producers' transaction timeout: it must not exceed their "
+        "transaction.max.timeout.ms",
+    ),
+    (kafka_errors.GroupAuthorizationFailedError, "the brokers do not authorize this worker's consumer group"),
+    (kafka_errors.TopicAuthorizationFailedError, "the brokers do not authorize this worker's topics"),
+    (
+        kafka_errors.TransactionalIdAuthorizationFailed,
+        "the brokers do not authorize this worker's transactional id",
+    ),
+    (kafka_errors.ClusterAuthorizationFailedError, "the brokers do not authorize this worker on the cluster"),
+)
+
+
+def refusal(err: BaseException, *, session_timeout_s: float) -> ConfigError | None:
+    """A broker's answer that no retry can change (a setting it refuses, a permission it does
+    not grant) as a configuration error, so start-up ends at once with that line instead of
+    retrying until its bound and blaming the network."""
+    for kind, message in _REFUSALS:
+        if isinstance(err, kind):
+            return ConfigError(f"{message.format(session=session_timeout_s)} ({describe(err)})")
+    return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aiokafka.errors import KafkaConnectionError
+from aiokafka.errors import InvalidSessionTimeoutError, KafkaConnectionError
 
 from streamtts.errors import ConfigError
 from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
@@ -41,6 +41,8 @@ class Flaky:
             await asyncio.sleep(0)
             inner.cancel()
             await inner  # the client's own task: CancelledError escapes, as faust's does
+        if self.how == "session-refused":
+            raise InvalidSessionTimeoutError()
         if self.how == "config":
             raise ConfigError("voice 'x' is not known")
 
@@ -124,3 +126,14 @@ async def test_a_configuration_error_is_not_retried(
     with pytest.raises(ConfigError):
         await worker.start()
     assert events.count("start encode") == 1
+
+
+async def test_a_setting_the_brokers_refuse_ends_start_up_at_once_naming_it(
+    monkeypatch: pytest.MonkeyPatch, events: list[str]
+) -> None:
+    worker = _worker(monkeypatch, events, "session-refused", fails=1, bound_s=30)
+    with pytest.raises(ConfigError) as refused:
+        await worker.start()
+    assert "STREAMTTS_SESSION_TIMEOUT_S" in str(refused.value) and "\n" not in str(refused.value)
+    assert events.count("start encode") == 1, "a refused setting is not retried for 30 s"
+    assert worker.services == []
