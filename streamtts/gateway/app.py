@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.types import Message, Receive, Scope, Send
 
-from streamtts.gateway import routes_openai, routes_ops, routes_speech, websocket
+from streamtts.gateway import routes_openai, routes_ops, routes_speech, routes_stream
 from streamtts.gateway.audit_trail import AuditMiddleware
 from streamtts.gateway.errors import ApiError, api_error_handler, http_error_handler
 from streamtts.gateway.middleware import HttpMiddleware
@@ -63,7 +63,7 @@ def create_app(settings: GatewaySettings, pipeline: Settings, gateway: Gateway |
             await gw.stop()
 
     app = Starlette(
-        routes=[*routes_ops.routes, *routes_speech.routes, *routes_openai.routes, *websocket.routes],
+        routes=[*routes_ops.routes, *routes_speech.routes, *routes_openai.routes, *routes_stream.routes],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
         lifespan=lifespan,
     )

@@ -7,7 +7,7 @@ import pytest
 from streamtts.errors import ConfigError
 from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import GatewaySettings, RateLimit, parse_api_keys, parse_tenant_rates
-from streamtts.gateway.websocket import split_sentences
+from streamtts.gateway.ws_sentences import split_sentences
 
 
 def test_sentences_complete_only_at_a_terminator_followed_by_space_or_cjk_stop() -> None:

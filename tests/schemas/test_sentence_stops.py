@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamtts.gateway.websocket import split_new_sentences, split_sentences
+from streamtts.gateway.ws_sentences import split_new_sentences, split_sentences
 from streamtts.processors.segment.splitter import SENTENCE_END
 from streamtts.schemas import WordTiming
 from streamtts.schemas.captions import cues

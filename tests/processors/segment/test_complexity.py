@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamtts.gateway.websocket import split_new_sentences
+from streamtts.gateway.ws_sentences import split_new_sentences
 from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.numbers import verbalize_numbers

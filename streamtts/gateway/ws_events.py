@@ -1,0 +1,104 @@
+"""The WebSocket session's JSON events for one sentence's audio, built from its chunks and the
+session clock (pure: no socket, no queue). Times in `words` and `marks` count from the
+sentence's start; `session_offset_ms` places the sentence on the session clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamtts.gateway.delivery import words_heard
+from streamtts.gateway.fanout import RequestState
+from streamtts.schemas import AudioChunk
+
+Event = dict[str, Any]
+
+
+def sentence_base(request_id: str) -> Event:
+    """The fields every event of one sentence carries: its request and its index in the session."""
+    return {"request_id": request_id, "index": int(request_id.rsplit("-", 1)[1])}
+
+
+def degraded_event(base: Event, chunk: AudioChunk) -> Event:
+    assert chunk.degradation is not None
+    return {"type": "degraded", **base, "degradation": chunk.degradation.model_dump(mode="json")}
+
+
+def words_event(base: Event, chunk: AudioChunk, sentence_ms: float, session_ms: float) -> Event:
+    """The chunk's words, timed from the sentence's start: the chunk's place in what this
+    session received (`session_offset_ms` + `offset_ms`) is exact."""
+    assert chunk.words is not None
+    shift = sentence_ms - (chunk.offset_ms or 0.0)
+    return {
+        "type": "words",
+        **base,
+        "seq": chunk.seq,
+        "part": chunk.part,
+        "offset_ms": round(sentence_ms, 1),
+        "session_offset_ms": round(session_ms, 1),
+        "words": [
+            {**w.model_dump(), "start_ms": round(w.start_ms + shift, 1), "end_ms": round(w.end_ms + shift, 1)}
+            for w in chunk.words
+        ],
+    }
+
+
+def marks_event(base: Event, chunk: AudioChunk, sentence_ms: float, session_ms: float) -> Event:
+    shift = sentence_ms - (chunk.offset_ms or 0.0)
+    return {
+        "type": "marks",
+        **base,
+        "seq": chunk.seq,
+        "part": chunk.part,
+        "session_offset_ms": round(session_ms, 1),
+        "marks": [{"name": m.name, "time_ms": round(m.time_ms + shift, 1)} for m in chunk.marks or ()],
+    }
+
+
+def chunk_event(base: Event, chunk: AudioChunk) -> Event:
+    """The header of a chunk's binary frame, which follows it."""
+    return {
+        "type": "chunk",
+        **base,
+        "seq": chunk.seq,
+        "part": chunk.part,
+        "last": chunk.last,
+        "format": chunk.format,
+        "sample_rate": chunk.sample_rate,
+        "duration_ms": round(chunk.duration_ms, 1),
+        "bytes": len(chunk.audio),
+    }
+
+
+def completed_event(base: Event, state: RequestState) -> Event:
+    return {
+        "type": "completed",
+        **base,
+        "duration_ms": round(state.audio_ms, 1),
+        "chunks": len([c for c in state.chunks if not c.cancelled]),
+        "cancelled": any(c.cancelled for c in state.chunks),
+    }
+
+
+def heard_entry(
+    state: RequestState, spoken_ms: float, start_ms: float | None, *, timestamps: bool
+) -> tuple[Event, list[Event]]:
+    """What a cancel reports of one cut sentence: its entry in `requests` (spoken_ms and, with
+    timestamps, the words heard timed from the sentence), and those words on the session
+    clock (for the event's `words_spoken`)."""
+    words = words_heard(state.chunks, spoken_ms) if spoken_ms > 0 else None
+    if words is None and timestamps:
+        words = []
+    entry: Event = {**sentence_base(state.request_id), "spoken_ms": round(spoken_ms, 1)}
+    on_session: list[Event] = []
+    if words is not None:
+        entry["words_spoken"] = [w.model_dump() for w in words]
+        offset = start_ms or 0.0
+        on_session = [
+            {
+                **w.model_dump(),
+                "start_ms": round(w.start_ms + offset, 1),
+                "end_ms": round(w.end_ms + offset, 1),
+            }
+            for w in words
+        ]
+    return entry, on_session

@@ -1,0 +1,117 @@
+"""The WebSocket session's way out: one bounded queue of frames and events, the one task that
+writes them to the socket, and the session clock (the audio written, which is what the client
+can have heard).
+
+Session-level events (`session`, `started`, `cancelled`, …) stay in the queue through a
+cancel; a sentence's frames and events (audio, chunk, words, marks, degraded, completed) go
+as `Queued` items and a cancel drops those not written yet. Back-pressure: a client that
+reads nothing for `send_timeout_s` while the queue is full is a `SlowConsumer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from starlette.websockets import WebSocket
+
+from streamtts.gateway.delivery import Delivery
+
+_CLOSE = object()
+
+
+class SlowConsumer(Exception):
+    """The client read nothing for the send timeout while its queue was full."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A frame of one sentence in the outbound queue, with the audio it carries."""
+
+    payload: bytes | str
+    delivery: Delivery
+    audio_ms: float = 0.0
+    ends: bool = False
+    """The sentence's last frame: once written, all of it is on the wire."""
+
+
+@dataclass
+class Outbound:
+    ws: WebSocket
+    queue_frames: int
+    send_timeout_s: float
+    queue: asyncio.Queue[Any] = field(init=False)
+    sent_bytes: int = 0
+    """Bytes of every frame sent to the client (the audit event's `bytes`)."""
+    starts_ms: dict[str, float] = field(default_factory=dict)
+    """Per sentence request: where its first written frame sits on the session clock."""
+    written_ms: float = 0.0
+    """The session clock: audio written to the socket (what the client can have heard)."""
+    written_frames: int = 0
+    queued_ms: float = 0.0
+    """Audio handed to the queue (the clock of `session_offset_ms`)."""
+    queued_frames: int = 0
+
+    def __post_init__(self) -> None:
+        self.queue = asyncio.Queue(maxsize=self.queue_frames)
+
+    async def event(self, event: dict[str, Any]) -> None:
+        """A session-level event: a cancel keeps it."""
+        await self.queue.put(orjson.dumps(event).decode())
+
+    async def frame(
+        self, delivery: Delivery, frame: bytes | dict[str, Any], audio_ms: float = 0.0, *, ends: bool = False
+    ) -> None:
+        """Queue one frame of a sentence (a cancel drops it until the socket has it)."""
+        item = orjson.dumps(frame).decode() if isinstance(frame, dict) else frame
+        try:
+            async with asyncio.timeout(self.send_timeout_s):
+                await self.queue.put(Queued(item, delivery, audio_ms, ends))
+        except TimeoutError:
+            raise SlowConsumer() from None
+
+    async def close(self) -> None:
+        """The writer ends after what is queued before this."""
+        await self.queue.put(_CLOSE)
+
+    def drop_sentence_frames(self) -> None:
+        """Every sentence frame not written yet goes; session events stay, in order."""
+        kept = []
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            if not isinstance(item, Queued):
+                kept.append(item)
+        for item in kept:
+            self.queue.put_nowait(item)
+
+    def restart_clock(self) -> float:
+        """After a cancel: the queued clock goes on from what was written (returned)."""
+        self.queued_ms, self.queued_frames = self.written_ms, self.written_frames
+        return self.written_ms
+
+    async def write(self) -> None:
+        """The writer: every queued item to the socket, in order, until `close`."""
+        while (item := await self.queue.get()) is not _CLOSE:
+            if isinstance(item, Queued):
+                delivery = item.delivery
+                if delivery.stopped:
+                    continue  # cancelled (from elsewhere) after it was queued: never sent
+                if item.audio_ms:
+                    # Counted before the write: once it starts, the frame is on the wire.
+                    self.starts_ms.setdefault(delivery.request_id, self.written_ms)
+                    delivery.wrote(item.audio_ms)
+                    self.written_ms += item.audio_ms
+                    self.written_frames += 1
+                if item.ends:
+                    delivery.ended = True
+                frame = item.payload
+            else:
+                frame = item
+            if isinstance(frame, bytes):
+                await self.ws.send_bytes(frame)
+                self.sent_bytes += len(frame)
+            else:
+                await self.ws.send_text(frame)
+                self.sent_bytes += len(frame.encode())
