@@ -214,7 +214,7 @@ def _warm_shared_tier(settings: Settings, voice: str, cache_prefix: str) -> None
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.speech_stack import build_cache
     from streamtts.processors.synthesize.synthesizer import Synthesizer
-    from streamtts.runtime.settings import PipelineSettings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
 
     pipeline = PipelineSettings.from_env().replace(render_cache=True, render_cache_prefix=cache_prefix)
     cache = build_cache(pipeline, settings.s3)

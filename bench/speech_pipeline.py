@@ -69,7 +69,8 @@ async def pipeline_part(
     import dataclasses
 
     from streamtts.infra.topics import apply_topics
-    from streamtts.runtime.settings import PipelineSettings, Settings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
+    from streamtts.runtime.settings import Settings
     from streamtts.schemas.names import STAGES
     from streamtts.worker import Worker
 

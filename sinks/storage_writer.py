@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 
 from streamtts.audio.codecs import encode_file
 from streamtts.features.retention.policy import RetentionPolicy, expiry_marker_key
-from streamtts.runtime.settings import PipelineSettings, S3Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import S3Settings
 from streamtts.schemas import Captions, RequestContext, StorageRef
 from streamtts.schemas import captions as caption_files
 from streamtts.sinks.assembler import AssembledRequest

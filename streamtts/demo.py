@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import Settings
 from streamtts.schemas import CompletionResult, TTSRequest
 
 SAMPLES: tuple[dict[str, object], ...] = (

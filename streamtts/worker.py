@@ -23,8 +23,9 @@ from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait, unless_cancelled_inside
+from streamtts.runtime.pipeline_settings import PipelineSettings, voice_map
 from streamtts.runtime.readiness import Readiness
-from streamtts.runtime.settings import PipelineSettings, Settings, voice_map
+from streamtts.runtime.settings import Settings
 from streamtts.runtime.stage import Stage
 from streamtts.runtime.startup import (
     StartupClock,

@@ -11,7 +11,8 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
 from tests.helpers import free_port_pair
 from tests.services import Services, provide_services
@@ -95,7 +96,7 @@ def speech_renderer(registry):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def pipeline_settings() -> PipelineSettings:
-    from streamtts.runtime.settings import PipelineSettings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
 
     # Short session timeout: a killed worker's partitions move within seconds in tests.
     return PipelineSettings.of(synth_threads=2, session_timeout_s=6.0, storage_retries=2)

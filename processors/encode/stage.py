@@ -34,8 +34,9 @@ from streamtts.processors.encode.streams import OpenStreams, StreamStep
 from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.lifecycle import cancel_and_wait
+from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames

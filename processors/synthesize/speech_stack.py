@@ -15,7 +15,8 @@ from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.settings import PipelineSettings, S3Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import S3Settings
 from streamtts.schemas.languages import NEURAL_TAGS
 
 WARM_G2P_LANGS: tuple[str, ...] = ("zh", "en", "ja", "ko", *sorted(NEURAL_TAGS - {"zh", "en", "ja", "ko"}))

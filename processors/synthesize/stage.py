@@ -30,8 +30,9 @@ from streamtts.processors.synthesize.timeline import RequestTimeline, published_
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lifecycle import cancel_and_wait
+from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames

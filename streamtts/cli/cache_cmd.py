@@ -36,7 +36,8 @@ def _warm(args: argparse.Namespace) -> int:
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.speech_stack import build_cache
     from streamtts.processors.synthesize.synthesizer import Synthesizer
-    from streamtts.runtime.settings import PipelineSettings, Settings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
+    from streamtts.runtime.settings import Settings
 
     try:
         prompts = [line.strip() for line in args.file.read_text("utf-8").splitlines() if line.strip()]

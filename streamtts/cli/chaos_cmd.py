@@ -135,7 +135,7 @@ def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace
     from streamtts.bench.startup_faults import StartupFaultSweep, StepOutcome, markdown
     from streamtts.infra.topics import apply_topics
     from streamtts.processors.synthesize.speech_stack import build_renderer
-    from streamtts.runtime.settings import PipelineSettings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
     from streamtts.worker import Worker
 
     pipeline = PipelineSettings.from_env()

@@ -88,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         import os
 
         from streamtts.runtime.config_file import apply_config
-        from streamtts.runtime.settings import PipelineSettings, Settings
+        from streamtts.runtime.pipeline_settings import PipelineSettings
+        from streamtts.runtime.settings import Settings
 
         apply_config(args.config or os.environ.get("STREAMTTS_CONFIG"))
         Settings.from_env()  # invalid configuration fails here, before any work, naming the key

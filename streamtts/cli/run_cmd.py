@@ -42,7 +42,8 @@ def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from streamtts.runtime import jsonlog
-    from streamtts.runtime.settings import PipelineSettings, Settings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
+    from streamtts.runtime.settings import Settings
     from streamtts.runtime.topology import TOPOLOGY
     from streamtts.schemas.names import POOLS
     from streamtts.worker import Worker, run_until_signalled

@@ -23,8 +23,9 @@ def _run(args: argparse.Namespace) -> int:
     from streamtts.errors import InfraError
     from streamtts.features.retention import lifecycle as storage
     from streamtts.features.retention.policy import RetentionPolicy
+    from streamtts.runtime.pipeline_settings import PipelineSettings
     from streamtts.runtime.s3 import make_minio
-    from streamtts.runtime.settings import PipelineSettings, Settings
+    from streamtts.runtime.settings import Settings
 
     settings = Settings.from_env()
     pipeline = PipelineSettings.from_env()

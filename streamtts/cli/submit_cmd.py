@@ -157,7 +157,7 @@ async def _admitted(settings: Settings, requests: list[TTSRequest]) -> list[TTSR
 
     from streamtts.features.admission.view import Admission
     from streamtts.processors.synthesize.registry import VoiceRegistry
-    from streamtts.runtime.settings import PipelineSettings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
 
     registry = VoiceRegistry(threads=1)  # resolves voices only; loads no model
 

@@ -30,7 +30,8 @@ from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.broker_watch import BrokerWatch
 from streamtts.runtime.lifecycle import cancel_and_wait
-from streamtts.runtime.settings import PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
 from streamtts.schemas.captions import render as render_captions
 from streamtts.schemas.captions import retimed

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.settings import env_bool, env_float, env_int
+from streamtts.runtime.env_vars import env_bool, env_float, env_int
 
 PREFIX = "STREAMTTS_GATEWAY_"
 TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")

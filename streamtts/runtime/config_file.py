@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 import yaml
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.settings import ENV_PREFIX, PipelineSettings, specs
+from streamtts.runtime.env_vars import ENV_PREFIX
+from streamtts.runtime.pipeline_settings import PipelineSettings, specs
 
 SECRET_KEYS = {"kafka.sasl_password", "s3.secret_key"}
 _CONNECTION_KEYS: dict[str, tuple[str, type]] = {

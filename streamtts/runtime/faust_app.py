@@ -15,7 +15,8 @@ import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from streamtts.runtime.kafka import faust_credentials
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 
 
 class IdempotentProducer(faust_aiokafka.Producer):

@@ -13,7 +13,8 @@ from faust.types import EventT, StreamT
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames

@@ -29,7 +29,8 @@ from streamtts.infra.local.net_hosts import Host, HostNet
 from streamtts.infra.local.paths import LocalPaths
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.worker import Worker
 from tests.gateway.conftest import ACME
 from tests.services import Services

@@ -14,7 +14,7 @@ import yaml
 
 from streamtts.errors import ConfigError
 from streamtts.runtime.config_file import apply_config, load_config_file
-from streamtts.runtime.settings import PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.telemetry import Telemetry
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"

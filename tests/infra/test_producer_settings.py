@@ -9,7 +9,8 @@ from aiokafka import AIOKafkaProducer
 
 from streamtts.runtime.faust_app import IdempotentProducer, make_app
 from streamtts.runtime.kafka import make_producer
-from streamtts.runtime.settings import DeliverySettings, KafkaSettings, PipelineSettings
+from streamtts.runtime.pipeline_settings import DeliverySettings, PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 
 ELECTION_S = 9 + 5
 """A SIGKILLed leader's broker session timeout plus a metadata refresh."""

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from streamtts.runtime.kafka import make_consumer, make_producer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, PcmChunk, RequestContext, TTSRequest, wire
 from streamtts.worker import Worker

@@ -17,7 +17,8 @@ from streamtts.infra.topics import apply_spec, load_spec
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_admin, make_consumer, make_producer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import DeadLetter, TTSRequest
 from streamtts.worker import Worker

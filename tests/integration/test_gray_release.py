@@ -25,7 +25,8 @@ from streamtts.features.releases.store import rolled_back, with_canary, write_re
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_consumer, make_producer, topic_partitions
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, Delivery, ReleaseConfig, TTSRequest
 from streamtts.schemas.headers import RELEASE

@@ -12,7 +12,8 @@ import pytest
 from streamtts.infra.topics import apply_spec, load_spec
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import make_admin, make_consumer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.worker import Worker

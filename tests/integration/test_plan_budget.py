@@ -15,7 +15,8 @@ import pytest
 
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.runtime.kafka import make_consumer, make_producer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import DeadLetter, Segment, TTSRequest
 from streamtts.worker import Worker

@@ -14,7 +14,8 @@ from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.producers.request_producer import RequestProducer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.sinks.subscriber import AudioSubscriber

@@ -17,7 +17,8 @@ from minio import Minio
 from streamtts.producers.replay import DlqFilter, replay_dlq, replay_requests, replay_window
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, TTSRequest
 from streamtts.worker import Worker

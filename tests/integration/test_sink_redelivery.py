@@ -10,7 +10,8 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamtts.runtime.kafka import client_kwargs, make_consumer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult
 from streamtts.worker import Worker

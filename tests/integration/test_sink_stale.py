@@ -8,7 +8,8 @@ from minio import Minio
 
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_producer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.sinks.completion_sink import CompletionSink

@@ -15,7 +15,8 @@ import pytest
 from streamtts.bench.startup_faults import READY_WITHIN_S, StartupFaultSweep, markdown
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.worker import Worker
 from tests.services import Services
 

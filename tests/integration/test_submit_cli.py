@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from streamtts.runtime.kafka import make_consumer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.worker import Worker

@@ -9,7 +9,8 @@ import aiohttp
 import orjson
 import pytest
 
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.worker import StageFailed, Worker, run_until_signalled
 from tests.services import Services
 

@@ -31,7 +31,8 @@ from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_spec, load_spec
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.runtime.kafka import make_admin, make_producer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.worker import Worker

@@ -23,7 +23,8 @@ from cloudevents.core.formats.json import JSONFormat
 
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_admin, make_producer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import PcmChunk, RequestContext, TTSRequest, wire
 from streamtts.sinks.subscriber import AudioSubscriber

@@ -9,7 +9,7 @@ import pytest
 
 from streamtts.errors import ConfigError
 from streamtts.runtime.config_file import effective_config, load_config_file, render_toml
-from streamtts.runtime.settings import PipelineSettings, specs
+from streamtts.runtime.pipeline_settings import PipelineSettings, specs
 
 # Every variable the flat settings were read from: deployments set these, so they must stay.
 VARIABLES = """

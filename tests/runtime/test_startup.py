@@ -14,8 +14,8 @@ import pytest
 from streamtts.errors import ConfigError
 from streamtts.runtime.lifecycle import CancelledInside, unless_cancelled_inside
 from streamtts.runtime.ops_server import OpsServer
+from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.readiness import STARTUP_EXIT_GRACE_S, Readiness
-from streamtts.runtime.settings import PipelineSettings
 from streamtts.runtime.startup import StartupPolicy, describe
 from streamtts.runtime.telemetry import Telemetry
 

@@ -11,7 +11,8 @@ from typing import Any, get_args
 import pytest
 
 from streamtts.infra.topics import load_spec, topology_gaps
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import SIDE_SERVICES, TOPOLOGY, SideService, topology_topics
 from streamtts.schemas.names import POOLS, STAGES

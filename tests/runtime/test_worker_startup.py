@@ -11,7 +11,8 @@ import pytest
 from aiokafka.errors import InvalidSessionTimeoutError, KafkaConnectionError
 
 from streamtts.errors import ConfigError
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings, S3Settings, Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.startup import StartupFailed
 from streamtts.worker import SIDE_SERVICE_STARTERS, STAGE_FACTORIES, Worker
 

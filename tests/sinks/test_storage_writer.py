@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from streamtts.runtime.settings import PipelineSettings, S3Settings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import S3Settings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.schemas import RequestContext, StorageRef, WordTiming
 from streamtts.sinks.assembler import AssembledRequest

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from streamtts.runtime.settings import PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
 
 TENANT_TAG = "streamtts-tenant"
 RETENTION_TAG = "streamtts-retention"

@@ -8,7 +8,7 @@ import pytest
 
 from streamtts.errors import ConfigError
 from streamtts.features.releases.profile import ReleaseProfile
-from streamtts.runtime.settings import PipelineSettings, voice_map
+from streamtts.runtime.pipeline_settings import PipelineSettings, voice_map
 from streamtts.schemas import RequestContext, Segment, TTSRequest
 
 

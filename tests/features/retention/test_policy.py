@@ -9,7 +9,7 @@ import pytest
 from streamtts.errors import ConfigError
 from streamtts.features.retention.lifecycle import RuleSpec, desired_rules
 from streamtts.features.retention.policy import RetentionPolicy
-from streamtts.runtime.settings import PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
 
 
 def test_expiry_is_the_next_midnight_utc_after_stored_plus_days() -> None:

@@ -348,7 +348,7 @@ async def test_a_lane_takes_a_first_span_only_when_every_first_lane_is_busy() ->
 
 def test_first_lanes_default_to_one_per_lane_and_zero_turns_them_off() -> None:
     from streamtts.processors.synthesize.speech_stack import build_lanes
-    from streamtts.runtime.settings import PipelineSettings
+    from streamtts.runtime.pipeline_settings import PipelineSettings
 
     default = build_lanes(PipelineSettings.from_env({"STREAMTTS_SYNTH_LANES": "3"}))
     off = build_lanes(

@@ -18,7 +18,8 @@ from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
 from streamtts.processors.synthesize.span_plan import plan_span
 from streamtts.processors.synthesize.stage import SynthesizeStage
 from streamtts.processors.synthesize.synthesizer import Synthesizer
-from streamtts.runtime.settings import KafkaSettings, PipelineSettings
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
 from streamtts.schemas import Segment, TTSRequest, wire
 from streamtts.schemas.chunks import PcmChunk
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
