@@ -118,10 +118,10 @@ async def _scenario(
     drain_s: float,
     threads: int,
 ) -> BargeRun:
-    from streamtts.bench.run import _apply_topics, _drop_topics
+    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 
     prefix = f"benchbarge{time.strftime('%H%M%S')}-{voice.replace('_', '')}-{mode}-"
-    await _apply_topics(settings, prefix)
+    await apply_bench_topics(settings, prefix)
     env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
     (log_dir / f"{voice}-{mode}").mkdir(parents=True, exist_ok=True)
     workers = WorkerSet(Topology(1, threads, warm_voices=(voice,)), env, log_dir / f"{voice}-{mode}")
@@ -198,7 +198,7 @@ async def _scenario(
             await consumer.stop()
         await producer.stop()
         await asyncio.to_thread(workers.stop)
-        await _drop_topics(settings, prefix)
+        await drop_bench_topics(settings, prefix)
     row = run.row()
     _say(
         f"{voice} {mode}: {row['completed']} completed, {row['cancelled']} cancelled, {row['lost']} lost; "

@@ -167,11 +167,11 @@ async def run_agent_bench(
     tokens_per_s: float = 40.0,
 ) -> AgentStats:
     """`sessions` agent sessions for `duration_s` against one worker and an in-process gateway."""
-    from streamtts.bench.run import _apply_topics, _drop_topics
+    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 
     settings = Settings.from_env()
     prefix = f"benchagents{time.strftime('%H%M%S')}-"
-    await _apply_topics(settings, prefix)
+    await apply_bench_topics(settings, prefix)
     env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
     log_dir = out_dir / "logs" / "agents"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -197,7 +197,7 @@ async def run_agent_bench(
     finally:
         await server.stop()
         await asyncio.to_thread(workers.stop)
-        await _drop_topics(settings, prefix)
+        await drop_bench_topics(settings, prefix)
     return stats
 
 

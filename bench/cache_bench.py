@@ -151,11 +151,11 @@ async def _scenario(
     drain_s: float,
     threads: int = 2,
 ) -> CacheRun:
-    from streamtts.bench.run import _apply_topics, _drop_topics
+    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 
     stamp = time.strftime("%H%M%S")
     prefix = f"benchcache{stamp}-{voice.replace('_', '')}-{mode}-"
-    await _apply_topics(settings, prefix)
+    await apply_bench_topics(settings, prefix)
     env = {
         **os.environ,
         "STREAMTTS_TOPIC_PREFIX": prefix,
@@ -187,7 +187,7 @@ async def _scenario(
     finally:
         await client.stop()
         await asyncio.to_thread(workers.stop)
-        await _drop_topics(settings, prefix)
+        await drop_bench_topics(settings, prefix)
     summary = summarize(recs)
     spans = sum(r.spans for r in recs)
     run = CacheRun(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from streamtts.bench.bench_plan import BenchResult, LoadRun
 from streamtts.bench.capacity import P99_TTFA_TARGET_S
-from streamtts.bench.run import BenchResult, LoadRun
 from streamtts.bench.tail import plot_tail
 
 

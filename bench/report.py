@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streamtts.bench.bench_plan import SUSTAIN_RATE, BenchResult, LoadRun
 from streamtts.bench.capacity import P99_TTFA_TARGET_S
-from streamtts.bench.run import SUSTAIN_RATE, BenchResult, LoadRun
 from streamtts.bench.stats import ratio
 from streamtts.bench.tail import tail_markdown
 

@@ -13,15 +13,30 @@ import gc
 import math
 import os
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from streamtts.bench.capacity import Capacity, Step, round_rate, search
+from streamtts.bench.bench_facts import (
+    apply_bench_topics,
+    drop_bench_topics,
+    infra_pids,
+    log_bytes,
+    machine,
+    pipeline_cpu_s,
+    say,
+    wire_measures,
+)
+from streamtts.bench.bench_plan import (
+    SUSTAIN_RATE,
+    WIRE_ARMS,
+    WIRE_IDLE_S,
+    BenchResult,
+    LoadRun,
+    Plan,
+)
+from streamtts.bench.capacity import Step, round_rate, search
 from streamtts.bench.loadgen import (
     PipelineClient,
     Progress,
@@ -32,167 +47,11 @@ from streamtts.bench.loadgen import (
     poisson_schedule,
     progress_line,
 )
-from streamtts.bench.stats import RequestRecord, Summary, summarize
-from streamtts.bench.worker_procs import OTHERS, ProcUsage, Topology, UsageWindow, WorkerSet
+from streamtts.bench.stats import RequestRecord, summarize
+from streamtts.bench.worker_procs import ProcUsage, Topology, UsageWindow, WorkerSet
 from streamtts.bench.workloads import WorkItem, draw_mix, load_burst_profile, load_texts, speakable
 from streamtts.errors import ConfigError, StreamTTSError
 from streamtts.runtime.settings import KafkaSettings, Settings
-
-SUSTAIN_RATE = 1.2
-"""100 000 requests/day ≈ 1.16 req/s."""
-WIRE_ARMS = (("v1", "mp3"), ("cloudevents", "mp3"), ("cloudevents", "pcm"))
-"""The wire section's arms (wire format, requested audio format), the first the baseline; the
-pcm arm runs no encoder anywhere (its difference to mp3 bounds what encoder work can save)."""
-WIRE_IDLE_S = 15.0
-"""Seconds each wire arm measures the pipeline idle before its load."""
-
-
-@dataclass(frozen=True)
-class CustomLoad:
-    """One user-chosen load instead of the suite (`--rate` / `--concurrency` / `--workload`)."""
-
-    workload: str
-    rate: float | None
-    concurrency: int
-    duration_s: float
-
-
-@dataclass(frozen=True)
-class Plan:
-    quick: bool
-    voices: tuple[str, ...]
-    """First = primary voice (sustained load, burst, long-form, guarantees)."""
-    threads: int
-    concurrency: int
-    fast_n: int
-    """Texts per overhead run for a fast engine (Piper); a Kokoro voice gets `slow_n`."""
-    slow_n: int
-    sustain_s: float
-    burst_scale: float
-    long_form_n: int
-    fast_step_s: float
-    slow_step_s: float
-    max_steps: int
-    min_arrivals: int
-    """Expected requests per capacity step at least (low rates get longer steps) …"""
-    max_step_s: float
-    """… up to this long; lower rates are not tried."""
-    drain_s: float
-    guarantees: bool
-    scale_out: bool
-    budget_s: float
-    seed: int
-    custom: CustomLoad | None = None
-    pipeline: bool = True
-    """Overhead, sustained, burst, long-form and capacity (off: only --guarantees/--scale-out)."""
-    wire: bool = False
-    """wire_format v1 vs cloudevents side by side at capacity (`--sections wire`)."""
-    tail: bool = False
-    """First audio against load, scheduler fifo vs lanes (`--tail`, `bench.tail`)."""
-    tail_requests: int | None = None
-    """Requests per offered load in `--tail` (None: by engine speed and --quick)."""
-    tail_setups: tuple[str, ...] = ()
-    """Scheduler setups of `--tail` by label (empty: all, `bench.tail.SCHEDULERS`)."""
-    tail_loads: tuple[float, ...] = ()
-    """Offered loads of `--tail` as shares of saturation (empty: by engine speed and --quick)."""
-
-    @classmethod
-    def make(
-        cls,
-        *,
-        quick: bool,
-        voices: Sequence[str],
-        guarantees: bool | None,
-        scale_out: bool | None,
-        budget_s: float | None,
-        seed: int,
-        custom: CustomLoad | None,
-        threads: int = 2,
-        concurrency: int = 4,
-        pipeline: bool = True,
-        wire: bool = False,
-        tail: bool = False,
-        tail_requests: int | None = None,
-        tail_setups: Sequence[str] = (),
-        tail_loads: Sequence[float] = (),
-    ) -> Plan:
-        # Quick: every core section with small samples (< 5 min); full: the README numbers.
-        return cls(
-            quick=quick,
-            voices=tuple(voices),
-            threads=threads,
-            concurrency=concurrency,
-            fast_n=24 if quick else 40,
-            slow_n=6 if quick else 14,
-            sustain_s=20 if quick else 90,
-            burst_scale=0.5 if quick else 1.0,
-            long_form_n=0 if quick else 3,
-            fast_step_s=12 if quick else 30,
-            slow_step_s=15 if quick else 35,
-            max_steps=3 if quick else 6,
-            min_arrivals=6 if quick else 10,
-            max_step_s=25 if quick else 60,
-            drain_s=20 if quick else 40,
-            guarantees=(not quick) if guarantees is None else guarantees,
-            scale_out=(not quick) if scale_out is None else scale_out,
-            # --tail waits out open loops at a slow engine's rates: tens of minutes, not ~17.
-            budget_s=budget_s or ((1800 if quick else 5400) if tail else (270 if quick else 1000)),
-            seed=seed,
-            custom=custom,
-            pipeline=pipeline,
-            wire=wire,
-            tail=tail,
-            tail_requests=tail_requests,
-            tail_setups=tuple(tail_setups),
-            tail_loads=tuple(tail_loads),
-        )
-
-
-@dataclass
-class LoadRun:
-    name: str
-    section: str
-    voice: str
-    workload: str
-    mode: str
-    topology: str
-    summary: Summary
-    offered_rps: float | None = None
-    usage: dict[str, ProcUsage] = field(default_factory=dict)
-    dlq: dict[str, int] = field(default_factory=dict)
-    records: list[RequestRecord] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Section-specific measures (the wire section: CPU and Kafka bytes per request)."""
-
-    @property
-    def dlq_total(self) -> int:
-        return sum(self.dlq.values())
-
-
-@dataclass
-class BenchResult:
-    plan: Plan
-    started_at: str
-    machine: dict[str, Any]
-    runs: list[LoadRun] = field(default_factory=list)
-    capacity: list[Capacity] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    worker_start_s: dict[str, float] = field(default_factory=dict)
-    wall_s: float = 0.0
-
-    def run(self, section: str, voice: str | None = None, name: str | None = None) -> LoadRun | None:
-        for r in self.runs:
-            if (
-                r.section == section
-                and (voice is None or r.voice == voice)
-                and (name is None or r.name == name)
-            ):
-                return r
-        return None
-
-
-def say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
 def _snapshot(records: Sequence[RequestRecord]) -> list[RequestRecord]:
@@ -213,11 +72,11 @@ class Bench:
         self.t0 = time.monotonic()
         self.deadline = self.t0 + plan.budget_s
         self.stamp = time.strftime("%Y%m%d%H%M%S")
-        self.result = BenchResult(plan, time.strftime("%Y-%m-%dT%H:%M:%S%z"), _machine())
+        self.result = BenchResult(plan, time.strftime("%Y-%m-%dT%H:%M:%S%z"), machine())
         self.pools: dict[str, list[WorkItem]] = {}
         self.overhead_items: dict[str, list[WorkItem]] = {}
         self.voice_fast: dict[str, bool] = {}
-        self.infra_pids = _infra_pids(self.settings)
+        self.infra_pids = infra_pids(self.settings)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -333,7 +192,7 @@ class Bench:
         self, label: str, topology: Topology, extra_env: dict[str, str] | None = None
     ) -> tuple[WorkerSet, PipelineClient, str]:
         prefix = f"bench{self.stamp}-{label}-"
-        await _apply_topics(self.settings, prefix)
+        await apply_bench_topics(self.settings, prefix)
         # The render cache off: these sections compare the pipeline with direct synthesis of
         # the same texts, and repeated texts served from the cache (or from a shared tier a
         # previous run filled) measured the cache instead. `bench --cache` measures it.
@@ -371,7 +230,7 @@ class Bench:
     async def _close(self, workers: WorkerSet, client: PipelineClient, prefix: str) -> None:
         await client.stop()
         await asyncio.to_thread(workers.stop)
-        await _drop_topics(self.settings, prefix)
+        await drop_bench_topics(self.settings, prefix)
 
     def _pids(self, workers: WorkerSet) -> dict[str, int]:
         return {**workers.pids, **self.infra_pids, "bench": os.getpid()}
@@ -671,10 +530,10 @@ class Bench:
             try:
                 idle = UsageWindow(self._pids(workers)).start()
                 await asyncio.sleep(WIRE_IDLE_S)  # the measure is time itself: nothing to await
-                idle_cpu = _pipeline_cpu_s(idle.stop()) / WIRE_IDLE_S
+                idle_cpu = pipeline_cpu_s(idle.stop()) / WIRE_IDLE_S
                 cpu0 = workers.summed("synthesized.cpu_ms")
                 spans0 = workers.counts("synthesized")
-                bytes0 = _log_bytes(self.settings, prefix)
+                bytes0 = log_bytes(self.settings, prefix)
                 run = await self._measure(
                     workers,
                     client,
@@ -696,9 +555,9 @@ class Bench:
                 spans = sum(r.spans for r in run.records)
                 await _until(partial(_spans_logged, workers, spans0 + spans), 5.0)
                 inference_s = (workers.summed("synthesized.cpu_ms") - cpu0) / 1000
-                grown = {t: b - bytes0.get(t, 0) for t, b in _log_bytes(self.settings, prefix).items()}
+                grown = {t: b - bytes0.get(t, 0) for t, b in log_bytes(self.settings, prefix).items()}
                 rps = max(run.summary.throughput_rps, 1e-9)
-                run.extra = _wire_measures(run, inference_s, grown) | {
+                run.extra = wire_measures(run, inference_s, grown) | {
                     "arm": arm,
                     "idle_cpu_ms_per_s": round(idle_cpu * 1000, 1),
                     "idle_cpu_ms_per_request": round(idle_cpu * 1000 / rps, 1),
@@ -748,42 +607,6 @@ class Bench:
             await self._close(workers, client, prefix)
 
 
-# -- Kafka topics and machine facts -------------------------------------------------------
-
-
-async def _apply_topics(settings: Settings, prefix: str) -> None:
-    from streamtts.infra.topics import apply_spec, load_spec
-    from streamtts.runtime.kafka import make_admin
-
-    admin = make_admin(settings.kafka)
-    try:
-        await admin.start()
-    except Exception as err:
-        raise ConfigError(
-            f"Kafka at {settings.kafka.bootstrap_servers} is not reachable ({type(err).__name__}); "
-            "run `streamtts infra up` first"
-        ) from None
-    try:
-        await apply_spec(admin, load_spec(prefix=prefix))
-    finally:
-        await admin.close()
-
-
-async def _drop_topics(settings: Settings, prefix: str) -> None:
-    """A bench prefix is single-use: delete its topics so repeated runs do not pile up."""
-    from streamtts.infra.topics import load_spec
-    from streamtts.runtime.kafka import make_admin
-
-    admin = make_admin(settings.kafka)
-    try:
-        await admin.start()
-        await admin.delete_topics([s.name for s in load_spec(prefix=prefix)])
-    except Exception as err:  # leftovers are harmless; never fail a finished bench on cleanup
-        say(f"could not delete topics of {prefix}: {err}")
-    finally:
-        await admin.close()
-
-
 def _spans_logged(workers: WorkerSet, at_least: int) -> bool:
     return workers.counts("synthesized") >= at_least
 
@@ -796,93 +619,6 @@ async def _until(ready: Callable[[], bool], timeout_s: float) -> bool:
             return False
         await asyncio.sleep(0.05)
     return True
-
-
-def _log_bytes(settings: Settings, prefix: str) -> dict[str, int]:
-    """Bytes in the local broker's log segments of each topic under `prefix` (what the runs
-    wrote to Kafka: records with their batch framing). Empty when the broker is not local."""
-    try:
-        from streamtts.infra.local.stack import LocalStack
-
-        data = LocalStack.from_settings(settings).kafka.data_dir
-    except Exception:
-        return {}
-    out: dict[str, int] = {}
-    for part in data.glob(f"{prefix}*-*"):
-        topic = part.name[len(prefix) :].rsplit("-", 1)[0]
-        out[topic] = out.get(topic, 0) + sum(f.stat().st_size for f in part.glob("*.log"))
-    return out
-
-
-def _pipeline_cpu_s(usage: dict[str, ProcUsage]) -> float:
-    """CPU seconds of the pipeline's processes (workers, broker, MinIO): not the bench client
-    nor the rest of the machine."""
-    return sum(u.cpu_s for k, u in usage.items() if k not in ("bench", OTHERS))
-
-
-def _wire_measures(run: LoadRun, inference_s: float, grown: dict[str, int]) -> dict[str, Any]:
-    """Per completed request and per second of audio delivered, for the wire table."""
-    n = max(run.summary.completed, 1)
-    audio_s = max(sum(r.audio_s for r in run.records if r.completed_at is not None), 1e-9)
-    pipeline = {k: u.cpu_s for k, u in run.usage.items() if k not in ("bench", OTHERS)}
-    total = _pipeline_cpu_s(run.usage)
-    return {
-        "requests": run.summary.completed,
-        "audio_s": round(audio_s, 2),
-        "cpu_ms_per_request": {k: round(v / n * 1000, 1) for k, v in pipeline.items()},
-        "subscriber_cpu_ms_per_request": round(run.usage["bench"].cpu_s / n * 1000, 1)
-        if "bench" in run.usage
-        else None,
-        "inference_cpu_ms_per_request": round(inference_s / n * 1000, 1),
-        "outside_inference_cpu_ms_per_request": round((total - inference_s) / n * 1000, 1),
-        "kafka_bytes_per_audio_s": {t: round(b / audio_s) for t, b in sorted(grown.items()) if b > 0},
-    }
-
-
-def _infra_pids(settings: Settings) -> dict[str, int]:
-    """Local Kafka/MinIO pids (their CPU is part of the pipeline's cost), if this clone runs them."""
-    try:
-        from streamtts.infra.local.stack import LocalStack
-
-        return {s.name: s.pid for s in LocalStack.from_settings(settings).status() if s.pid and s.ready}
-    except Exception:
-        return {}
-
-
-def _machine() -> dict[str, Any]:
-    import platform
-    import subprocess
-
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=Path(__file__).resolve().parent.parent,
-        ).stdout.strip()
-    except OSError:
-        commit = ""
-    if not commit:  # a `git archive` copy: git wrote the commit into this file (export-subst)
-        stamped = Path(__file__).with_name("COMMIT")
-        text = stamped.read_text().strip() if stamped.exists() else ""
-        commit = "" if text.startswith("$Format") else text
-    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {
-        "cpus": os.cpu_count(),
-        "cpu_model": model,
-        "memory_gb": round(mem_gb, 1),
-        "python": platform.python_version(),
-        "commit": commit,
-    }
 
 
 def run_bench(plan: Plan, out_dir: Path) -> BenchResult:

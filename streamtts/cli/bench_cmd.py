@@ -213,9 +213,10 @@ def run(args: argparse.Namespace) -> int:
         return _barge_in_section(args, voices)
 
     _import_path()
+    from streamtts.bench.bench_plan import CustomLoad, Plan
     from streamtts.bench.plots import plot_all
     from streamtts.bench.report import markdown, write_json
-    from streamtts.bench.run import CustomLoad, Plan, run_bench
+    from streamtts.bench.run import run_bench
 
     custom = None
     if args.rate is not None or args.concurrency is not None or args.workload or args.duration:

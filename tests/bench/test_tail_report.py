@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamtts.bench.run import LoadRun
+from streamtts.bench.bench_plan import LoadRun
 from streamtts.bench.stats import Dist, Summary
 from streamtts.bench.tail import setups, tail_markdown
 
