@@ -240,7 +240,9 @@ class DeliverySettings(SettingsGroup):
     processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
     """"at_least_once" (idempotent outputs, consumers dedupe) or "exactly_once" (transactions)."""
     session_timeout_s: float = 10.0
-    """A consumer silent this long leaves its group and its partitions move to another."""
+    """A consumer silent this long leaves its group and its partitions move to another:
+    failover takes about this plus 1–2 s, and any pause longer than it costs the group a
+    rebalance. The brokers refuse less than 6 s (measured: docs/failure-handling.md)."""
     metadata_refresh_s: float = 5.0
     """How often consumers refresh cluster metadata. A group that joined while the broker was
     recovering may have seen its source topic missing and got no partitions; the next refresh
