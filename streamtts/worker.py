@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -22,7 +21,7 @@ from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait, unless_cancelled_inside
+from streamtts.runtime.lifecycle import AsyncLifecycle, unless_cancelled_inside
 from streamtts.runtime.pipeline_settings import PipelineSettings, voice_map
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import Settings
@@ -42,6 +41,7 @@ from streamtts.schemas import LoadReport
 from streamtts.schemas.load import CostLine
 from streamtts.schemas.names import POOLS, STAGES
 from streamtts.schemas.release import BASE_RELEASE
+from streamtts.worker_stages import STAGE_FACTORIES
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
     from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -510,80 +510,6 @@ SIDE_SERVICE_STARTERS: dict[SideService, Callable[[Worker], Awaitable[None]]] = 
 """How this worker starts each side service the topology names (complete: a test checks)."""
 
 
-# -- stage factories: the one place a stage's class is bound to its spec ---------------------
-def _segment(worker: Worker, group: GroupSpec) -> Stage:
-    from streamtts.processors.segment.stage import SegmentStage
-    from streamtts.processors.synthesize.registry import VoiceRegistry
-
-    # Reuse the synthesizer's registry when this process has one (voice packs load once);
-    # otherwise one that only resolves names (engines load lazily, never in this stage).
-    renderer = worker.renderer
-    voices = renderer.synth.registry if renderer is not None else VoiceRegistry(threads=1)
-    return SegmentStage(
-        worker.settings.kafka,
-        worker.pipeline,
-        worker.topics,
-        voices=voices,
-        telemetry=worker.telemetry,
-        lexicons=worker.lexicons,
-        releases=worker.releases,
-    )
-
-
-def _synthesize(worker: Worker, group: GroupSpec) -> Stage:
-    from streamtts.features.releases.profile import ReleaseProfile
-    from streamtts.processors.synthesize.stage import SynthesizeStage
-
-    pipe = worker.pipeline
-    assert worker.renderer is not None, "the model is loaded before the synthesize stage starts"
-    assert group.pool is not None, "synthesize groups serve a pool"
-    return SynthesizeStage(
-        worker.settings.kafka,
-        pipe,
-        worker.renderer,
-        worker.topics,
-        pool=group.pool,
-        telemetry=worker.telemetry,
-        cancels=worker.cancels,
-        profile=ReleaseProfile(pipe.release.name, voice_map(pipe.release.voices)),
-        lanes=worker.lanes,
-    )
-
-
-def _encode(worker: Worker, group: GroupSpec) -> Stage:
-    from streamtts.processors.encode.stage import EncodeStage
-
-    return EncodeStage(worker.settings.kafka, worker.pipeline, worker.topics, telemetry=worker.telemetry)
-
-
-def _sink(worker: Worker, group: GroupSpec) -> Stage:
-    from streamtts.sinks.completion_sink import CompletionSink
-
-    return CompletionSink(
-        worker.settings.kafka,
-        worker.settings.s3,
-        worker.pipeline,
-        worker.topics,
-        namespace=worker._sink_namespace,
-        telemetry=worker.telemetry,
-    )
-
-
-STAGE_FACTORIES: dict[str, Callable[[Worker, GroupSpec], Stage]] = {
-    "segment": _segment,
-    "synthesize": _synthesize,
-    "encode": _encode,
-    "sink": _sink,
-}
-"""Builds one consumer group's service of each stage in `TOPOLOGY` (complete: a test checks).
-Here, not in the topology: the runtime layer may not import the stages it wires."""
-
-
-class StageFailed(StreamTTSError):
-    """A stage's consuming loop died: the process must exit non-zero so it is restarted."""
-
-
-SUPERVISE_INTERVAL_S = 0.5
 LEXICONS_CATCH_UP_S = 10.0
 """A lexicon topic not read to its end by then is caught up in the background (logged)."""
 
@@ -615,63 +541,3 @@ def _stage_starter(spec: StageSpec, group: GroupSpec) -> StepStart:
 
 def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
-
-
-def _pending_tasks(limit: int = 40) -> list[str]:
-    """What the loop still runs when a stop overran its bound: each task's name and the line
-    its coroutine waits at, so the log names what held the shutdown."""
-    out = []
-    for task in asyncio.all_tasks():
-        coro = task.get_coro()
-        frame = getattr(coro, "cr_frame", None)
-        where = f"{frame.f_code.co_filename.rsplit('/', 3)[-1]}:{frame.f_lineno}" if frame else "?"
-        out.append(f"{task.get_name()} {getattr(coro, '__qualname__', coro)!s} @ {where}")
-    return sorted(out)[:limit]
-
-
-async def run_until_signalled(worker: Worker) -> None:
-    """Run until SIGTERM/SIGINT, then stop within the configured bound. A stage whose loop
-    dies ends the run too (readiness is red meanwhile): `StageFailed` after the stop."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    # A signal during start-up (retrying while the brokers are away) ends it at once: the
-    # start unwinds what it started.
-    starting = asyncio.create_task(worker.start(), name="worker-start")
-    signalled = asyncio.create_task(stop.wait(), name="worker-signalled")
-    await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
-    signalled.cancel()
-    if not starting.done():
-        log_event(log, "shutdown_requested", step=worker._step_now, during="start-up")
-        await cancel_and_wait(starting)
-        return
-    starting.result()  # StartupFailed: one line from the CLI, exit non-zero
-    failed: dict[str, str] = {}
-    try:
-        # Supervision: the stages report a dead loop through failure(); poll it between
-        # waits for the signal (cheap: a few attribute reads).
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=SUPERVISE_INTERVAL_S)
-            failed = worker.failures()
-            if failed:
-                log_event(log, "stage_failed", logging.ERROR, failures=failed)
-                break
-    finally:
-        log_event(log, "shutdown_requested", timeout_s=worker.pipeline.operations.shutdown_timeout_s)
-        try:
-            # Stopping = stop fetching, finish or hand back the record in hand (uncommitted
-            # records go to the next owner), flush producers, commit. Bounded: a stuck
-            # inference must not keep a pod alive forever; what it held is redelivered.
-            await asyncio.wait_for(worker.stop(), timeout=worker.pipeline.operations.shutdown_timeout_s)
-        except TimeoutError:
-            log_event(
-                log,
-                "shutdown_timeout",
-                logging.ERROR,
-                timeout_s=worker.pipeline.operations.shutdown_timeout_s,
-                pending=_pending_tasks(),
-            )
-    if failed:
-        raise StageFailed("; ".join(f"{k}: {v}" for k, v in failed.items()))

@@ -27,6 +27,8 @@ LAYERS: dict[str, int] = {
     "streamtts.cli": 4,
     "streamtts.gateway": 4,
     "streamtts.worker": 4,
+    "streamtts.worker_stages": 4,
+    "streamtts.worker_run": 4,
     "streamtts.demo": 4,
     "streamtts.bench": 4,
 }

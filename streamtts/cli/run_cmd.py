@@ -46,7 +46,8 @@ def _run(args: argparse.Namespace) -> int:
     from streamtts.runtime.settings import Settings
     from streamtts.runtime.topology import TOPOLOGY
     from streamtts.schemas.names import POOLS
-    from streamtts.worker import Worker, run_until_signalled
+    from streamtts.worker import Worker
+    from streamtts.worker_run import run_until_signalled
 
     jsonlog.configure(args.log_level or os.environ.get("STREAMTTS_LOG_LEVEL", "INFO"), quiet_clients=False)
     worker = Worker(

@@ -7,7 +7,7 @@ sources, and the topic spec (infra/topics.yaml) is checked against every topic n
 Topics are named by role (a `TopicNames` property), so the deployment's prefix applies.
 
 A new stage: its name in `schemas.names.Stage`, a `StageSpec` here, its factory in the worker
-(`streamtts.worker.STAGE_FACTORIES`, checked complete by a test), its topics in topics.yaml.
+(`streamtts.worker_stages.STAGE_FACTORIES`, checked complete by a test), its topics in topics.yaml.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import pytest
 
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
-from streamtts.worker import StageFailed, Worker, run_until_signalled
+from streamtts.worker import Worker
+from streamtts.worker_run import StageFailed, run_until_signalled
 from tests.services import Services
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import SIDE_SERVICES, TOPOLOGY, SideService, topology_topics
 from streamtts.schemas.names import POOLS, STAGES
-from streamtts.worker import SIDE_SERVICE_STARTERS, STAGE_FACTORIES, Worker
+from streamtts.worker import SIDE_SERVICE_STARTERS, Worker
+from streamtts.worker_stages import STAGE_FACTORIES
 
 PREFIX = "p."
 TOPICS = TopicNames(PREFIX)

@@ -14,7 +14,8 @@ from streamtts.errors import ConfigError
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.startup import StartupFailed
-from streamtts.worker import SIDE_SERVICE_STARTERS, STAGE_FACTORIES, Worker
+from streamtts.worker import SIDE_SERVICE_STARTERS, Worker
+from streamtts.worker_stages import STAGE_FACTORIES
 
 STAGES = ["encode", "sink"]
 
