@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -143,10 +144,11 @@ class NetChaosRun:
             log_dir.mkdir(parents=True, exist_ok=True)
         self.workers = WorkerSet(topology, env, log_dir)
         self.shapers: dict[str, Shaper] = {}
+        self._shaper_dir: Path | None = None
         if NEEDS_SHAPERS & {step.nemesis for step in plan.steps}:
             # In the path from the start (a redirect catches only new connections), calm until
             # a nemesis slows them; the control sockets want a short path (108 bytes at most).
-            sockets = Path(tempfile.mkdtemp(prefix="stts-shape-"))
+            sockets = self._shaper_dir = Path(tempfile.mkdtemp(prefix="stts-shape-"))
             brokers = self.cluster.addresses(self.cluster.broker_names)
             for name in self.cluster.synths:
                 self.shapers[name] = Shaper(self.cluster.host(name), brokers, sockets / f"{name}.sock")
@@ -235,6 +237,8 @@ class NetChaosRun:
         finally:
             for shaper in self.shapers.values():  # stopping one never started is a no-op
                 await asyncio.to_thread(shaper.stop)
+            if self._shaper_dir is not None:
+                shutil.rmtree(self._shaper_dir, ignore_errors=True)
 
     async def _run(self) -> NetChaosReport:
         await asyncio.to_thread(self.workers.start, 180.0)

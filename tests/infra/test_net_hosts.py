@@ -14,6 +14,7 @@ import pytest
 from streamtts.infra.local import net_faults, net_hosts
 from streamtts.infra.local.net_faults import LinkRule
 from streamtts.infra.local.net_hosts import Host, HostNet
+from tests.infra.net_server import hosts_with_server
 
 pytestmark = [
     pytest.mark.integration,
@@ -46,18 +47,8 @@ def _reach(host: Host, timeout_s: float = 1.5) -> bool:
 
 @pytest.fixture
 def hosts() -> Iterator[None]:
-    net_hosts.remove_all(NET)  # a crashed run's leftovers
-    net_hosts.create([SERVER, CLIENT, BYSTANDER])
-    server = subprocess.Popen(
-        SERVER.exec_argv([sys.executable, "-c", _SERVE]), stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert server.stdout is not None and server.stdout.readline().strip() == "listening"
+    with hosts_with_server(NET, [SERVER, CLIENT, BYSTANDER], SERVER, _SERVE):
         yield
-    finally:
-        server.kill()
-        server.wait()
-        net_hosts.remove_all(NET)
 
 
 def test_each_host_has_its_own_address_and_a_cut_separates_one_pair_until_healed(hosts: None) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from streamtts.infra.local import net_hosts
 from streamtts.infra.local.net_hosts import Host, HostNet
 from streamtts.infra.local.net_shaper import Shaper
+from tests.infra.net_server import hosts_with_server
 
 pytestmark = [
     pytest.mark.integration,
@@ -62,18 +62,8 @@ for line in sys.stdin:
 
 @pytest.fixture
 def hosts() -> Iterator[None]:
-    net_hosts.remove_all(NET)
-    net_hosts.create([SERVER, CLIENT, BYSTANDER])
-    server = subprocess.Popen(
-        SERVER.exec_argv([sys.executable, "-c", _ECHO]), stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert server.stdout is not None and server.stdout.readline().strip() == "listening"
+    with hosts_with_server(NET, [SERVER, CLIENT, BYSTANDER], SERVER, _ECHO):
         yield
-    finally:
-        server.kill()
-        server.wait()
-        net_hosts.remove_all(NET)
 
 
 class Probe:
