@@ -61,6 +61,8 @@ class Verdict:
     ok: bool
     checked: int
     counterexamples: list[str] = field(default_factory=list)
+    note: str = ""
+    """What held but is worth a number (at-least-once: how many were repeated, identically)."""
 
     def row(self) -> dict[str, object]:
         return {
@@ -69,6 +71,7 @@ class Verdict:
             "checked": self.checked,
             "counterexamples": ", ".join(self.counterexamples[:5])
             + (" …" if len(self.counterexamples) > 5 else ""),
+            "note": self.note,
         }
 
 
@@ -215,6 +218,9 @@ def check(
         f"{k} ×{len(history.results[k])}" + (" differing" if k in differing else "")
         for k in (dup if exactly_once else differing)
     ]
+    if dup and not exactly_once:
+        same = len(dup) - len(differing)
+        results.note = f"{len(dup)} with more than one result, {same} of them identical"
     flipped = [
         k
         for k, seen in history.results.items()

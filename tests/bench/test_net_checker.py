@@ -73,3 +73,5 @@ def test_lost_duplicated_flipped_orphaned_and_dead_lettered_requests_are_each_na
     # At-least-once allows a duplicate, when its audio is the same.
     alo = {v.invariant: v for v in check(history, ["r1", "r2"], s3, exactly_once=False)}
     assert alo["results"].ok
+    assert alo["results"].note == "1 with more than one result, 1 of them identical"
+    assert verdicts["results"].note == "", "exactly-once names duplicates as counterexamples instead"
