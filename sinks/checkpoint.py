@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, ProducerFenced
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer
@@ -58,9 +59,18 @@ async def _abort(producer: AIOKafkaProducer, tp: TopicPart) -> None:
 
 class SinkCheckpoint:
     def __init__(
-        self, kafka: KafkaSettings, group: str, consumer: AIOKafkaConsumer, *, exactly_once: bool
+        self,
+        kafka: KafkaSettings,
+        group: str,
+        consumer: AIOKafkaConsumer,
+        *,
+        exactly_once: bool,
+        on_settled: Callable[[TopicPart, bool], None] | None = None,
     ) -> None:
         self.kafka = kafka
+        self.on_settled = on_settled
+        """exactly_once: told each partition's transaction's fate — committed (True), or
+        aborted, fenced or failed (False: none of its outputs will ever be visible)."""
         self.group = group
         self.consumer = consumer
         self.exactly_once = exactly_once
@@ -112,6 +122,7 @@ class SinkCheckpoint:
                     if tp in self._open:  # outputs without their offsets: invisible, redone by the next owner
                         self._open.discard(tp)
                         await _abort(producer, tp)
+                        self._settled(tp, False)
                     await producer.stop()
 
     def epoch(self, tp: TopicPart) -> int:
@@ -156,6 +167,7 @@ class SinkCheckpoint:
             for tp in sorted(self._open):
                 self._open.discard(tp)
                 await _abort(self._tx[tp], tp)
+                self._settled(tp, False)
 
     async def _commit(self, offsets: dict[TopicPart, int]) -> None:
         """`commit` without taking the lock (`revoke` holds it already)."""
@@ -172,15 +184,34 @@ class SinkCheckpoint:
             return
         for tp in sorted(self._open | (set(fresh) & set(self._tx))):
             producer = self._tx[tp]
+            if _fenced(producer):  # its transaction is gone; it can begin no other
+                self._open.discard(tp)
+                self._settled(tp, False)
+                raise ProducerFenced()
             if tp not in self._open:
                 await producer.begin_transaction()
                 self._open.add(tp)
-            if tp in fresh:  # 3. the offsets join the outputs' transaction
-                await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
-            self._open.discard(tp)
-            await producer.commit_transaction()  # 4. visible together, or not at all
+            try:
+                if tp in fresh:  # 3. the offsets join the outputs' transaction
+                    await producer.send_offsets_to_transaction({TopicPartition(*tp): fresh[tp]}, self.group)
+                self._open.discard(tp)
+                await producer.commit_transaction()  # 4. visible together, or not at all
+            except asyncio.CancelledError:
+                self._open.discard(tp)  # its fate unknown: it is not reported either way
+                raise
+            except Exception:
+                # Fenced, or the broker refused: the coordinator aborts it (at once when fenced,
+                # else by the transaction timeout); nothing of it becomes visible.
+                self._open.discard(tp)
+                self._settled(tp, False)
+                raise
+            self._settled(tp, True)
             if tp in fresh:
                 self._committed[tp] = fresh[tp]
+
+    def _settled(self, tp: TopicPart, committed: bool) -> None:
+        if self.on_settled is not None:
+            self.on_settled(tp, committed)
 
     async def stop(self) -> None:
         for producer in self._tx.values():

@@ -42,7 +42,7 @@ from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import SinkCheckpoint
 from streamtts.sinks.exceptions import PartitionRevoked
-from streamtts.sinks.finished import FinishedRequests, RenderKey, rendering_of
+from streamtts.sinks.finished import Finished, FinishedRequests, RenderKey, RequestKey, rendering_of
 from streamtts.sinks.finisher import RequestFinisher
 from streamtts.sinks.storage_writer import StorageWriter
 from streamtts.sinks.telemetry import SinkTelemetry
@@ -83,7 +83,12 @@ class CompletionSink(DeadLettering):
             metadata_max_age_ms=int(pipeline.delivery.metadata_refresh_s * 1000),
         )
         self.eos = pipeline.delivery.processing_guarantee == "exactly_once"
-        self.checkpoint = SinkCheckpoint(kafka, self._group, self.consumer, exactly_once=self.eos)
+        self.checkpoint = SinkCheckpoint(
+            kafka, self._group, self.consumer, exactly_once=self.eos, on_settled=self._settled
+        )
+        self._tentative: dict[TopicPart, list[tuple[RequestKey, Finished | None]]] = {}
+        """exactly_once: requests remembered as finished whose result's transaction has not
+        committed yet, per partition, with what was remembered of them before."""
         self.assembler = RequestAssembler()
         # Long enough to cover every finished request whose chunks can still be re-read: the
         # committed offset lags by at most the stale timeout (then the oldest request fails).
@@ -253,9 +258,25 @@ class CompletionSink(DeadLettering):
 
     def _remember(self, rendering: RenderKey, result: CompletionResult) -> None:
         """The result is acknowledged: skip the rendering's re-read chunks from now on, and let
-        its offsets be committed."""
-        self.finished.add(rendering, result.status, result.completed_at)
+        its offsets be committed. Under exactly-once the result is visible only once its
+        partition's transaction commits: until then the memory is tentative (`_settled`)."""
+        before = self.finished.add(rendering, result.status, result.completed_at)
+        if self.eos:
+            self._tentative.setdefault(self._tp, []).append((rendering[:2], before))
         self.assembler.finish(rendering[:2])
+
+    def _settled(self, tp: TopicPart, committed: bool) -> None:
+        """A partition's transaction committed, or never will. An aborted or fenced one takes
+        its results with it: the requests are forgotten as finished, so when their chunks are
+        read again (by us, given the partition back, or by its next owner) they are finished
+        again — remembered, they were skipped and lost (a sink fenced mid-transaction that
+        kept its partitions lost 10 requests in a 10-minute network-fault run)."""
+        entries = self._tentative.pop(tp, [])
+        if committed or not entries:
+            return
+        for key, before in reversed(entries):
+            self.finished.restore(key, before)
+        self.signals.tentative_forgotten(f"{tp[0]}/{tp[1]}", len(entries))
 
 
 def _redriven(headers: tuple[tuple[str, bytes], ...]) -> bool:

@@ -56,8 +56,9 @@ class FinishedRequests:
         self._clock = clock
         self._entries: OrderedDict[RequestKey, tuple[Finished, float]] = OrderedDict()
 
-    def add(self, key: RenderKey, status: str, at: datetime) -> None:
-        """Remember a rendering as finished; a `completed` request never becomes `failed`."""
+    def add(self, key: RenderKey, status: str, at: datetime) -> Finished | None:
+        """Remember a rendering as finished; a `completed` request never becomes `failed`.
+        Returns what was remembered of the request before (for `restore`)."""
         request = key[:2]
         old = self._entries.pop(request, None)
         renderings = frozenset({key[2]})
@@ -67,6 +68,14 @@ class FinishedRequests:
                 status = "completed"
         self._entries[request] = (Finished(status, at, renderings), self._clock())
         self._trim()
+        return old[0] if old is not None else None
+
+    def restore(self, key: RequestKey, before: Finished | None) -> None:
+        """Undo an `add` whose result never became visible (exactly-once: its transaction was
+        aborted or fenced), so the request's chunks, read again, are finished again."""
+        self._entries.pop(key, None)
+        if before is not None:
+            self._entries[key] = (before, self._clock())
 
     def seed(self, finished: Iterable[tuple[RenderKey, str, datetime]]) -> None:
         for key, status, at in finished:

@@ -38,6 +38,18 @@ class SinkTelemetry:
     def finished_loaded(self, requests: int) -> None:
         log_event(log, "finished_requests_loaded", stage=self.stage, requests=requests)
 
+    def tentative_forgotten(self, partition: str, requests: int) -> None:
+        """Requests finished under a transaction that aborted or was fenced: forgotten, to be
+        finished again when their chunks are read again."""
+        log_event(
+            log,
+            "finished_forgotten",
+            logging.WARNING,
+            stage=self.stage,
+            partition=partition,
+            requests=requests,
+        )
+
     def partitions_assigned(self, partitions: list[int]) -> None:
         log_event(log, "partitions_assigned", stage=self.stage, partitions=partitions)
 

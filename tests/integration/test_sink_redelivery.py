@@ -144,3 +144,73 @@ async def test_a_sink_taking_over_a_live_peers_partition_does_not_finish_its_req
         await producer.stop()
     by_id = {rid: [r.status for r in seen if r.request_id == rid] for rid in {r.request_id for r in seen}}
     assert by_id == {finished.request_id: ["completed"], unfinished.request_id: ["completed"]}
+
+
+async def test_a_request_whose_transaction_was_fenced_is_finished_again_when_read_again(
+    kafka_settings: KafkaSettings,
+    topics: TopicNames,
+    services: Services,
+    pipeline_settings: PipelineSettings,
+) -> None:
+    """Exactly-once. The sink finishes a request (its result sent inside the partition's open
+    transaction), then its producer is fenced before that transaction commits and a rebalance
+    revokes the partition: the commit on revoke fails, nothing of it is visible. When the
+    partition comes back and the chunks are read again, the request must be finished again —
+    the sink had remembered it as finished and skipped it, so it was lost (10 requests in a
+    10-minute network-fault run)."""
+    from streamtts.sinks.checkpoint import transactional_id
+
+    pipeline = pipeline_settings.replace(processing_guarantee="exactly_once")
+    req = request("fenced before its commit")
+    chunks = [pcm_chunk(req, seq, 2, samples=2400) for seq in range(2)]
+    producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
+    await producer.start()
+    results = make_consumer(kafka_settings, topics.results, group_id=None)
+    uncommitted = make_consumer(
+        kafka_settings, topics.results, group_id=None, isolation_level="read_uncommitted"
+    )
+    await results.start()
+    await uncommitted.start()
+    seen: list[CompletionResult] = []
+    try:
+        worker = await _sink(kafka_settings, services, pipeline)
+        try:
+            sink = worker.service("sink")
+            held = sink.checkpoint.commit
+
+            async def hold(offsets) -> None:  # type: ignore[no-untyped-def]
+                return None  # the loop's commits wait: the transaction stays open
+
+            sink.checkpoint.commit = hold
+            for chunk in chunks:
+                await producer.send_and_wait(
+                    topics.pcm, chunk.to_bytes(), key=req.request_id.encode(), partition=0
+                )
+            sent: list[CompletionResult] = []
+            await _results_until(uncommitted, sent, req.request_id)  # in the open transaction
+            # A newer producer with the partition's transactional id fences the sink's.
+            fencer = AIOKafkaProducer(
+                **client_kwargs(kafka_settings),
+                transactional_id=transactional_id(sink._group, (topics.pcm, 0)),
+            )
+            await fencer.start()
+            await fencer.stop()
+            # A member joins: the sink's partitions are revoked and the commit on revoke is
+            # fenced, while its loop goes on. The peer then leaves: the sink takes every
+            # partition back and reads the chunks again.
+            peer = make_consumer(kafka_settings, topics.pcm, group_id=sink._group)
+            await peer.start()
+            async with asyncio.timeout(60):
+                while not peer.assignment():
+                    await peer.getmany(timeout_ms=200)
+            sink.checkpoint.commit = held
+            await peer.stop()
+            await _results_until(results, seen, req.request_id)
+            await _read_to_end(results, seen)
+        finally:
+            await worker.stop()
+    finally:
+        await uncommitted.stop()
+        await results.stop()
+        await producer.stop()
+    assert [r.status for r in seen if r.request_id == req.request_id] == ["completed"]

@@ -39,3 +39,16 @@ def test_each_rendering_is_remembered_on_its_own() -> None:
     assert f.has(("t", "r", "")) and not f.has(("t", "r", "2026-12-01T10:00:00+00:00"))
     f.add(("t", "r", "2026-12-01T10:00:00+00:00"), "completed", AT)
     assert f.has(("t", "r", "2026-12-01T10:00:00+00:00")) and f.has(("t", "r", ""))
+
+
+def test_restore_undoes_an_add_whose_result_never_became_visible() -> None:
+    finished = FinishedRequests(ttl_s=60)
+    at = datetime.now(UTC)
+    assert finished.add(("t", "new", ""), "completed", at) is None
+    finished.restore(("t", "new"), None)
+    assert finished.get(("t", "new")) is None, "an aborted first result leaves no trace"
+    finished.add(("t", "old", ""), "failed", at)
+    before = finished.add(("t", "old", "replay-1"), "completed", at)
+    assert before is not None and before.status == "failed"
+    finished.restore(("t", "old"), before)
+    assert finished.status(("t", "old")) == "failed" and not finished.has(("t", "old", "replay-1"))
