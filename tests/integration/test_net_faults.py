@@ -1,10 +1,12 @@
-"""The network as the fault, short: a broker, MinIO, a front worker (segment, encode, sink) and
-a synthesize worker, each on a host of its own (network namespaces on a bridge), under a steady
-load with exactly-once, while two nemeses cut links in turn — the synthesize worker from the
-broker past its session, then the sink from MinIO. The verdict is the independent checker's
-(results, flips, objects, orphans, chunks, dead letters), read from the topics and the bucket
-after every request settled; `streamtts chaos --hosts` runs the long versions (the zombie front
-worker among them: see docs/failure-handling.md for why it is not in this short run yet).
+"""The network as the fault, short: a broker, MinIO, two front workers (segment, encode, sink)
+and a synthesize worker, each on a host of its own (network namespaces on a bridge), under a
+steady load with exactly-once, while two nemeses cut links in turn — the first front cut from
+the broker past its session while it still reaches MinIO (a zombie: front2 takes its
+partitions, and fencing must keep whatever the zombie still uploads or sends from becoming a
+second result or an orphan object), then both sinks cut from MinIO. The verdict is the
+independent checker's (results, flips, objects, orphans, chunks, dead letters), read from the
+topics and the bucket after every request settled; `streamtts chaos --hosts` runs the long
+versions (docs/failure-handling.md).
 
 Needs root for the namespaces (CI runs as root). Its hosts live on a net of their own
 (10.79.0.0/24, `stsu-` names, state under .local/test-hosts), apart from `infra up --hosts`.
@@ -60,12 +62,12 @@ def hosts_stack() -> Iterator[LocalStack]:
             pool.submit(stack.down, quiet).result()
 
 
-async def test_a_cut_synthesizer_and_a_sink_cut_from_storage_lose_and_duplicate_nothing(
+async def test_a_zombie_front_and_sinks_cut_from_storage_lose_and_duplicate_nothing(
     hosts_stack: LocalStack, tmp_path: Path
 ) -> None:
-    # 12 s: past the 6 s session, so the synthesizer is out of its group and rejoins.
-    steps = fixed_schedule(["zombie_synth", "sink_minio"], start_s=6.0, duration_s=12.0, gap_s=4.0)
-    plan = NetChaosPlan(tuple(steps), guarantee="exactly_once", rate=2.0, fronts=1, synths=1, tail_s=3.0)
+    # 12 s: past the 6 s session, so front2 takes the zombie's partitions and fences it.
+    steps = fixed_schedule(["zombie_front", "sink_minio"], start_s=6.0, duration_s=12.0, gap_s=4.0)
+    plan = NetChaosPlan(tuple(steps), guarantee="exactly_once", rate=2.0, fronts=2, synths=1, tail_s=3.0)
     prefix = f"netsuite{uuid.uuid4().hex[:8]}-"  # the hosts' broker and bucket outlive a run
     run = NetChaosRun(
         hosts_stack, S3, plan, prefix=prefix, say=lambda m: print(m, file=sys.stderr), log_dir=tmp_path
@@ -73,7 +75,7 @@ async def test_a_cut_synthesizer_and_a_sink_cut_from_storage_lose_and_duplicate_
     report = await run.run()
     print(markdown(report))
     assert len(report.sent) >= 40, "the load did not run through the faults"
-    assert [f.nemesis for f in report.faults] == ["zombie_synth", "sink_minio"]
+    assert [f.nemesis for f in report.faults] == ["zombie_front", "sink_minio"]
     assert all(f.healed > f.started for f in report.faults)
     assert report.settled, f"not settled {plan.settle_s:.0f} s after the last heal"
     assert {v.invariant: v.counterexamples for v in report.verdicts if not v.ok} == {}

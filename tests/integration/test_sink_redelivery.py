@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streamtts.runtime.kafka import client_kwargs, make_consumer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult
+from streamtts.schemas import CompletionResult, PcmChunk, TTSRequest
 from streamtts.worker import Worker
 from tests.factories import pcm_chunk, request
 from tests.services import Services
@@ -49,6 +49,27 @@ async def _read_to_end(results, seen: list[CompletionResult]) -> None:  # type: 
                 seen.extend(CompletionResult.from_bytes(r.value) for r in records)
 
 
+def _two_requests(finished_text: str) -> tuple[TTSRequest, TTSRequest, list[PcmChunk], list[PcmChunk]]:
+    """An unfinished request (its second chunk comes later) and one finished meanwhile: the
+    first holds the partition's commit back, so the second's chunks lie past it."""
+    unfinished, finished = request("still coming"), request(finished_text)
+    return (
+        unfinished,
+        finished,
+        [pcm_chunk(unfinished, seq, 2, samples=2400) for seq in range(2)],
+        [pcm_chunk(finished, seq, 2, samples=2400) for seq in range(2)],
+    )
+
+
+async def _clients(kafka: KafkaSettings, topics: TopicNames) -> tuple[AIOKafkaProducer, AIOKafkaConsumer]:
+    """A plain producer of chunks and a read-committed reader of the results, started."""
+    producer = AIOKafkaProducer(**client_kwargs(kafka), enable_idempotence=True)
+    await producer.start()
+    results = make_consumer(kafka, topics.results, group_id=None)
+    await results.start()
+    return producer, results
+
+
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 async def test_no_second_result_for_chunks_read_again_after_a_restart(
     guarantee: str,
@@ -58,13 +79,8 @@ async def test_no_second_result_for_chunks_read_again_after_a_restart(
     pipeline_settings: PipelineSettings,
 ) -> None:
     pipeline = pipeline_settings.replace(processing_guarantee=guarantee)
-    unfinished, finished = request("still coming"), request("done before the restart")
-    c0, c1 = pcm_chunk(unfinished, 0, 2, samples=2400), pcm_chunk(unfinished, 1, 2, samples=2400)
-    f0, f1 = pcm_chunk(finished, 0, 2, samples=2400), pcm_chunk(finished, 1, 2, samples=2400)
-    producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
-    await producer.start()
-    results = make_consumer(kafka_settings, topics.results, group_id=None)
-    await results.start()
+    unfinished, finished, (c0, c1), (f0, f1) = _two_requests("done before the restart")
+    producer, results = await _clients(kafka_settings, topics)
     seen: list[CompletionResult] = []
 
     async def send(chunk) -> None:  # type: ignore[no-untyped-def]
@@ -107,13 +123,8 @@ async def test_a_sink_taking_over_a_live_peers_partition_does_not_finish_its_req
     leaves; the taker re-reads those chunks and must know from the results, not from its own
     memory, that the request is finished (the network-fault checker found it finished twice)."""
     pipeline = pipeline_settings.replace(processing_guarantee=guarantee)
-    unfinished, finished = request("still coming"), request("done by the peer")
-    c0, c1 = pcm_chunk(unfinished, 0, 2, samples=2400), pcm_chunk(unfinished, 1, 2, samples=2400)
-    f0, f1 = pcm_chunk(finished, 0, 2, samples=2400), pcm_chunk(finished, 1, 2, samples=2400)
-    producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
-    await producer.start()
-    results = make_consumer(kafka_settings, topics.results, group_id=None)
-    await results.start()
+    unfinished, finished, (c0, c1), (f0, f1) = _two_requests("done by the peer")
+    producer, results = await _clients(kafka_settings, topics)
     seen: list[CompletionResult] = []
 
     try:
@@ -231,13 +242,8 @@ async def test_a_sink_whose_first_assignment_comes_late_reads_the_results_again_
     from streamtts.sinks.completion_sink import CompletionSink
 
     pipeline = pipeline_settings.replace(processing_guarantee="exactly_once")
-    unfinished, finished = request("still coming"), request("done while the newcomer joins")
-    c0, c1 = pcm_chunk(unfinished, 0, 2, samples=2400), pcm_chunk(unfinished, 1, 2, samples=2400)
-    f0, f1 = pcm_chunk(finished, 0, 2, samples=2400), pcm_chunk(finished, 1, 2, samples=2400)
-    producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
-    await producer.start()
-    results = make_consumer(kafka_settings, topics.results, group_id=None)
-    await results.start()
+    unfinished, finished, (c0, c1), (f0, f1) = _two_requests("done while the newcomer joins")
+    producer, results = await _clients(kafka_settings, topics)
     seen: list[CompletionResult] = []
 
     async def send(chunk) -> None:  # type: ignore[no-untyped-def]
