@@ -266,7 +266,9 @@ class CompletionSink(DeadLettering):
     def _remember(self, rendering: RenderKey, result: CompletionResult) -> None:
         """The result is acknowledged: skip the rendering's re-read chunks from now on, and let
         its offsets be committed. Under exactly-once the result is visible only once its
-        partition's transaction commits: until then the memory is tentative (`_settled`)."""
+        partition's transaction commits: until then the memory is tentative (`_settled`).
+        No await lies between the result's send and this call, so its transaction cannot be
+        committed or aborted in between."""
         before = self.finished.add(rendering, result.status, result.completed_at)
         if self.eos:
             self._tentative.setdefault(self._tp, []).append((rendering[:2], before))
