@@ -71,7 +71,10 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
     async def read() -> None:
         last = 0.0
         while True:
-            data = await reader.read(65536)
+            try:
+                data = await reader.read(65536)
+            except OSError:  # reset by the sender: end this direction, as an EOF would
+                data = b""
             last = max(last, loop.time() + delay.draw_s())
             await queue.put((last, data))
             if not data:
