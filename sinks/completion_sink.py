@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime, timedelta
 
 from aiokafka import ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka.errors import IllegalStateError
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
@@ -48,6 +50,11 @@ from streamtts.sinks.storage_writer import StorageWriter
 from streamtts.sinks.telemetry import SinkTelemetry
 
 log = logging.getLogger("streamtts.sink")
+
+REREAD_TIMEOUT_S = 10.0
+"""Bound on one read again of tts.results (normally well under a second)."""
+REREAD_PAUSE_S = 1.0
+"""Pause before a failed read again is retried."""
 
 
 class CompletionSink(DeadLettering):
@@ -94,6 +101,12 @@ class CompletionSink(DeadLettering):
         # committed offset lags by at most the stale timeout (then the oldest request fails).
         self.finished = FinishedRequests(ttl_s=max(900.0, 3 * self.stale_after_s))
         self._stopping = asyncio.Event()
+        self._unread_gains: set[TopicPart] = set()
+        """Partitions gained since the finished memory was last read from tts.results: their
+        records wait for it to be read again (see `_read_results_again`)."""
+        self._reread_after = 0.0
+        """A failed read again is retried from this monotonic time on (the brokers are away)."""
+        self._reread_failures = 0
         self._task: asyncio.Task[None] | None = None
         self._tp: TopicPart = (self.topics.pcm, 0)
         """The partition whose record is being handled: its outputs join its checkpoint."""
@@ -194,6 +207,12 @@ class CompletionSink(DeadLettering):
                             break  # revoked since the fetch: the next owner (maybe us) reads them again
                         if part not in self.checkpoint.owned:
                             break  # unprocessed records stay uncommitted: the next owner reads them
+                        if part in self._unread_gains:
+                            if not await self._read_results_again():
+                                self._rewind(tp, record.offset)  # fetched again after the read
+                                break
+                            if self._stopping.is_set() or self.checkpoint.epoch(part) != epoch:
+                                break  # revoked during the read
                         self._tp, self._epoch = part, epoch
                         try:
                             await self._handle(part, record)
@@ -208,6 +227,58 @@ class CompletionSink(DeadLettering):
             except BaseException:
                 await self.checkpoint.abort()  # nothing of this batch becomes visible
                 raise
+
+    async def _read_results_again(self) -> bool:
+        """Read the finished requests again before the first record of a gained partition.
+
+        Its previous owner may have finished requests whose chunks lie past its last commit
+        (an unfinished request holds the commit back), after this process's memory was read:
+        the start-time seed comes before the join, and a join took 12 s under an isolated
+        leader in a network-fault run, long enough for the peer to finish (and commit) a request
+        the newcomer then finished twice. The read comes after the fence (the listener's
+        `checkpoint.assign`), so no result of the old owner can follow it.
+
+        Done here in the loop, bounded and given up on stop, rather than in the rebalance
+        listener: a read there waits on a cut broker and holds the consumer with it (it hung
+        the gateway's broker-partition test). False: not read (brokers away); the caller puts
+        the records back and the read is retried after a pause."""
+        if time.monotonic() < self._reread_after:
+            return False
+        pending = set(self._unread_gains)
+        read = asyncio.ensure_future(self.remember_recent_results())
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({read, stop}, timeout=REREAD_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not read.done():
+                read.cancel()
+        error = None if not read.done() or read.cancelled() else read.exception()
+        if read.done() and not read.cancelled() and error is None:
+            self._unread_gains -= pending
+            if self._reread_failures:
+                log_event(log, "finished_reread", attempts=self._reread_failures + 1)
+            self._reread_failures = 0
+            return True
+        if not self._stopping.is_set():
+            self._reread_failures += 1
+            self._reread_after = time.monotonic() + REREAD_PAUSE_S
+            if self._reread_failures == 1:  # once per outage, not once a second
+                log_event(
+                    log,
+                    "finished_reread_failed",
+                    logging.WARNING,
+                    error=str(error)[:200] if error else f"no answer within {REREAD_TIMEOUT_S:.0f} s",
+                    waiting=sorted(f"{t}/{p}" for t, p in pending),
+                )
+        return False
+
+    def _rewind(self, tp: TopicPartition, offset: int) -> None:
+        """Fetch `tp` again from `offset` (records handed over but not handled)."""
+        try:
+            self.consumer.seek(tp, offset)
+        except IllegalStateError:
+            pass  # no longer assigned: its next owner starts from the commit
 
     async def _send(
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
@@ -291,35 +362,21 @@ class _Rebalance(ConsumerRebalanceListener):
     def __init__(self, sink: CompletionSink) -> None:
         self.sink = sink
         self.held: set[TopicPart] = set()
-        self.rebalances = 0
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in revoked}
         await self.sink.checkpoint.revoke(tps, self.sink.assembler.committable())
         self.sink.assembler.drop_partitions(tps)
         self.held -= tps
+        self.sink._unread_gains -= tps
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in assigned}
         gained, self.held = tps - self.held, tps
-        self.rebalances += 1
-        await self.sink.checkpoint.assign(tps)  # first: fences a zombie owner of the new ones
-        if gained and self.rebalances > 1:
-            # A partition that was another sink's: it may have finished requests whose chunks
-            # lie past its last commit (an unfinished one holds the commit back), and this
-            # process's memory of finished requests was seeded before that. Read the results
-            # again, after the fence and before the first record, or they would be finished twice.
-            # (Open: a first assignment that comes long after the start-time seed has the same
-            # gap; reading again there as well made the gateway's broker-partition test hang.)
-            try:
-                await self.sink.remember_recent_results()
-            except Exception as err:  # aiokafka would swallow it; say what it risks
-                log_event(
-                    log,
-                    "finished_refresh_failed",
-                    logging.WARNING,
-                    error=str(err)[:200],
-                    risk="a request finished by the previous owner may be finished again",
-                )
+        # Before any await: aiokafka may hand the loop a gained partition's records before this
+        # listener returns. They wait until the loop has read the results again (the first
+        # assignment too: the start-time seed comes before the join).
+        self.sink._unread_gains |= gained
+        await self.sink.checkpoint.assign(tps)  # fences a zombie owner of the new ones
         self.sink.assigned = bool(assigned)  # none: not ready (see FaustStage._on_assigned)
         self.sink.signals.partitions_assigned(sorted(tp.partition for tp in assigned))

@@ -225,3 +225,105 @@ async def test_a_request_whose_transaction_was_fenced_is_finished_again_when_rea
         await results.stop()
         await producer.stop()
     assert [r.status for r in seen if r.request_id == req.request_id] == ["completed"]
+
+
+async def test_a_sink_whose_first_assignment_comes_late_reads_the_results_again_before_its_records(
+    kafka_settings: KafkaSettings,
+    topics: TopicNames,
+    services: Services,
+    pipeline_settings: PipelineSettings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Exactly-once. A sink reads the finished requests at start, then joins its group; while
+    it joins, the running peer finishes a request whose chunks lie past its commit and leaves.
+    The newcomer's first assignment must read the results again (after the fence) — with only
+    the start-time memory it finished the request a second time (a 12 s join in a 10-minute
+    network-fault run)."""
+    from streamtts.sinks.completion_sink import CompletionSink
+
+    pipeline = pipeline_settings.replace(processing_guarantee="exactly_once")
+    unfinished, finished, (c0, c1), (f0, f1) = _two_requests("done while the newcomer joins")
+    producer, results = await _clients(kafka_settings, topics)
+    seen: list[CompletionResult] = []
+
+    async def send(chunk) -> None:  # type: ignore[no-untyped-def]
+        await producer.send_and_wait(topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0)
+
+    try:
+        peer = await _sink(kafka_settings, services, pipeline)
+        await send(c0)  # holds the peer's commit back: f0 and f1 will lie past it
+        seeded = CompletionSink.remember_recent_results
+        hooked = False
+
+        async def seed_then_peer_finishes(self: CompletionSink) -> None:
+            nonlocal hooked
+            await seeded(self)
+            if not hooked:  # the newcomer's start-time seed: now the peer finishes and leaves
+                hooked = True
+                await send(f0)
+                await send(f1)
+                await _results_until(results, seen, finished.request_id)
+                await peer.stop()
+
+        monkeypatch.setattr(CompletionSink, "remember_recent_results", seed_then_peer_finishes)
+        newcomer = await _sink(kafka_settings, services, pipeline)
+        try:
+            assert hooked
+            await send(c1)
+            await _results_until(results, seen, unfinished.request_id)  # after its re-read of f0, f1
+            await _read_to_end(results, seen)
+        finally:
+            await newcomer.stop()
+    finally:
+        await results.stop()
+        await producer.stop()
+    by_id = {rid: [r.status for r in seen if r.request_id == rid] for rid in {r.request_id for r in seen}}
+    assert by_id == {finished.request_id: ["completed"], unfinished.request_id: ["completed"]}
+
+
+async def test_records_wait_while_the_results_cannot_be_read_again_and_are_finished_once_after(
+    kafka_settings: KafkaSettings,
+    topics: TopicNames,
+    services: Services,
+    pipeline_settings: PipelineSettings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The read again of the results before a gained partition's first record fails (the
+    brokers are away): the records are put back, not handled and not lost; once the read
+    succeeds they are finished, once."""
+    from aiokafka.errors import KafkaConnectionError
+
+    from streamtts.sinks.completion_sink import CompletionSink
+
+    pipeline = pipeline_settings.replace(processing_guarantee="exactly_once")
+    req = request("read again after the brokers came back")
+    producer, results = await _clients(kafka_settings, topics)
+    seen: list[CompletionResult] = []
+    reads = 0
+    real = CompletionSink.remember_recent_results
+
+    async def fails_once_after_the_seed(self: CompletionSink) -> None:
+        nonlocal reads
+        reads += 1
+        if reads == 2:  # the first read again, before the first record
+            raise KafkaConnectionError("brokers away")
+        await real(self)
+
+    monkeypatch.setattr(CompletionSink, "remember_recent_results", fails_once_after_the_seed)
+    try:
+        for seq in range(2):
+            chunk = pcm_chunk(req, seq, 2, samples=2400)
+            await producer.send_and_wait(
+                topics.pcm, chunk.to_bytes(), key=req.request_id.encode(), partition=0
+            )
+        sink = await _sink(kafka_settings, services, pipeline)
+        try:
+            await _results_until(results, seen, req.request_id)
+            await _read_to_end(results, seen)
+        finally:
+            await sink.stop()
+    finally:
+        await results.stop()
+        await producer.stop()
+    assert reads >= 3
+    assert [r.status for r in seen if r.request_id == req.request_id] == ["completed"]
