@@ -36,6 +36,7 @@ from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
+from streamtts.runtime.stage_outputs import DELIVERED, Delivered, StageOutputs
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import stage_spec
@@ -93,6 +94,8 @@ class CompletionSink(DeadLettering):
         self.checkpoint = SinkCheckpoint(
             kafka, self._group, self.consumer, exactly_once=self.eos, on_settled=self._settled
         )
+        self.outputs = StageOutputs(self.name, self.topics, self._in_transaction)
+        """The sink's only way to write: results and dead letters, as its spec declares."""
         self._tentative: dict[TopicPart, list[tuple[RequestKey, Finished | None]]] = {}
         """exactly_once: requests remembered as finished whose result's transaction has not
         committed yet, per partition, with what was remembered of them before."""
@@ -283,7 +286,14 @@ class CompletionSink(DeadLettering):
     async def _send(
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
     ) -> None:
+        await self.outputs.send(topic, key, value, headers)
+
+    async def _in_transaction(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> Delivered:
+        """The sink's `Transport`: into the handled record's partition transaction, acked."""
         await self.checkpoint.send(self._tp, topic, key, value, headers, epoch=self._epoch)
+        return DELIVERED
 
     async def _handle(self, tp: TopicPart, record: ConsumerRecord[bytes, bytes]) -> None:
         raw = record.value or b""

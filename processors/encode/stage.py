@@ -22,7 +22,6 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 from faust.types import EventT, StreamT
@@ -124,20 +123,11 @@ class EncodeStage(FaustStage):
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None
         self.streams = OpenStreams(idle_s=pipeline.storage.sink_stale_s)
-        self._topics_cache: dict[str, Any] = {}
         self._acks: InOrderAcks[EventT] = InOrderAcks()
         self._decoded: dict[int, PcmChunk] = {}
         """Chunks the reading loop decoded, by id(event), for `handle` (decoded once)."""
         delivery = pipeline.delivery
         self._reads_ahead = delivery.encode_lookahead > 0 and delivery.processing_guarantee != "exactly_once"
-
-    def _out(self, name: str) -> Any:
-        topic = self._topics_cache.get(name)
-        if topic is None:
-            if len(self._topics_cache) > 1000:  # reply topics are per client: keep it bounded
-                self._topics_cache.clear()
-            topic = self._topics_cache[name] = self.topic(name)
-        return topic
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
         if not self._reads_ahead:
@@ -223,7 +213,7 @@ class EncodeStage(FaustStage):
         )
         key = chunk.request_id.encode()
         sends = [
-            await self._out(name).send(key=key, value=record.value, headers=record.headers or None)
+            await self.outputs.send(name, key, record.value, record.headers or None)
             for name in self.topics.chunk_topics(chunk.request.delivery)
         ]
         if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Protocol
 
 from faust.types import EventT
 
@@ -93,13 +93,8 @@ class SegmentStage(FaustStage):
         if lexicons is not None:
             lexicons.listeners.append(self._compile)
         self.releases = releases
-        self._lanes: dict[str, Any] = {}
         # The registry only resolves names here (engines load lazily, never in this stage).
         self.voices = voices
-        # Length-aware pools: interactive/short requests and long/batch ones go to separate
-        # topics read by separate synthesize groups, so a chapter never delays a prompt.
-        self.out_short = self.topic(self.topics.segments)
-        self.out_long = self.topic(self.topics.segments_long)
         self._topics_exist = TopicExistence(self._has_partitions)
         # Planning runs here, off the event loop, so a costly request cannot stop heartbeats,
         # SIGTERM or the side services. Two threads: one planning, one spare should a plan
@@ -139,8 +134,10 @@ class SegmentStage(FaustStage):
                 request_id=request.request_id if request else None,
                 tenant=request.tenant if request else None,
             )
+        # Length-aware pools: interactive/short requests and long/batch ones go to separate
+        # topics read by separate synthesize groups, so a chapter never delays a prompt.
         pool = pool_for(request, self.pipeline.text.long_text_chars)
-        out = self.out_long if pool == "long" else self.out_short
+        out = self.outputs.role("segments_long" if pool == "long" else "segments")
         lane = self._route(request, event.message.headers)
         if lane is not None and not await self._topic_exists(
             self.topics.release_segments(lane.release, pool)
@@ -166,7 +163,7 @@ class SegmentStage(FaustStage):
             lane = Route(self.releases.current.stable, "no_consumer")
         if lane is not None:
             # Routed once per request: every segment carries the release and goes to its lane.
-            out = self._lane(self.topics.release_segments(lane.release, pool))
+            out = self.outputs.lane(lane.release, pool)
             segments = [_on_release(s, lane.release) for s in segments]
             self.telemetry.release_routed.labels(lane.release, lane.why).inc()
             if self.releases is not None:
@@ -176,10 +173,8 @@ class SegmentStage(FaustStage):
         for segment in segments:
             first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
             record = wire.encode(segment, fmt, source=wire.SOURCE_PREFIX + "/segment")
-            await out.send(
-                key=request.request_id.encode(),
-                value=record.value,
-                headers=[*first, *rendering, *record.headers] or None,
+            await self.outputs.send(
+                out, request.request_id.encode(), record.value, [*first, *rendering, *record.headers] or None
             )
         self.log_record(
             "segmented",
@@ -310,16 +305,6 @@ class SegmentStage(FaustStage):
 
     async def _has_partitions(self, name: str) -> bool:
         return bool(await topic_partitions(self.kafka, name))
-
-    def _lane(self, name: str) -> Any:
-        topic = self._lanes.get(name)
-        if topic is None:
-            topic = self._lanes[name] = (
-                self.out_short
-                if name == self.topics.segments
-                else (self.out_long if name == self.topics.segments_long else self.topic(name))
-            )
-        return topic
 
     async def _check_topic(self, name: str) -> None:
         allowed = self.kafka.topic_prefix + self.pipeline.delivery.reply_topic_prefix

@@ -84,7 +84,7 @@ class SynthesizeStage(FaustStage):
         super().__init__(kafka, pipeline, topics, telemetry=telemetry, pool=pool, release=self.profile.name)
         self.pool_name = pool
         self.renderer = renderer
-        self.out = self.topic(self.topics.pcm)
+        self.out = self.outputs.role("pcm")
         self.pool = ThreadPoolExecutor(
             max_workers=max(1, pipeline.synthesis.workers), thread_name_prefix=f"synth-{pool}"
         )
@@ -250,7 +250,7 @@ class SynthesizeStage(FaustStage):
         fmt = self.pipeline.delivery.wire_format
         for chunk in chunks:
             record = wire.encode(chunk, fmt)
-            await self.out.send(key=key, value=record.value, headers=[*rendering, *record.headers] or None)
+            await self.outputs.send(self.out, key, record.value, [*rendering, *record.headers] or None)
         audio_s = len(rendered.samples) / rendered.sample_rate
         if offset is not None:
             self._timeline.advance(segment, offset, sum(c.duration_ms for c in chunks))
@@ -313,10 +313,11 @@ class SynthesizeStage(FaustStage):
         cancel = self.cancels.cancelled(segment.request.tenant, segment.request_id)
         marker = cancelled_marker(segment, cancel.played_ms if cancel else None)
         record = wire.encode(marker, self.pipeline.delivery.wire_format)
-        await self.out.send(
-            key=segment.request_id.encode(),
-            value=record.value,
-            headers=[*rendering_headers(event.message.headers), *record.headers] or None,
+        await self.outputs.send(
+            self.out,
+            segment.request_id.encode(),
+            record.value,
+            [*rendering_headers(event.message.headers), *record.headers] or None,
         )
         self.telemetry.cancelled_segments.inc()
         self.log_record(

@@ -16,6 +16,7 @@ from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
+from streamtts.runtime.stage_outputs import StageOutputs
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec, stage_spec
@@ -56,9 +57,11 @@ class FaustStage(DeadLettering):
         self.sources: list[str] = self.spec.group_sources(group, self.topics, release)
         """The topics this stage consumes."""
         self.app: faust.App = make_app(self.group, kafka, pipeline)
-        self.dlq = self.app.topic(self.topics.dlq(self.name), value_type=bytes, key_type=bytes)
+        self._faust_topics: dict[str, faust.TopicT] = {}
+        self.outputs = StageOutputs(self.name, self.topics, self._faust_send)
+        """The stage's only way to write: the outputs its spec declares, through this app."""
         self.dead_letters = DeadLetterPublisher(
-            self.name, self.dlq.get_topic_name(), self._send_dlq, self.telemetry
+            self.name, self.topics.dlq(self.name), self._send_dlq, self.telemetry
         )
         self.log = logging.getLogger(f"streamtts.{self.name}")
         self.assigned = False
@@ -153,14 +156,22 @@ class FaustStage(DeadLettering):
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
 
-    def topic(self, name: str) -> faust.TopicT:
-        return self.app.topic(name, value_type=bytes, key_type=bytes)
+    async def _faust_send(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> Any:
+        """The faust stages' `Transport`: the record handed to the app's producer."""
+        out = self._faust_topics.get(topic)
+        if out is None:
+            if len(self._faust_topics) > 1000:  # reply topics are per client: keep it bounded
+                self._faust_topics.clear()
+            out = self._faust_topics[topic] = self.app.topic(topic, value_type=bytes, key_type=bytes)
+        return await out.send(key=key, value=value, headers=headers)
 
     async def _send_dlq(
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
     ) -> None:
         # faust commits the source offset only after the agent moves on (producer flushed first).
-        pending = await self.dlq.send(key=key, value=value, headers=headers)
+        pending = await self.outputs.send(topic, key, value, headers)
         await pending
 
     def failure(self) -> BaseException | None:

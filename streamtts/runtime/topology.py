@@ -36,6 +36,10 @@ TopicRole = Literal[
 """A topic by what it carries; `TopicNames.role` gives its name in a deployment."""
 TOPIC_ROLES: tuple[str, ...] = get_args(TopicRole)
 
+DynamicOutput = Literal["release_lanes", "reply"]
+"""release_lanes: a candidate release's lane, tts.release.NAME.segments[.long]; reply: the
+request's own reply topic (never one of the pipeline's topics)."""
+
 SideService = Literal["model", "cancels", "releases", "lexicons", "canary", "release_guard", "load_reports"]
 """A process-wide service a stage needs beside its consumer: started once per worker."""
 
@@ -58,13 +62,14 @@ class StageSpec:
     """Names its DLQ (tts.<name>.dlq), its metrics and its consumer groups."""
     groups: tuple[GroupSpec, ...]
     outputs: tuple[TopicRole, ...]
-    """Topics it always writes (besides its DLQ); see `dynamic_outputs` for the others."""
+    """Topics it writes (besides its DLQ); see `dynamic` for the others. A stage can write
+    nothing else (`runtime.stage_outputs`)."""
     services: tuple[SideService, ...] = ()
     """Side services the stage needs in its process (see `SIDE_SERVICES` for their order)."""
     release_lanes: bool = False
     """A candidate release reads its own lane of each source (tts.release.NAME.…)."""
-    dynamic_outputs: str = ""
-    """Topics it writes that no spec file can list (per request or per release), in words."""
+    dynamic: tuple[DynamicOutput, ...] = ()
+    """Topics it writes that no spec file can list: per release or per request."""
 
     def group_role(self, group: GroupSpec, release: str = BASE_RELEASE) -> str:
         """The group's role name, unique within a worker: e.g. "synthesize-release-v2-long"."""
@@ -107,7 +112,7 @@ TOPOLOGY: tuple[StageSpec, ...] = (
               groups=(GroupSpec(("requests",)),),
               outputs=("segments", "segments_long"),
               services=("releases", "lexicons", "release_guard"),
-              dynamic_outputs="a candidate release's lane, tts.release.NAME.segments[.long]"),
+              dynamic=("release_lanes",)),
     StageSpec("synthesize",
               groups=(GroupSpec(("segments",), pool="short"), GroupSpec(("segments_long",), pool="long")),
               outputs=("pcm",),
@@ -116,7 +121,7 @@ TOPOLOGY: tuple[StageSpec, ...] = (
     StageSpec("encode",
               groups=(GroupSpec(("pcm",)),),
               outputs=("audio",),
-              dynamic_outputs="the request's reply topic"),
+              dynamic=("reply",)),
     StageSpec("sink",
               groups=(GroupSpec(("pcm",)),),
               outputs=("results",)),

@@ -352,3 +352,13 @@ async def test_languages_without_a_neural_voice_complete_through_espeaks_formant
         assert starts == sorted(starts) and result.words[-1].end_ms <= result.duration_ms + 1
     neural = results[spanish.request_id]
     assert neural.status == "completed" and not neural.degraded, neural.degraded
+    # What each stage wrote is what its spec declares (no request failed: no dead letters).
+    wrote = {
+        stage.group: dict(stage.outputs.written)
+        for stage in running_pipeline.services
+        if hasattr(stage, "outputs")
+    }
+    assert set(wrote["segment"]) == {"segments"}  # four short requests: the short pool only
+    assert set(wrote["synthesize"]) == {"pcm"}
+    assert set(wrote["encode"]) == {"audio"}
+    assert wrote["sink"] == {"results": len(requests)}
