@@ -25,7 +25,7 @@ from streamtts.runtime.lifecycle import AsyncLifecycle, unless_cancelled_inside
 from streamtts.runtime.pipeline_settings import PipelineSettings, voice_map
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import Settings
-from streamtts.runtime.stage import Stage
+from streamtts.runtime.stage import ReportsLoad, Stage
 from streamtts.runtime.startup import (
     StartupClock,
     StartupFailed,
@@ -98,6 +98,8 @@ class Worker:
         self.services: list[Stage] = []
         self.ops: Any = None
         self.canary: Any = None
+        self._canary_path: Any = None
+        """The canary's in-memory topology (see `_start_model`)."""
         self._lag: Any = None
         self.cancels: CancelWatch | None = None
         """The process's view of `tts.control` (synthesize drops cancelled work)."""
@@ -328,8 +330,11 @@ class Worker:
     # -- side services (see `runtime.topology.SIDE_SERVICES`) --------------------------------
     async def _start_model(self) -> None:
         """The model (CPU-bound load + warm-up, off the loop) and the canary's reference."""
+        from streamtts.processors.in_memory import InMemoryTopology
+        from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
         from streamtts.processors.synthesize.speech_stack import build_lanes, build_renderer
         from streamtts.runtime.canary import Canary
+        from streamtts.schemas import TTSRequest
 
         self.telemetry.release_info.labels(self.pipeline.release.name).set(1)
         renderer = self._renderer
@@ -349,12 +354,24 @@ class Worker:
         voice = self.pipeline.synthesis.warm_voices[0] if self.pipeline.synthesis.warm_voices else "jm_kumo"
         spec = renderer.synth.registry.spec(voice)
         lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
+        # The canary's request takes the path real requests take: the stages' own handlers,
+        # in memory (their own telemetry: the canary is not counted as traffic). Its renderer
+        # shares the model but has no time budgets and its own breaker: a budget overrun on a
+        # busy worker would make it speak the fallback voice, a false "output changed".
+        canary_renderer = SegmentRenderer(renderer.synth, budgets=Budgets.unbounded())
+        # No lanes of its own: its one sentence is a first span, never cut into pieces.
+        canary_path = self._canary_path = InMemoryTopology(
+            canary_renderer, self.pipeline, self.topics, lanes=False
+        )
 
-        def speak(text: str) -> Any:
+        async def speak(text: str) -> Any:
             import numpy as np
 
-            chunks = list(renderer.synth.synthesize_span(text, lang, voice, 1.0, None))
-            return np.concatenate([c.samples for c in chunks])
+            request = TTSRequest.new(
+                text, language=lang, voice=voice, format="pcm", sample_rate=spec.sample_rate, cache=False
+            )
+            chunks = await canary_path.render(request)
+            return np.frombuffer(b"".join(c.pcm for c in chunks), dtype="<i2").astype(np.float32) / 32768
 
         def on_result(result: Any) -> None:
             if self.canary_reports is not None:
@@ -368,15 +385,18 @@ class Worker:
             speak,
             spec.sample_rate,
             interval_s=self.pipeline.operations.canary_interval_s,
-            executor=None,
             on_result=on_result,
         )
-        reference = await asyncio.to_thread(self.canary.establish)
+        reference = await self.canary.establish()
         on_result(reference)
         self.readiness.model_ready = True
         self.telemetry.model_ready.set(1)
 
     async def _close_model(self) -> None:
+        if self._canary_path is not None:
+            await asyncio.to_thread(self._canary_path.close)  # joins its stages' threads
+            self._canary_path.renderer.close()
+            self._canary_path = None
         if self.lanes is not None:
             await asyncio.to_thread(self.lanes.close)  # joins the lanes' threads
             self.lanes = None
@@ -446,11 +466,10 @@ class Worker:
         partitions: dict[str, list[int]] = {}
         waiting_first = 0  # first spans read ahead but not yet handed to the lanes
         for stage in self.services:
-            if stage.name == "synthesize":
-                for topic, parts in getattr(stage, "owned", {}).items():
+            if isinstance(stage, ReportsLoad):
+                for topic, parts in stage.owned.items():
                     partitions.setdefault(topic, []).extend(parts)
-                read_ahead = getattr(stage, "read_ahead", None)
-                waiting_first += read_ahead.firsts() if read_ahead is not None else 0
+                waiting_first += stage.firsts_waiting()
         queued = lanes.queued() if lanes is not None else {"first": 0, "bulk": 0}
         wait = None
         if lanes is not None:

@@ -242,8 +242,7 @@ class EncodeStage(FaustStage):
         )
         return "ok"
 
-    async def stop(self) -> None:
-        await super().stop()
+    def release(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 

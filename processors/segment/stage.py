@@ -115,6 +115,9 @@ class SegmentStage(FaustStage):
         # 2. the agent stops (the record is redelivered to the partition's next owner).
         self._stopping.set()
         await super().stop()
+
+    def release(self) -> None:
+        self._stopping.set()
         self._planning.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, event: EventT) -> str | None:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from streamtts.processors.synthesize.cost_model import CostModel
+from streamtts.processors.synthesize.cost_model import DEFAULT_PRIOR, PRIORS, CostModel, family
 from streamtts.processors.synthesize.engine import CURRENT_RUN, RunControl, can_renice
 from streamtts.processors.synthesize.exceptions import Preempted
 from streamtts.runtime.jsonlog import log_event
@@ -267,12 +267,15 @@ class InferenceLanes:
         )
 
     def _piece_phonemes(self, job: _Job) -> int | None:
+        """The longest piece of a bulk job, in phonemes: `piece_ms` at the engine family's
+        prior cost, not at the fitted one. Where a span is cut changes its audio, and a cut
+        that followed the fit made a request's audio depend on the worker's history and load
+        (the in-memory topology found a zh span spoken whole there and in two pieces on a busy
+        worker); from the prior, a span's audio depends on the request and the settings only."""
         if job.lane == "first" or self.piece_ms <= 0:
             return None
-        snap = self.cost.snapshot().get(job.engine.split(":", 1)[0])
-        if not snap or snap["ms_per_phoneme"] <= 0:
-            return None
-        fit = (self.piece_ms - snap["intercept_ms"]) / snap["ms_per_phoneme"]
+        prior = PRIORS.get(family(job.engine), DEFAULT_PRIOR)
+        fit = (self.piece_ms - prior.intercept_ms) / prior.ms_per_phoneme
         return max(MIN_PIECE_PHONEMES, int(fit))
 
     # -- the lanes' threads -------------------------------------------------------------------

@@ -186,6 +186,10 @@ class SynthesizeStage(FaustStage):
             stale=stale,
         )
 
+    def firsts_waiting(self) -> int:
+        """First spans read ahead, not yet handed to the model (`ReportsLoad`)."""
+        return self.read_ahead.firsts() if self.read_ahead is not None else 0
+
     def _engine_of(self, segment: Segment) -> str:
         """The engine that will speak the segment (for the cost model), best effort."""
         registry = self.renderer.synth.registry
@@ -356,8 +360,7 @@ class SynthesizeStage(FaustStage):
         # each chunk's own offset, so only this live stream is shifted.
         return start if start is not None else 0.0
 
-    async def stop(self) -> None:
-        await super().stop()
+    def release(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.lookup_pool.shutdown(wait=True, cancel_futures=True)
 

@@ -1,8 +1,10 @@
 """Canary: synthesize a fixed sentence now and then and compare it with the warm-up result.
 
-The engine is deterministic for a given session and thread count, so the same sentence must
-give the same bytes and duration; anything else (a corrupted session, a broken phonemizer, a
-model swapped underneath) flips readiness and is logged with the reason.
+The worker renders it as a request through the stages' own handlers in memory (the path real
+requests take: plan, render, chunk). The engine is deterministic for a given session and
+thread count, so the same sentence must give the same bytes and duration; anything else (a
+corrupted session, a broken phonemizer, a model swapped underneath) flips readiness and is
+logged with the reason.
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable
-from concurrent.futures import Executor
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,41 +35,37 @@ class CanaryResult:
 class Canary:
     def __init__(
         self,
-        synthesize: Callable[[str], np.ndarray],
+        synthesize: Callable[[str], Awaitable[np.ndarray]],
         sample_rate: int,
         *,
         interval_s: float,
-        executor: Executor | None,
         on_result: Callable[[CanaryResult], None],
     ) -> None:
         """Args:
-        synthesize: text → float32 samples (the worker's own engine and voice).
+        synthesize: text → float32 samples at `sample_rate`, by the path real requests take
+            (the worker's own model and voice; CPU-bound work off the event loop).
         interval_s: seconds between runs (0 disables the periodic runs).
-        executor: where to run it (the stage's inference executor, so it queues behind
-            real work instead of competing with it for the cores).
         """
         self._synth = synthesize
         self._rate = sample_rate
         self.interval_s = interval_s
-        self._executor = executor
         self._on_result = on_result
         self.reference: CanaryResult | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def _measure(self) -> CanaryResult:
-        samples = self._synth(CANARY_TEXT)
+    async def _measure(self) -> CanaryResult:
+        samples = await self._synth(CANARY_TEXT)
         pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
         return CanaryResult(True, len(samples) / self._rate, hashlib.sha256(pcm).hexdigest()[:16])
 
-    def establish(self) -> CanaryResult:
-        """The reference run (at warm-up, blocking)."""
-        self.reference = self._measure()
+    async def establish(self) -> CanaryResult:
+        """The reference run (at warm-up)."""
+        self.reference = await self._measure()
         return self.reference
 
     async def run_once(self) -> CanaryResult:
-        loop = asyncio.get_running_loop()
         try:
-            got = await loop.run_in_executor(self._executor, self._measure)
+            got = await self._measure()
         except Exception as err:  # any failure of the engine is a failed canary
             result = CanaryResult(False, 0.0, "", f"synthesis failed: {type(err).__name__}: {str(err)[:120]}")
         else:

@@ -16,7 +16,7 @@ from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
-from streamtts.runtime.stage_outputs import StageOutputs
+from streamtts.runtime.stage_outputs import StageOutputs, Transport
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec, stage_spec
@@ -179,8 +179,20 @@ class FaustStage(DeadLettering):
         is what a worker cannot recover from."""
         return self.app.crash_reason if self.app.crashed else None
 
+    def send_through(self, transport: Transport) -> None:
+        """Send the stage's outputs through `transport` instead of its app's producer (the
+        in-memory topology); what the stage may write stays what its spec declares."""
+        self.outputs = StageOutputs(self.name, self.topics, transport)
+
+    def release(self) -> None:
+        """Let go of what the stage holds beside its app (its thread pools): after `stop`, or
+        instead of it for a stage whose app never started (the in-memory topology)."""
+
     async def start(self) -> None:
         await self.app.start()
 
     async def stop(self) -> None:
-        await self.app.stop()
+        try:
+            await self.app.stop()
+        finally:
+            self.release()

@@ -3,9 +3,10 @@ rely on, satisfied alike by the faust stages (`FaustStage`) and the aiokafka sin
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
+from streamtts.runtime.stage_outputs import StageOutputs
 from streamtts.schemas.headers import REPLAY_STAGE, header
 
 
@@ -18,6 +19,8 @@ class Stage(Protocol):
     """The topics it consumes."""
     assigned: bool
     """True once its group gave it partitions (readiness)."""
+    outputs: StageOutputs
+    """Its only way to write: what its `StageSpec` declares (see `runtime.stage_outputs`)."""
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
@@ -35,6 +38,18 @@ class Stage(Protocol):
         tenant: str | None = None,
     ) -> str:
         """Write `source` to the stage's DLQ and wait for the ack; returns the outcome label."""
+        ...
+
+
+@runtime_checkable
+class ReportsLoad(Protocol):
+    """A stage whose load goes into the worker's load report (synthesize: admission)."""
+
+    owned: dict[str, list[int]]
+    """Source topic → the partitions of it the group gives this worker now."""
+
+    def firsts_waiting(self) -> int:
+        """First spans read ahead but not yet handed to the model."""
         ...
 
 

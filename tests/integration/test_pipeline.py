@@ -88,6 +88,13 @@ async def test_requests_in_four_languages_and_formats_stream_and_store(
             assert diff.size == 0, (req.format, diff[:10], len(from_chunks))
         else:
             assert abs(len(from_object) - len(from_chunks)) / rate <= tolerance_s
+    # What each stage wrote is what its spec declares (no request failed: no dead letters;
+    # results of requests a test before this one left unfinished may come too).
+    wrote = {stage.group: dict(stage.outputs.written) for stage in running_pipeline.services}
+    assert set(wrote["segment"]) == {"segments"}  # four short requests: the short pool only
+    assert set(wrote["synthesize"]) == {"pcm"} and not wrote["synthesize-long"]
+    assert set(wrote["encode"]) == {"audio"}
+    assert set(wrote["sink"]) == {"results"} and wrote["sink"]["results"] >= len(requests)
 
 
 async def test_first_chunk_leaves_before_the_last_segment_is_synthesized(
@@ -352,13 +359,3 @@ async def test_languages_without_a_neural_voice_complete_through_espeaks_formant
         assert starts == sorted(starts) and result.words[-1].end_ms <= result.duration_ms + 1
     neural = results[spanish.request_id]
     assert neural.status == "completed" and not neural.degraded, neural.degraded
-    # What each stage wrote is what its spec declares (no request failed: no dead letters).
-    wrote = {
-        stage.group: dict(stage.outputs.written)
-        for stage in running_pipeline.services
-        if hasattr(stage, "outputs")
-    }
-    assert set(wrote["segment"]) == {"segments"}  # four short requests: the short pool only
-    assert set(wrote["synthesize"]) == {"pcm"}
-    assert set(wrote["encode"]) == {"audio"}
-    assert wrote["sink"] == {"results": len(requests)}

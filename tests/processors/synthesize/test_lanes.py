@@ -366,3 +366,25 @@ def test_first_lanes_default_to_one_per_lane_and_zero_turns_them_off() -> None:
     finally:
         default.close()
         off.close()
+
+
+async def test_where_a_bulk_span_is_cut_does_not_follow_the_workers_history() -> None:
+    """The piece budget of a bulk job comes from the engine's prior cost, not from the fit:
+    a worker that has seen slow runs cuts a span where a fresh one does, so a request's
+    audio does not depend on the worker's load (the in-memory topology found it did)."""
+
+    def budget() -> int | None:
+        control = CURRENT_RUN.get()
+        return control.piece_phonemes if control is not None else None
+
+    lanes = InferenceLanes(1, piece_ms=500.0)
+    try:
+        fresh = await lanes.run(budget, first=False, engine="kokoro", chars=200)
+        for _ in range(50):  # a busy worker: every run three times the prior's cost
+            lanes.cost.observe("kokoro", chars=100, phonemes=100, ms=3 * (60.0 + 9.0 * 100))
+        busy = await lanes.run(budget, first=False, engine="kokoro", chars=200)
+        first = await lanes.run(budget, first=True, engine="kokoro", chars=200)
+    finally:
+        lanes.close()
+    assert fresh.value is not None and fresh.value == busy.value
+    assert first.value is None  # a first span is never cut

@@ -20,6 +20,7 @@ from streamtts.processors.synthesize.stage import SynthesizeStage
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.stage_outputs import DELIVERED, Delivered
 from streamtts.schemas import Segment, TTSRequest, wire
 from streamtts.schemas.chunks import PcmChunk
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
@@ -104,13 +105,14 @@ class Event:
 
 
 class Out:
-    """The stage's output topic: keeps what was sent."""
+    """The stage's transport: keeps what was sent (its outputs still checked by its spec)."""
 
     def __init__(self) -> None:
         self.sent: list[PcmChunk] = []
 
-    async def send(self, key: bytes, value: bytes, headers: object = None) -> None:
+    async def __call__(self, topic: str, key: bytes | None, value: bytes, headers: object) -> Delivered:
         self.sent.append(wire.decode(PcmChunk, value, headers))
+        return DELIVERED
 
 
 class Manual:
@@ -134,12 +136,12 @@ def stage(registry: VoiceRegistry) -> Iterator[SynthesizeStage]:
         Synthesizer(registry, cache=cache), budgets=Budgets(g2p_s=30.0, inference_base_s=120.0)
     )
     built = SynthesizeStage(KafkaSettings(), PipelineSettings.of(synth_threads=2), renderer)
-    built.out = Out()  # type: ignore[assignment]
+    built.sent = Out()  # type: ignore[attr-defined]
+    built.send_through(built.sent)  # type: ignore[attr-defined]
     try:
         yield built
     finally:
-        built.pool.shutdown(wait=True)
-        built.lookup_pool.shutdown(wait=True)
+        built.release()
         renderer.close()
 
 
@@ -167,7 +169,7 @@ async def test_a_first_segment_missing_the_cache_is_planned_once_and_a_repeat_co
     assert counts.voices == [frozenset({"en"})], "the voice is resolved once"
     assert counts.g2p == [segment.text], "G2P runs once: the model path renders the lookup's plan"
     assert len(counts.inferences) == 1
-    first = [c for c in stage.out.sent if c.pcm]  # type: ignore[attr-defined]
+    first = [c for c in stage.sent.sent if c.pcm]  # type: ignore[attr-defined]
     assert first and {c.cache for c in first} == {"miss"}
 
     counts.clear()
@@ -176,7 +178,7 @@ async def test_a_first_segment_missing_the_cache_is_planned_once_and_a_repeat_co
     assert served, "the repeat is served by the cache lookup"
     assert counts.g2p == [] and counts.inferences == [], "a hit needs neither G2P nor the model"
     assert counts.decodes == [len(again.to_bytes())] and counts.voices == [frozenset({"en"})]
-    hit = [c for c in stage.out.sent[len(first) :] if c.pcm]  # type: ignore[attr-defined]
+    hit = [c for c in stage.sent.sent[len(first) :] if c.pcm]  # type: ignore[attr-defined]
     assert {c.cache for c in hit} == {"hit"}
     assert b"".join(c.pcm for c in hit) == b"".join(c.pcm for c in first)
 

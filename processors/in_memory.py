@@ -1,0 +1,199 @@
+"""The same topology in memory: the real stages' handlers, the same records and headers, no broker.
+
+Like Kafka Streams' `TopologyTestDriver`: each topic is a list in memory; a record written by a
+stage (through its `StageOutputs`, so only what its spec declares) is handed, in order, to the
+`handle` of every stage whose spec reads that topic. One process, one partition per topic, one
+record at a time: a request's records keep their order as on one Kafka partition.
+
+It runs segment, both synthesize pools and encode — everything up to the audio chunks. The
+sink's object storage has no in-memory double here (the sink is the pipeline's own aiokafka
+loop); the chunks on `tts.pcm` and `tts.audio` are what a request's file is made of.
+
+Kept out on purpose: a request naming a reply topic (the segment stage asks the brokers whether
+it exists) and candidate releases (no routing rule is followed in memory).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from streamtts.errors import RecordError
+from streamtts.features.lexicons.book import LexiconBook
+from streamtts.processors.encode.stage import EncodeStage
+from streamtts.processors.segment.stage import SegmentStage
+from streamtts.processors.synthesize.renderer import SegmentRenderer
+from streamtts.processors.synthesize.speech_stack import build_lanes
+from streamtts.processors.synthesize.stage import SynthesizeStage
+from streamtts.runtime.faust_stage import FaustStage
+from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.stage import aimed_elsewhere
+from streamtts.runtime.stage_outputs import DELIVERED, Delivered
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import PcmChunk, TTSRequest, wire
+from streamtts.schemas.dead_letter import DeadLetter
+from streamtts.schemas.headers import header_pairs
+
+MAX_RECORDS = 100_000
+"""Records one `run` may pass before it is called runaway (a stage writing its own source)."""
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A record on an in-memory topic, shaped like faust's `Message` where stages read it."""
+
+    topic: str
+    offset: int
+    key: bytes | None
+    value: bytes
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+    partition: int = 0
+    generation_id: int = 0
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """What a stage's `handle` receives: faust's `EventT` for the attributes stages use."""
+
+    message: MemoryRecord
+
+
+class InMemoryTopology:
+    """Segment → synthesize (short and long pools) → encode, run in this process.
+
+    Use `async with`: stages are built (not started: no consumer, no producer, no broker) and
+    their thread pools shut down at exit."""
+
+    def __init__(
+        self,
+        renderer: SegmentRenderer,
+        pipeline: PipelineSettings | None = None,
+        topics: TopicNames | None = None,
+        *,
+        lexicons: LexiconBook | None = None,
+        telemetry: Telemetry | None = None,
+        lanes: bool = True,
+    ) -> None:
+        """renderer: the model (its registry also resolves voice names for segment);
+        lexicons: tenant lexicons segment applies (fill it with `LexiconBook.take`);
+        lanes: inference lanes as the settings build them for a worker (where a bulk span is
+        cut into pieces depends on them); False: the synthesize stage's own executor."""
+        self.renderer = renderer
+        self.pipeline = pipeline or PipelineSettings()
+        self.topics = topics or TopicNames()
+        kafka = KafkaSettings(topic_prefix=self.topics.prefix)  # named, never contacted
+        telemetry = telemetry or Telemetry()
+        self.lanes = build_lanes(self.pipeline) if lanes else None
+        self.stages: list[FaustStage] = [
+            SegmentStage(
+                kafka,
+                self.pipeline,
+                self.topics,
+                voices=renderer.synth.registry,
+                telemetry=telemetry,
+                lexicons=lexicons,
+            ),
+            *(
+                SynthesizeStage(
+                    kafka,
+                    self.pipeline,
+                    renderer,
+                    self.topics,
+                    pool=pool,
+                    telemetry=telemetry,
+                    lanes=self.lanes,
+                )
+                for pool in ("short", "long")
+            ),
+            EncodeStage(kafka, self.pipeline, self.topics, telemetry=telemetry),
+        ]
+        for stage in self.stages:
+            stage.send_through(self._append)
+        self.log: dict[str, list[MemoryRecord]] = defaultdict(list)
+        """Every record written, by topic, in order (the dead-letter topics included)."""
+        self._pending: deque[MemoryRecord] = deque()
+
+    async def __aenter__(self) -> InMemoryTopology:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for stage in self.stages:
+            stage.release()
+        if self.lanes is not None:
+            self.lanes.close()
+
+    async def _append(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> Delivered:
+        """The stages' `Transport`: the record is on its topic (and acknowledged) at once."""
+        record = MemoryRecord(topic, len(self.log[topic]), key, value, list(headers or []))
+        self.log[topic].append(record)
+        self._pending.append(record)
+        return DELIVERED
+
+    async def submit(self, request: TTSRequest) -> None:
+        """Write `request` to the requests topic as a producer would (run `run` to process)."""
+        if request.delivery.reply_topic:
+            raise ValueError("reply topics need the brokers: the in-memory topology writes tts.audio only")
+        record = wire.encode(
+            request, self.pipeline.delivery.wire_format, source=wire.SOURCE_PREFIX + "/memory"
+        )
+        await self._append(self.topics.requests, request.request_id.encode(), record.value, record.headers)
+
+    async def run(self) -> int:
+        """Hand every pending record to its readers until none is left; the records passed."""
+        passed = 0
+        while self._pending:
+            record = self._pending.popleft()
+            passed += 1
+            if passed > MAX_RECORDS:
+                raise RuntimeError(f"more than {MAX_RECORDS} records in one run: a stage feeds itself")
+            for stage in self._readers(record.topic):
+                if not aimed_elsewhere(record.headers, stage.name):
+                    await stage.handle(MemoryEvent(record))  # type: ignore[arg-type]  # faust's EventT, duck-typed
+        return passed
+
+    def _readers(self, topic: str) -> Iterable[FaustStage]:
+        return (stage for stage in self.stages if topic in stage.sources)
+
+    async def render(self, request: TTSRequest) -> list[PcmChunk]:
+        """One request through the topology: its PCM chunks, in order. The topics are emptied
+        afterwards (a long-lived topology, e.g. the canary's, keeps nothing).
+
+        Raises:
+            RecordError: a stage dead-lettered the request (with the dead letter's reason).
+        """
+        await self.submit(request)
+        await self.run()
+        try:
+            for stage in self.stages:
+                for record in self.records(self.topics.dlq(stage.name), request.request_id):
+                    letter = DeadLetter.from_record(record.key, record.value, record.headers)
+                    raise RecordError(
+                        f"{stage.name} dead-lettered it ({letter.reason}): {letter.error_message[:200]}"
+                    )
+            return self.pcm(request.request_id)
+        finally:
+            self.log.clear()
+
+    def records(self, topic: str, request_id: str) -> list[MemoryRecord]:
+        """The records of one request on `topic`, in order."""
+        key = request_id.encode()
+        return [r for r in self.log[topic] if r.key == key]
+
+    def pcm(self, request_id: str) -> list[PcmChunk]:
+        """The request's PCM chunks as synthesize wrote them, in order."""
+        return [
+            wire.decode(PcmChunk, r.value, header_pairs(r.headers))
+            for r in self.records(self.topics.pcm, request_id)
+        ]
