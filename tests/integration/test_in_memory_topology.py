@@ -43,7 +43,9 @@ def _requests(tenant: str) -> list[TTSRequest]:
             format="pcm",
             timestamps=True,
         ),
-        new("请拨打 Zorvex 客服热线。我们全天为您服务。", language="zh", voice="jm_kumo", format="pcm"),  # the lexicon's word
+        new(
+            "请拨打 Zorvex 客服热线。我们全天为您服务。", language="zh", voice="jm_kumo", format="pcm"
+        ),  # the lexicon's word
     ]
 
 
@@ -132,7 +134,9 @@ async def test_the_topology_in_memory_writes_what_the_pipeline_writes(
             wire.decode(Segment, r.value, header_pairs(r.headers)).text
             for r in memory.records(topics.segments, requests[-1].request_id)
         ]
-    assert any("Acme Corporation" in text for text in spoken), f"the tenant's lexicon was not applied: {spoken}"
+    assert any("Acme Corporation" in text for text in spoken), (
+        f"the tenant's lexicon was not applied: {spoken}"
+    )
     assert set(written["segment"]) == {"segments"} and written["segment"]["segments"] == sum(
         len({c[0] for c in on_kafka_pcm[r.request_id]}) for r in requests
     )
