@@ -15,7 +15,8 @@ Per request, once every (seq, part) has arrived:
    with the outputs in exactly-once mode).
 A crash before 4 re-reads the request's chunks and redoes 1–3: the object is overwritten.
 A crash after 3 may re-read chunks of finished requests; the memory of finished requests
-(seeded from `tts.results` at start) skips them, so no second result is published.
+(seeded from `tts.results` at start, read again before a gained partition's first record)
+skips them, so no second result is published.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError, StreamTTSError
@@ -22,10 +21,10 @@ from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lifecycle import AsyncLifecycle, unless_cancelled_inside
-from streamtts.runtime.pipeline_settings import PipelineSettings, voice_map
+from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import Settings
-from streamtts.runtime.stage import ReportsLoad, Stage
+from streamtts.runtime.stage import Stage
 from streamtts.runtime.startup import (
     StartupClock,
     StartupFailed,
@@ -36,11 +35,9 @@ from streamtts.runtime.startup import (
 )
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import GroupSpec, SideService, StageSpec, select, services_for
-from streamtts.schemas import LoadReport
-from streamtts.schemas.load import CostLine
+from streamtts.runtime.topology import GroupSpec, StageSpec, select, services_for
 from streamtts.schemas.names import POOLS, STAGES
-from streamtts.schemas.release import BASE_RELEASE
+from streamtts.worker_services import SIDE_SERVICE_STARTERS
 from streamtts.worker_stages import STAGE_FACTORIES
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
@@ -101,20 +98,10 @@ class Worker:
         self._canary_path: Any = None
         """The canary's in-memory topology (see `_start_model`)."""
         self._lag: Any = None
-        self.cancels: CancelWatch | None = None
-        """The process's view of `tts.control` (synthesize drops cancelled work)."""
-        self.load_reports: Any = None
-        """The process's load reporter (synthesize workers with `load_report_s` > 0)."""
         self.lanes: Any = None
         """The process's inference lanes, shared by its synthesize stages (None: "fifo")."""
-        self.lexicons: LexiconBook | None = None
-        """The process's view of `tts.lexicons` (segment applies each tenant's lexicon)."""
-        self.releases: ReleaseWatch | None = None
-        """The process's view of the release routing rule (the segment stage routes by it)."""
-        self.release_guard: Any = None
-        """Automatic rollback of a failing candidate (with the segment stage, if enabled)."""
-        self.canary_reports: Any = None
-        """A candidate release's synthesize worker reports its canary to the release guard."""
+        self.side: dict[str, AsyncLifecycle] = {}
+        """The side services running now, by name (`worker_services`); gone once stopped."""
         self.ops_started = asyncio.Event()
         """Set once /healthz, /readyz and /metrics answer (before the model loads)."""
 
@@ -131,6 +118,39 @@ class Worker:
         """The consumer groups this worker runs, in start order: downstream stages first
         (when segment emits, its consumers are already there); synthesize: one per pool."""
         return [(spec, group) for spec in reversed(self.specs) for group in spec.groups_for(self.pools)]
+
+    @property
+    def cancels(self) -> CancelWatch | None:
+        """The process's view of `tts.control` (synthesize drops cancelled work)."""
+        held = self.side.get("cancels")
+        return held if isinstance(held, CancelWatch) else None
+
+    @property
+    def lexicons(self) -> LexiconBook | None:
+        """The process's view of `tts.lexicons` (segment applies each tenant's lexicon)."""
+        held = self.side.get("lexicons")
+        return held if isinstance(held, LexiconBook) else None
+
+    @property
+    def releases(self) -> ReleaseWatch | None:
+        """The process's view of the release routing rule (the segment stage routes by it)."""
+        held = self.side.get("releases")
+        return held if isinstance(held, ReleaseWatch) else None
+
+    @property
+    def release_guard(self) -> Any:
+        """Automatic rollback of a failing candidate (with the segment stage, if enabled)."""
+        return self.side.get("release_guard")
+
+    @property
+    def load_reports(self) -> Any:
+        """The process's load reporter (synthesize workers with `load_report_s` > 0)."""
+        return self.side.get("load_reports")
+
+    @property
+    def canary_reports(self) -> Any:
+        """A candidate release's synthesize worker reports its canary to the release guard."""
+        return self.side.get("canary_reports")
 
     def _on_stop(self, what: str, stop: Stop) -> None:
         self._stops.append((what, stop))
@@ -327,179 +347,17 @@ class Worker:
         await self._lag.start()
         self._on_stop("lag", self._lag.stop)
 
-    # -- side services (see `runtime.topology.SIDE_SERVICES`) --------------------------------
-    async def _start_model(self) -> None:
-        """The model (CPU-bound load + warm-up, off the loop) and the canary's reference."""
-        from streamtts.processors.in_memory import InMemoryTopology
-        from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
-        from streamtts.processors.synthesize.speech_stack import build_lanes, build_renderer
-        from streamtts.runtime.canary import Canary
-        from streamtts.schemas import TTSRequest
-
-        self.telemetry.release_info.labels(self.pipeline.release.name).set(1)
-        renderer = self._renderer
-        if renderer is None:
-            counters = self.telemetry.render_cache
-
-            def count(kind: str, tier: str, n: int) -> None:
-                counters[kind].labels(tier).inc(n)
-
-            renderer = self._renderer = await asyncio.to_thread(
-                build_renderer, self.pipeline, self.settings.s3, count
-            )
-        self.lanes = build_lanes(self.pipeline)
-        self._on_stop("model", self._close_model)
-        for rendered in voice_map(self.pipeline.release.voices).values():
-            renderer.synth.registry.spec(rendered)  # a release mapping to an unknown voice fails at start
-        voice = self.pipeline.synthesis.warm_voices[0] if self.pipeline.synthesis.warm_voices else "jm_kumo"
-        spec = renderer.synth.registry.spec(voice)
-        lang = "en" if "en" in spec.languages else sorted(spec.languages)[0]
-        # The canary's request takes the path real requests take: the stages' own handlers,
-        # in memory (their own telemetry: the canary is not counted as traffic). Its renderer
-        # shares the model but has no time budgets and its own breaker: a budget overrun on a
-        # busy worker would make it speak the fallback voice, a false "output changed".
-        canary_renderer = SegmentRenderer(renderer.synth, budgets=Budgets.unbounded())
-        # No lanes of its own: its one sentence is a first span, never cut into pieces.
-        canary_path = self._canary_path = InMemoryTopology(
-            canary_renderer, self.pipeline, self.topics, lanes=False
-        )
-
-        async def speak(text: str) -> Any:
-            import numpy as np
-
-            request = TTSRequest.new(
-                text, language=lang, voice=voice, format="pcm", sample_rate=spec.sample_rate, cache=False
-            )
-            chunks = await canary_path.render(request)
-            return np.frombuffer(b"".join(c.pcm for c in chunks), dtype="<i2").astype(np.float32) / 32768
-
-        def on_result(result: Any) -> None:
-            if self.canary_reports is not None:
-                self.canary_reports.report(result.ok, result.reason)
-            self.readiness.canary_ok = result.ok
-            self.readiness.canary_reason = result.reason
-            self.telemetry.canary_ok.set(1 if result.ok else 0)
-            self.telemetry.canary_runs.labels("ok" if result.ok else "failed").inc()
-
-        self.canary = Canary(
-            speak,
-            spec.sample_rate,
-            interval_s=self.pipeline.operations.canary_interval_s,
-            on_result=on_result,
-        )
-        reference = await self.canary.establish()
-        on_result(reference)
-        self.readiness.model_ready = True
-        self.telemetry.model_ready.set(1)
-
-    async def _close_model(self) -> None:
-        if self._canary_path is not None:
-            await asyncio.to_thread(self._canary_path.close)  # joins its stages' threads
-            self._canary_path.renderer.close()
-            self._canary_path = None
-        if self.lanes is not None:
-            await asyncio.to_thread(self.lanes.close)  # joins the lanes' threads
-            self.lanes = None
-        if self._renderer is not None and self._owns_renderer:
-            self._renderer.close()  # the budget guard's threads
-
-    async def _start_cancels(self) -> None:
-        """Synthesize skips a cancelled request's segments: its markers tell encode and sink."""
-        self.cancels = CancelWatch(self.settings.kafka, self.topics.control)
-        await self._start_side("cancels", self.cancels)
-
-    async def _start_releases(self) -> None:
-        """Caught up before the first request: a restarted segment worker routes by the rule
-        in force, never by "no rule" for a moment."""
-        releases = self.releases = ReleaseWatch(self.settings.kafka, self.topics.config)
-        await self._start_side("releases", releases)
-        await releases.caught_up.wait()  # bounded by the start-up step
-
-    async def _start_lexicons(self) -> None:
-        """The segment stage applies each tenant's lexicon: loaded before it takes a request."""
-        lexicons = self.lexicons = LexiconBook(self.settings.kafka, self.topics.lexicons)
-        await self._start_side("lexicons", lexicons)
-        try:  # within the step's bound: the follow goes on catching up in the background
-            await asyncio.wait_for(lexicons.caught_up.wait(), timeout=LEXICONS_CATCH_UP_S)
-        except TimeoutError:
-            log_event(log, "lexicons_not_caught_up", logging.WARNING, topic=self.topics.lexicons)
-
-    async def _start_canary(self) -> None:
-        """The periodic canary of the model loaded by the "model" side service; a candidate
-        release's worker reports its results on tts.config, the start-up reference first."""
-        if self.canary is None:
-            return
-        if self.pipeline.release.name != BASE_RELEASE:
-            from streamtts.features.releases.canary_reports import CanaryReports
-
-            reports = CanaryReports(self.settings.kafka, self.topics.config, self.pipeline.release.name)
-            self.canary_reports = reports
-            await self._start_side("canary_reports", reports)
-            reports.report(self.readiness.canary_ok, self.readiness.canary_reason)
-        await self.canary.start()
-        self._on_stop("canary", self.canary.stop)
-
-    async def _start_release_guard(self) -> None:
-        """The release guard next to the router: it shares the router's view of the rule."""
-        if self.releases is None or not self.pipeline.release.guard:
-            return
-        from streamtts.features.releases.auto_rollback import AutoRollback
-
-        self.release_guard = AutoRollback(self.settings.kafka, self.telemetry, releases=self.releases)
-        await self._start_side("release_guard", self.release_guard)
-
-    async def _start_load_reports(self) -> None:
-        """This worker's predicted first-span wait on `tts.load`, for admission."""
-        every = self.pipeline.synthesis.load_report_s
-        if every <= 0:
-            return
-        from streamtts.features.admission.reporter import LoadReporter
-
-        self.load_reports = LoadReporter(
-            self.settings.kafka, self.topics.load, self._load_report, interval_s=every
-        )
-        await self._start_side("load_reports", self.load_reports)
-
-    def _load_report(self, worker: str, interval_s: float) -> LoadReport:
-        """The lanes' prediction and the partitions this worker's synthesize groups own."""
-        lanes = self.lanes
-        partitions: dict[str, list[int]] = {}
-        waiting_first = 0  # first spans read ahead but not yet handed to the lanes
-        for stage in self.services:
-            if isinstance(stage, ReportsLoad):
-                for topic, parts in stage.owned.items():
-                    partitions.setdefault(topic, []).extend(parts)
-                waiting_first += stage.firsts_waiting()
-        queued = lanes.queued() if lanes is not None else {"first": 0, "bulk": 0}
-        wait = None
-        if lanes is not None:
-            # First lanes add threads, not cores: first spans are served at the lanes' rate.
-            unreported = waiting_first * lanes.first_cost_ms
-            wait = lanes.predicted_first_wait_ms() + unreported / lanes.slots
-        return LoadReport(
-            worker=worker,
-            release=self.pipeline.release.name,
-            partitions=partitions,
-            first_wait_ms=round(wait, 1) if wait is not None else None,
-            queued_first=queued["first"] + waiting_first,
-            queued_bulk=queued["bulk"],
-            slots=lanes.slots if lanes is not None else 1,
-            cost={fam: CostLine(**line) for fam, line in lanes.cost.snapshot().items()} if lanes else {},
-            interval_s=interval_s,
-            at=datetime.now(UTC),
-        )
-
     async def _start_side(self, what: str, service: AsyncLifecycle) -> None:
-        """Start the side service held in this worker's attribute named `what`; at stop, stop
-        it and set that attribute back to None (as before it started). Its stop is listed
+        """Start side service `what`, held in `side` until it is stopped. Its stop is listed
         before its start: a start that fails half-way (a consumer started, then the broker
         went away) is stopped by the unwind too."""
+        self.side[what] = service
 
         async def stop() -> None:
             try:
                 await service.stop()
             finally:
-                setattr(self, what, None)
+                self.side.pop(what, None)
 
         self._on_stop(what, stop)
         await service.start()
@@ -515,22 +373,6 @@ class Worker:
 
     def service(self, name: str) -> Any:
         return next(s for s in self.services if s.group == name)
-
-
-SIDE_SERVICE_STARTERS: dict[SideService, Callable[[Worker], Awaitable[None]]] = {
-    "model": Worker._start_model,
-    "cancels": Worker._start_cancels,
-    "releases": Worker._start_releases,
-    "lexicons": Worker._start_lexicons,
-    "canary": Worker._start_canary,
-    "release_guard": Worker._start_release_guard,
-    "load_reports": Worker._start_load_reports,
-}
-"""How this worker starts each side service the topology names (complete: a test checks)."""
-
-
-LEXICONS_CATCH_UP_S = 10.0
-"""A lexicon topic not read to its end by then is caught up in the background (logged)."""
 
 
 def _stage_starter(spec: StageSpec, group: GroupSpec) -> StepStart:

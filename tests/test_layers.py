@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "streamtts.gateway": 4,
     "streamtts.worker": 4,
     "streamtts.worker_stages": 4,
+    "streamtts.worker_services": 4,
     "streamtts.worker_run": 4,
     "streamtts.demo": 4,
     "streamtts.bench": 4,
