@@ -16,7 +16,7 @@ it exists) and candidate releases (no routing rule is followed in memory).
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from streamtts.errors import RecordError
@@ -80,11 +80,13 @@ class InMemoryTopology:
         lexicons: LexiconBook | None = None,
         telemetry: Telemetry | None = None,
         lanes: bool = True,
+        on_record: Callable[[MemoryRecord], None] | None = None,
     ) -> None:
         """renderer: the model (its registry also resolves voice names for segment);
         lexicons: tenant lexicons segment applies (fill it with `LexiconBook.take`);
         lanes: inference lanes as the settings build them for a worker (where a bulk span is
-        cut into pieces depends on them); False: the synthesize stage's own executor."""
+        cut into pieces depends on them); False: the synthesize stage's own executor;
+        on_record: told of every record as it is written (e.g. the first PCM: first audio)."""
         self.renderer = renderer
         self.pipeline = pipeline or PipelineSettings()
         self.topics = topics or TopicNames()
@@ -119,6 +121,7 @@ class InMemoryTopology:
         self.log: dict[str, list[MemoryRecord]] = defaultdict(list)
         """Every record written, by topic, in order (the dead-letter topics included)."""
         self._pending: deque[MemoryRecord] = deque()
+        self._on_record = on_record
 
     async def __aenter__(self) -> InMemoryTopology:
         return self
@@ -139,6 +142,8 @@ class InMemoryTopology:
         record = MemoryRecord(topic, len(self.log[topic]), key, value, list(headers or []))
         self.log[topic].append(record)
         self._pending.append(record)
+        if self._on_record is not None:
+            self._on_record(record)
         return DELIVERED
 
     async def submit(self, request: TTSRequest) -> None:

@@ -1,4 +1,5 @@
-"""`streamtts synth`: synthesize text to an audio file locally (no Kafka), streaming span by span.
+"""`streamtts synth`: synthesize text to an audio file locally (no Kafka): the pipeline's own
+stages run in memory, and the file is the one the sink would store.
 
 Module-level imports stay light: the model stack is imported inside `run`.
 """
@@ -117,53 +118,77 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"output directory {args.out.parent} does not exist")
     caption_format = _caption_format(args.captions) if args.captions is not None else None
 
-    from streamtts.audio.codecs import assemble, encode_chunk
+    import asyncio
+
+    from streamtts.audio.codecs import encode_file
     from streamtts.audio.exceptions import EncodingError
-    from streamtts.processors.direct import synthesize_text, synthesize_text_timed
+    from streamtts.errors import RecordError
+    from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
     from streamtts.processors.segment.exceptions import SegmentationError
-    from streamtts.processors.synthesize.exceptions import SynthesisError
+    from streamtts.processors.segment.langid import normalize_lang_hint
     from streamtts.processors.synthesize.registry import VoiceRegistry
+    from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
     from streamtts.processors.synthesize.synthesizer import Synthesizer
+    from streamtts.schemas import ContractError, TTSRequest
+    from streamtts.sinks.assembler import AssembledRequest, RequestAssembler
 
     started = time.perf_counter()
+    first_chunk_s: float | None = None
     try:
-        registry = VoiceRegistry(threads=args.threads, user_voice_dir=args.voices_dir)
-        synthesizer = Synthesizer(registry)
-        payloads: list[bytes] = []
-        first_chunk_s: float | None = None
-        audio_s = 0.0
-        rate = 0
-        substitutions: set[str] = set()
-        words: list[WordTiming] = []
-        # Word timing only when captions are asked for (it joins each span's chunks).
-        timed = caption_format is not None
-        stream = (
-            synthesize_text_timed(synthesizer, text, args.lang, args.voice, args.speed, sample_rate)
-            if timed
-            else (
-                (span, chunk, [])
-                for span, chunk in synthesize_text(
-                    synthesizer, text, args.lang, args.voice, args.speed, sample_rate
-                )
-            )
+        # The request a producer would send; its captions need the words' timestamps.
+        request = TTSRequest.new(
+            text,
+            language=normalize_lang_hint(args.lang) or "auto",
+            voice=args.voice,
+            speed=1.0 if args.speed is None else args.speed,
+            sample_rate=sample_rate,
+            format=fmt,
+            codec=args.codec,
+            timestamps=caption_format is not None,
+            cache=False,
         )
-        for _span, chunk, chunk_words in stream:
-            words.extend(chunk_words)
-            if first_chunk_s is None:
-                first_chunk_s = time.perf_counter() - started
-            payloads.append(
-                encode_chunk(
-                    chunk.samples, chunk.sample_rate, fmt, serial=len(payloads) + 1, codec=args.codec
-                )
-            )
-            audio_s += chunk.duration_s
-            rate = chunk.sample_rate
-            if args.voice != "auto" and chunk.voice_id != registry.spec(args.voice).voice_id:
-                substitutions.add(chunk.voice_id)
-        data = assemble(payloads, fmt)
-    except (SegmentationError, SynthesisError, EncodingError) as err:
+    except (ContractError, SegmentationError) as err:
         raise ConfigError(str(err)) from err
+    registry = VoiceRegistry(threads=args.threads, user_voice_dir=args.voices_dir)
+    if args.voice != "auto":
+        try:
+            registry.spec(args.voice)  # an unknown voice fails before the model loads
+        except (KeyError, ValueError) as err:
+            raise ConfigError(str(err).strip("'\"")) from err
+    # No time budgets: nobody else waits on this process (the pipeline's would degrade a span).
+    renderer = SegmentRenderer(Synthesizer(registry), budgets=Budgets.unbounded())
+
+    def heard(record: MemoryRecord) -> None:
+        nonlocal first_chunk_s
+        if first_chunk_s is None and record.topic == topology.topics.pcm:
+            first_chunk_s = time.perf_counter() - started
+
+    # The pipeline's own stages, in memory: segment, synthesize, encode (`processors.in_memory`);
+    # the file is assembled and encoded once, as the sink stores it.
+    topology = InMemoryTopology(renderer, on_record=heard)
+
+    async def speak() -> AssembledRequest:
+        async with topology:
+            chunks = await topology.render(request)
+        assembler = RequestAssembler()
+        for n, chunk in enumerate(chunks):
+            assembled = assembler.add(("memory", 0), n, b"", chunk)
+            if assembled is not None:
+                return assembled
+        raise RecordError("the request's audio is incomplete")  # never: render returns it whole
+
+    try:
+        assembled = asyncio.run(speak())
+        data = encode_file(assembled.samples, assembled.sample_rate, fmt, codec=args.codec)
+    except (RecordError, EncodingError) as err:
+        raise ConfigError(str(err)) from err
+    finally:
+        renderer.close()
     args.out.write_bytes(data)
+    words: list[WordTiming] = assembled.words or []
+    audio_s = assembled.duration_ms / 1000
+    rate = assembled.sample_rate
+    substitutions = {d.voice_used for d in assembled.degraded if d.voice_used and d.voice_used != args.voice}
     if args.captions is not None and caption_format is not None:
         from streamtts.schemas.captions import render
 
