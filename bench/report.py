@@ -258,8 +258,8 @@ def markdown(result: BenchResult, images: list[str]) -> str:
         "",
         "## Pipeline vs direct (same texts, same engine, same thread budget)",
         "",
-        f"Direct = `Synthesizer.synthesize_text` + mp3 encode in-process, one text at a time (as one "
-        f"synthesize worker does), measured before any worker started. Pipeline throughput with "
+        f"Direct = the pipeline's stages in memory (segment, synthesize, encode; no broker), one "
+        f"text at a time, measured before the first and after the last worker. Pipeline throughput with "
         f"{plan.concurrency} requests in flight; pipeline TTFA with one in flight.",
         "",
     ]

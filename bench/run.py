@@ -99,7 +99,7 @@ class Bench:
     # -- sections ------------------------------------------------------------------------
 
     async def run(self) -> BenchResult:
-        self._prepare_workloads_and_direct()
+        await self._prepare_workloads_and_direct()
         if self.plan.custom:
             await self._custom()
         else:
@@ -119,16 +119,16 @@ class Bench:
             "baseline pass 2", 40 if self.plan.quick else 90
         ):
             workload = self.plan.custom.workload if self.plan.custom else "customer_service"
-            self._direct_pass(2, workload)
+            await self._direct_pass(2, workload)
         self.result.wall_s = time.monotonic() - self.t0
         return self.result
 
-    def _prepare_workloads_and_direct(self) -> None:
+    async def _prepare_workloads_and_direct(self) -> None:
         """Pick each voice's texts, then time them in-process (no workers exist yet)."""
         workload = self.plan.custom.workload if self.plan.custom else "customer_service"
-        self._direct_pass(1, workload)
+        await self._direct_pass(1, workload)
 
-    def _direct_pass(self, n: int, workload: str) -> None:
+    async def _direct_pass(self, n: int, workload: str) -> None:
         """One in-process pass over every voice's texts. Two passes (before the first and after
         the last worker) are pooled: a noisy neighbour then hits the baseline about as much as
         it hits the pipeline runs in between."""
@@ -149,7 +149,7 @@ class Bench:
         for voice in plan.voices:
             label = progress_line(f"direct {voice} pass {n}")
             usage = UsageWindow({"bench": os.getpid()}).start()
-            recs = direct.run(self.overhead_items[voice], voice, deadline=self.deadline - 30, say=label)
+            recs = await direct.run(self.overhead_items[voice], voice, deadline=self.deadline - 30, say=label)
             self._add_direct("direct", voice, workload, recs, usage.stop(), label)
         primary = plan.voices[0]
         if plan.long_form_n and plan.pipeline and not plan.custom:
@@ -157,8 +157,11 @@ class Bench:
             self.overhead_items["long_form"] = paragraphs[: plan.long_form_n]
             if self.overhead_items["long_form"]:
                 label = progress_line(f"direct long-form {primary} pass {n}")
-                recs = direct.run(self.overhead_items["long_form"], primary, deadline=self.deadline - 30)
+                recs = await direct.run(
+                    self.overhead_items["long_form"], primary, deadline=self.deadline - 30
+                )
                 self._add_direct("direct long-form", primary, "long_form", recs, {}, label)
+        direct.close()
         del direct
         gc.collect()  # free the baseline's sessions before workers load theirs
 

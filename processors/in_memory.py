@@ -120,7 +120,8 @@ class InMemoryTopology:
             stage.send_through(self._append)
         self.log: dict[str, list[MemoryRecord]] = defaultdict(list)
         """Every record written, by topic, in order (the dead-letter topics included)."""
-        self._pending: deque[MemoryRecord] = deque()
+        self._pending: dict[str, deque[MemoryRecord]] = defaultdict(deque)
+        """Records not yet handed to their readers, by topic, in order."""
         self._on_record = on_record
 
     async def __aenter__(self) -> InMemoryTopology:
@@ -141,7 +142,7 @@ class InMemoryTopology:
         """The stages' `Transport`: the record is on its topic (and acknowledged) at once."""
         record = MemoryRecord(topic, len(self.log[topic]), key, value, list(headers or []))
         self.log[topic].append(record)
-        self._pending.append(record)
+        self._pending[topic].append(record)
         if self._on_record is not None:
             self._on_record(record)
         return DELIVERED
@@ -156,10 +157,13 @@ class InMemoryTopology:
         await self._append(self.topics.requests, request.request_id.encode(), record.value, record.headers)
 
     async def run(self) -> int:
-        """Hand every pending record to its readers until none is left; the records passed."""
+        """Hand every pending record to its readers until none is left; the records passed.
+
+        Each topic's records go in order; among topics, the one read furthest downstream goes
+        first, as running stages would: a request's first PCM is encoded before its second
+        segment is synthesized, so first audio comes as early as one process allows."""
         passed = 0
-        while self._pending:
-            record = self._pending.popleft()
+        while record := self._next():
             passed += 1
             if passed > MAX_RECORDS:
                 raise RuntimeError(f"more than {MAX_RECORDS} records in one run: a stage feeds itself")
@@ -167,6 +171,19 @@ class InMemoryTopology:
                 if not aimed_elsewhere(record.headers, stage.name):
                     await stage.handle(MemoryEvent(record))  # type: ignore[arg-type]  # faust's EventT, duck-typed
         return passed
+
+    def _next(self) -> MemoryRecord | None:
+        """The oldest pending record of the most downstream topic that has one."""
+        topics = [topic for topic, queue in self._pending.items() if queue]
+        if not topics:
+            return None
+        return self._pending[max(topics, key=self._depth)].popleft()
+
+    def _depth(self, topic: str) -> int:
+        """How far downstream `topic` is read: its last reader's place in the data path (a
+        topic nobody reads, e.g. tts.audio or a DLQ, first: it costs nothing)."""
+        readers = [n for n, stage in enumerate(self.stages) if topic in stage.sources]
+        return max(readers, default=len(self.stages))
 
     def _readers(self, topic: str) -> Iterable[FaustStage]:
         return (stage for stage in self.stages if topic in stage.sources)

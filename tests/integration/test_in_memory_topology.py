@@ -1,6 +1,7 @@
 """The topology in memory (`processors.in_memory`) runs the real stages' handlers: for the same
 requests it writes byte-identical PCM and audio to what the pipeline on a real broker writes
-(several languages, SSML, a tenant lexicon), and each stage writes only its declared outputs.
+(several languages, SSML, a tenant lexicon), and each stage writes only its declared outputs;
+`streamtts synth`, which runs it, writes the file the pipeline stores.
 
 Kokoro voices only: Kokoro is deterministic, Piper draws its VITS noise inside the graph, so
 two renders of one Piper request differ by design (docs/render-cache.md) wherever they run."""
@@ -9,19 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
+from minio import Minio
 
+from streamtts.cli.main import main
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.lexicons.store import LexiconStore
 from streamtts.processors.in_memory import InMemoryTopology
 from streamtts.producers.request_producer import RequestProducer
+from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, LexiconEntry, PcmChunk, Segment, TTSRequest, wire
 from streamtts.schemas.headers import header_pairs
+from tests.services import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -142,3 +148,30 @@ async def test_the_topology_in_memory_writes_what_the_pipeline_writes(
     )
     assert set(written["synthesize"]) == {"pcm"} and not written["synthesize-long"]
     assert set(written["encode"]) == {"audio"}
+
+
+async def test_streamtts_synth_writes_the_file_the_pipeline_stores(
+    running_pipeline, kafka_settings: KafkaSettings, services: Services, tmp_path: Path
+) -> None:
+    """The offline CLI runs the same stages in memory and encodes the file as the sink does:
+    for the same text and settings its file is the pipeline's stored object, byte for byte."""
+    text = "您好，欢迎致电客服中心。请问有什么可以帮您？我们马上为您处理。"
+    request = TTSRequest.new(text, language="zh", voice="jm_kumo", format="wav", cache=False)
+    async with ResultWaiter(kafka_settings) as waiter:
+        async with RequestProducer(kafka_settings) as producer:
+            await producer.submit(request)
+        result = (await waiter.wait([request.request_id], timeout_s=180))[request.request_id]
+    assert result.status == "completed" and result.storage is not None and not result.degraded
+    s3 = services.s3
+    client = Minio(s3.endpoint, access_key=s3.access_key, secret_key=s3.secret_key, secure=s3.secure)
+    stored = client.get_object(result.storage.bucket, result.storage.key)
+    try:
+        stored_bytes = stored.read()
+    finally:
+        stored.close()
+    out = tmp_path / "offline.wav"
+    args = ["synth", "--text", text, "--lang", "zh", "--voice", "jm_kumo", "--out", str(out)]
+    assert await asyncio.to_thread(main, args) == 0
+    offline = out.read_bytes()
+    assert len(offline) > 44 + 2 * 24_000, "over a second of 24 kHz speech"
+    assert offline == stored_bytes
