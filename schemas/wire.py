@@ -17,11 +17,13 @@ from its value whatever its headers say. Pure: no Kafka here.
 
 from __future__ import annotations
 
+import copy
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from types import MappingProxyType
 from typing import Any, Final, Literal, TypeVar
 
 import orjson
@@ -63,15 +65,19 @@ COMPACT_CONTEXT: Final = False
 
 
 @cache
-def _context_defaults() -> dict[str, Any]:
+def _context_defaults() -> Mapping[str, Any]:
+    """A constant, computed once: read-only, and its nested values are copied by the reader
+    that puts them into a record (one shared `{}` must never become every record's)."""
     # As the record's own dump writes them: a nested model at its default is `{}`.
     request = TTSRequest.model_construct()
-    return {
-        name: value.model_dump(mode="json", exclude_defaults=True)
-        if isinstance(value := getattr(request, name), BaseModel)
-        else value
-        for name in CONTEXT_DEFAULTED
-    }
+    return MappingProxyType(
+        {
+            name: value.model_dump(mode="json", exclude_defaults=True)
+            if isinstance(value := getattr(request, name), BaseModel)
+            else value
+            for name in CONTEXT_DEFAULTED
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -138,8 +144,9 @@ def _text_fields(cls: type[Contract]) -> frozenset[str]:
 
 
 @cache
-def _field_of_extension(cls: type[Contract]) -> dict[str, str]:
-    return {extension_name(f): f for f in cls.model_fields}
+def _field_of_extension(cls: type[Contract]) -> Mapping[str, str]:
+    """A constant per contract, computed once (read-only): CloudEvents extension → field."""
+    return MappingProxyType({extension_name(f): f for f in cls.model_fields})
 
 
 def _event_id(contract: Contract) -> str:
@@ -295,7 +302,8 @@ def _from_binary(
         request.setdefault(SUBJECT_FIELD, obj[SUBJECT_FIELD])
         if cls is PcmChunk:
             for name, default in _context_defaults().items():
-                request.setdefault(name, default)
+                if name not in request:
+                    request[name] = copy.deepcopy(default)
     return cls.from_obj(obj)
 
 
