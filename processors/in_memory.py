@@ -15,6 +15,7 @@ it exists) and candidate releases (no routing rule is followed in memory).
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -81,12 +82,15 @@ class InMemoryTopology:
         telemetry: Telemetry | None = None,
         lanes: bool = True,
         on_record: Callable[[MemoryRecord], None] | None = None,
+        log: logging.Logger | None = None,
     ) -> None:
         """renderer: the model (its registry also resolves voice names for segment);
         lexicons: tenant lexicons segment applies (fill it with `LexiconBook.take`);
         lanes: inference lanes as the settings build them for a worker (where a bulk span is
         cut into pieces depends on them); False: the synthesize stage's own executor;
-        on_record: told of every record as it is written (e.g. the first PCM: first audio)."""
+        on_record: told of every record as it is written (e.g. the first PCM: first audio);
+        log: where every stage logs instead of its own logger (the canary's: its warnings
+        only, so its renders are not read as traffic)."""
         self.renderer = renderer
         self.pipeline = pipeline or PipelineSettings()
         self.topics = topics or TopicNames()
@@ -118,6 +122,8 @@ class InMemoryTopology:
         ]
         for stage in self.stages:
             stage.send_through(self._append)
+            if log is not None:
+                stage.log = log
         self.log: dict[str, list[MemoryRecord]] = defaultdict(list)
         """Every record written, by topic, in order (the dead-letter topics included)."""
         self._pending: dict[str, deque[MemoryRecord]] = defaultdict(deque)

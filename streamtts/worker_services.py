@@ -61,8 +61,12 @@ async def start_model(worker: Worker) -> None:
     # busy worker would make it speak the fallback voice, a false "output changed".
     canary_renderer = SegmentRenderer(renderer.synth, budgets=Budgets.unbounded())
     # No lanes of its own: its one sentence is a first span, never cut into pieces.
+    # Its stages log as the canary, warnings only: a render every minute is not traffic (a
+    # test and an operator counting "synthesized" lines read it as a request).
+    quiet = logging.getLogger("streamtts.canary.stages")
+    quiet.setLevel(logging.WARNING)
     canary_path = worker._canary_path = InMemoryTopology(
-        canary_renderer, worker.pipeline, worker.topics, lanes=False
+        canary_renderer, worker.pipeline, worker.topics, lanes=False, log=quiet
     )
 
     async def speak(text: str) -> Any:
