@@ -67,6 +67,7 @@ class DirectSynth:
         # waits for one anyway).
         async with InMemoryTopology(self.renderer, lanes=False, on_record=self._heard) as topology:
             self._audio = topology.topics.audio
+            await topology.warm()  # as a segment worker warms at start
             # Warm the exact path once (first mp3 encode, first call of this voice), untimed.
             await self._one(topology, items[0], voice, fmt)
             out = []

@@ -133,6 +133,13 @@ class InMemoryTopology:
     async def __aenter__(self) -> InMemoryTopology:
         return self
 
+    async def warm(self) -> None:
+        """What the stages load at start (language identification's models, ~3 s), off the
+        loop. Needed where a request may leave its language to detection: cold, the first plan
+        could overrun its budget; a request with a language hint never loads them."""
+        for stage in self.stages:
+            await stage.warm()
+
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
@@ -201,9 +208,9 @@ class InMemoryTopology:
         Raises:
             RecordError: a stage dead-lettered the request (with the dead letter's reason).
         """
-        await self.submit(request)
-        await self.run()
         try:
+            await self.submit(request)
+            await self.run()
             for stage in self.stages:
                 for record in self.records(self.topics.dlq(stage.name), request.request_id):
                     letter = DeadLetter.from_record(record.key, record.value, record.headers)
@@ -213,6 +220,7 @@ class InMemoryTopology:
             return self.pcm(request.request_id)
         finally:
             self.log.clear()
+            self._pending.clear()  # a run that raised leaves nothing for the next request
 
     def records(self, topic: str, request_id: str) -> list[MemoryRecord]:
         """The records of one request on `topic`, in order."""

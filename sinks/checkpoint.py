@@ -107,6 +107,12 @@ class SinkCheckpoint:
                 await producer.start()  # init_transactions: fences the previous holder of this id
                 self._tx[tp] = producer
 
+    async def wait_assigned(self) -> None:
+        """Returns once no assignment is being taken: the new partitions' producers have
+        started, so their previous owners are fenced."""
+        async with self._lock:
+            return
+
     async def revoke(self, tps: set[TopicPart], offsets: dict[TopicPart, int]) -> None:
         """Commit what is finished on `tps`, then let them go (their producers stop)."""
         async with self._lock:

@@ -22,6 +22,7 @@ skips them, so no second result is published.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -111,6 +112,8 @@ class CompletionSink(DeadLettering):
         self._reread_after = 0.0
         """A failed read again is retried from this monotonic time on (the brokers are away)."""
         self._reread_failures = 0
+        self._results_read_to: dict[int, int] | None = None
+        """tts.results partition → the end offset the last finished read reached."""
         self._task: asyncio.Task[None] | None = None
         self._tp: TopicPart = (self.topics.pcm, 0)
         """The partition whose record is being handled: its outputs join its checkpoint."""
@@ -151,16 +154,22 @@ class CompletionSink(DeadLettering):
         self._task = asyncio.create_task(self._run(), name="completion-sink")
 
     async def remember_recent_results(self) -> None:
-        """Seed the finished memory from the tail of tts.results (read_committed)."""
+        """Seed the finished memory from the tail of tts.results (read_committed); after the
+        first read, only what was written since the last one that finished (the memory holds
+        the rest), so a read again costs what came since, not the whole window."""
         since = datetime.now(UTC) - timedelta(seconds=self.finished.ttl_s)
         seen: list[tuple[RenderKey, str, datetime]] = []
-        async for record in snapshot(self.kafka, self.topics.results, since=since):
+        reached: dict[int, int] = {}
+        async for record in snapshot(
+            self.kafka, self.topics.results, since=since, from_offsets=self._results_read_to, reached=reached
+        ):
             try:
                 result = CompletionResult.from_bytes(record.value or b"")
             except ContractError:
                 continue
             seen.append(((result.tenant, result.request_id, ""), result.status, result.completed_at))
         self.finished.seed(seen)
+        self._results_read_to = reached
         self.signals.finished_loaded(len(self.finished))
 
     def failure(self) -> BaseException | None:
@@ -239,16 +248,21 @@ class CompletionSink(DeadLettering):
         (an unfinished request holds the commit back), after this process's memory was read:
         the start-time seed comes before the join, and a join took 12 s under an isolated
         leader in a network-fault run, long enough for the peer to finish (and commit) a request
-        the newcomer then finished twice. The read comes after the fence (the listener's
-        `checkpoint.assign`), so no result of the old owner can follow it.
+        the newcomer then finished twice. The read starts once the fence is up (the listener's
+        `checkpoint.assign`), so no result of the old owner can follow it; it reads only what
+        was written since the last read (`remember_recent_results`).
 
         Done here in the loop, bounded and given up on stop, rather than in the rebalance
         listener: a read there waits on a cut broker and holds the consumer with it (it hung
         the gateway's broker-partition test). False: not read (brokers away); the caller puts
         the records back and the read is retried after a pause."""
-        if time.monotonic() < self._reread_after:
+        wait = self._reread_after - time.monotonic()
+        if wait > 0:  # not a busy loop of fetch and seek while the brokers are away
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=wait)
             return False
-        pending = set(self._unread_gains)
+        await self.checkpoint.wait_assigned()  # the fence of the partitions just gained is up
+        pending = {tp: self.checkpoint.epoch(tp) for tp in self._unread_gains}
         read = asyncio.ensure_future(self.remember_recent_results())
         stop = asyncio.ensure_future(self._stopping.wait())
         try:
@@ -257,9 +271,13 @@ class CompletionSink(DeadLettering):
             stop.cancel()
             if not read.done():
                 read.cancel()
+                with contextlib.suppress(BaseException):  # its reader closes before we go on
+                    await asyncio.wait_for(read, timeout=5.0)
         error = None if not read.done() or read.cancelled() else read.exception()
         if read.done() and not read.cancelled() and error is None:
-            self._unread_gains -= pending
+            # Only partitions still held under the assignment the read began after: one lost
+            # and gained again meanwhile was fenced anew, after this read started.
+            self._unread_gains -= {tp for tp, epoch in pending.items() if self.checkpoint.epoch(tp) == epoch}
             if self._reread_failures:
                 log_event(log, "finished_reread", attempts=self._reread_failures + 1)
             self._reread_failures = 0
@@ -267,11 +285,13 @@ class CompletionSink(DeadLettering):
         if not self._stopping.is_set():
             self._reread_failures += 1
             self._reread_after = time.monotonic() + REREAD_PAUSE_S
-            if self._reread_failures == 1:  # once per outage, not once a second
+            self.signals.reread_failed()
+            if self._reread_failures in (1, 10, 100) or self._reread_failures % 1000 == 0:
                 log_event(
                     log,
                     "finished_reread_failed",
                     logging.WARNING,
+                    attempts=self._reread_failures,
                     error=str(error)[:200] if error else f"no answer within {REREAD_TIMEOUT_S:.0f} s",
                     waiting=sorted(f"{t}/{p}" for t, p in pending),
                 )

@@ -38,6 +38,11 @@ class SinkTelemetry:
     def finished_loaded(self, requests: int) -> None:
         log_event(log, "finished_requests_loaded", stage=self.stage, requests=requests)
 
+    def reread_failed(self) -> None:
+        """A read again of tts.results before a gained partition's records did not finish:
+        the records wait (`streamtts_retries_total{stage="sink",reason="results_reread"}`)."""
+        self.telemetry.retries.labels(self.stage, "results_reread").inc()
+
     def tentative_forgotten(self, partition: str, requests: int) -> None:
         """Requests finished under a transaction that aborted or was fenced: forgotten, to be
         finished again when their chunks are read again."""

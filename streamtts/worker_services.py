@@ -65,6 +65,7 @@ async def start_model(worker: Worker) -> None:
     # test and an operator counting "synthesized" lines read it as a request).
     quiet = logging.getLogger("streamtts.canary.stages")
     quiet.setLevel(logging.WARNING)
+    # Not warmed (`InMemoryTopology.warm`): its request names its language, so no detection.
     canary_path = worker._canary_path = InMemoryTopology(
         canary_renderer, worker.pipeline, worker.topics, lanes=False, log=quiet
     )

@@ -102,11 +102,10 @@ class SegmentStage(FaustStage):
         self._planning = ThreadPoolExecutor(max_workers=2, thread_name_prefix="segment-plan")
         self._stopping = threading.Event()
 
-    async def start(self) -> None:
+    async def warm(self) -> None:
         # Language identification's models load before the first record, off the loop.
         await asyncio.to_thread(warm_identification)
         await asyncio.to_thread(warm_han_words)
-        await super().start()
 
     async def stop(self) -> None:
         # 1. a plan still running ends at its next check, at once: its thread no longer

@@ -149,12 +149,12 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ContractError, SegmentationError) as err:
         raise ConfigError(str(err)) from err
-    registry = VoiceRegistry(threads=args.threads, user_voice_dir=args.voices_dir)
-    if args.voice != "auto":
-        try:
+    try:
+        registry = VoiceRegistry(threads=args.threads, user_voice_dir=args.voices_dir)
+        if args.voice != "auto":
             registry.spec(args.voice)  # an unknown voice fails before the model loads
-        except (KeyError, ValueError) as err:
-            raise ConfigError(str(err).strip("'\"")) from err
+    except (KeyError, ValueError, RecordError) as err:  # a bad voice pack too
+        raise ConfigError(str(err).strip("'\"")) from err
     # No time budgets: nobody else waits on this process (the pipeline's would degrade a span).
     renderer = SegmentRenderer(Synthesizer(registry), budgets=Budgets.unbounded())
 
@@ -169,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
 
     async def speak() -> AssembledRequest:
         async with topology:
+            if request.language == "auto":
+                await topology.warm()  # detection's models, before the plan's budget starts
             chunks = await topology.render(request)
         assembler = RequestAssembler()
         for n, chunk in enumerate(chunks):
@@ -178,7 +180,13 @@ def run(args: argparse.Namespace) -> int:
         raise RecordError("the request's audio is incomplete")  # never: render returns it whole
 
     try:
-        assembled = asyncio.run(speak())
+        # A loop of its own, left as the caller's was: `asyncio.run` unsets the thread's
+        # current loop on exit, and an in-process caller's (a test session's) loop went with it.
+        loop = asyncio.new_event_loop()
+        try:
+            assembled = loop.run_until_complete(speak())
+        finally:
+            loop.close()
         data = encode_file(assembled.samples, assembled.sample_rate, fmt, codec=args.codec)
     except (RecordError, EncodingError) as err:
         raise ConfigError(str(err)) from err

@@ -188,7 +188,11 @@ class FaustStage(DeadLettering):
         """Let go of what the stage holds beside its app (its thread pools): after `stop`, or
         instead of it for a stage whose app never started (the in-memory topology)."""
 
+    async def warm(self) -> None:
+        """Load what the stage needs before its first record (off the event loop)."""
+
     async def start(self) -> None:
+        await self.warm()
         await self.app.start()
 
     async def stop(self) -> None:

@@ -4,7 +4,7 @@ land back in the DLQ) are not read, so a replay can never loop on its own output
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 
 from aiokafka import TopicPartition
@@ -22,8 +22,14 @@ async def snapshot(
     since: datetime | None = None,
     until: datetime | None = None,
     partitions: set[int] | None = None,
+    from_offsets: Mapping[int, int] | None = None,
+    reached: dict[int, int] | None = None,
 ) -> AsyncIterator[ConsumerRecord]:
-    """Records of `topic` with since ≤ timestamp < until (either bound optional)."""
+    """Records of `topic` with since ≤ timestamp < until (either bound optional).
+
+    from_offsets: partition → offset to start from instead (a partition not named starts by
+    `since`); reached: filled, once every record was read, with each partition's end offset
+    (where the next read can start: `from_offsets`)."""
     all_partitions = await topic_partitions(kafka, topic)
     if not all_partitions:
         raise ConfigError(f"topic {topic!r} does not exist")
@@ -41,6 +47,10 @@ async def snapshot(
         if until is not None:  # offsets looked up by time: the first record at/after `until`
             found = await consumer.offsets_for_times({tp: int(until.timestamp() * 1000) for tp in tps})
             ends = {tp: min(ends[tp], found[tp].offset) if found.get(tp) else ends[tp] for tp in tps}
+        for tp in tps:
+            if from_offsets is not None and tp.partition in from_offsets:
+                earliest = (await consumer.beginning_offsets([tp]))[tp]
+                starts[tp] = min(max(from_offsets[tp.partition], earliest), ends[tp])
         pending = {tp for tp in tps if starts[tp] < ends[tp]}
         for tp in pending:
             consumer.seek(tp, starts[tp])
@@ -61,5 +71,7 @@ async def snapshot(
                 for tp in list(pending):
                     if await consumer.position(tp) >= ends[tp]:
                         pending.discard(tp)
+        if reached is not None:
+            reached.update({tp.partition: ends[tp] for tp in tps})
     finally:
         await consumer.stop()
