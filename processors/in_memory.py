@@ -52,11 +52,6 @@ class MemoryRecord:
     value: bytes
     headers: list[tuple[str, bytes]] = field(default_factory=list)
     partition: int = 0
-    generation_id: int = 0
-
-    @property
-    def tp(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,12 @@ What a spec declares (see `runtime.topology`):
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TopicRole, stage_spec, topology_topics
-from streamtts.schemas.release import RELEASE_PATTERN
 
 Headers = list[tuple[str, bytes]] | None
 Transport = Callable[[str, bytes | None, bytes, Headers], Awaitable[Awaitable[Any]]]
@@ -62,11 +60,6 @@ class StageOutputs:
             topics.replay_ledger,
             topics.audit,
         }
-        self._lanes = re.compile(
-            re.escape(topics.release_segments("x").rsplit("x.segments", 1)[0])
-            + f"({RELEASE_PATTERN.strip('^$')})"
-            + r"\.segments(\.long)?"
-        )
         self.written: Counter[str] = Counter()
 
     def role(self, role: TopicRole) -> str:
@@ -88,9 +81,10 @@ class StageOutputs:
         if declared is not None:
             return declared
         dynamic = self.spec.dynamic
-        if "release_lanes" in dynamic and self._lanes.fullmatch(topic):
+        lane = self.topics.lane_release(topic) is not None
+        if "release_lanes" in dynamic and lane:
             return "release_lane"
-        if "reply" in dynamic and topic not in self._pipeline and not self._lanes.fullmatch(topic):
+        if "reply" in dynamic and topic not in self._pipeline and not lane:
             return "reply"
         raise UndeclaredOutput(
             f"stage {self.spec.name!r} wrote {topic!r}, which its spec does not declare "

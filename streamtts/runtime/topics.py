@@ -117,13 +117,19 @@ class TopicNames:
         spec = stage_spec(stage)
         if topic in spec.sources(self):
             return True
+        release = self.lane_release(topic)
+        return spec.release_lanes and release is not None and topic in spec.sources(self, release)
+
+    def lane_release(self, topic: str) -> str | None:
+        """The release whose lane `topic` is (tts.release.NAME.segments[.long]), else None."""
         lanes = self._n("tts.release.")
-        if not spec.release_lanes or not topic.startswith(lanes):
-            return False
+        if not topic.startswith(lanes):
+            return None
         release = topic[len(lanes) :].partition(".")[0]
         if re.fullmatch(RELEASE_PATTERN, release) is None:
-            return False
-        return topic in spec.sources(self, release)
+            return None
+        is_lane = topic in (self.release_segments(release, pool) for pool in LANE_POOLS.values())
+        return release if is_lane else None
 
     def dlq(self, stage: str) -> str:
         if stage not in STAGES:
