@@ -154,12 +154,10 @@ class Bench:
         primary = plan.voices[0]
         if plan.long_form_n and plan.pipeline and not plan.custom:
             paragraphs = speakable(load_texts("long_form"), direct.registry.spec(primary).languages)
-            self.overhead_items["long_form"] = paragraphs[: plan.long_form_n]
-            if self.overhead_items["long_form"]:
+            long_items = self.overhead_items["long_form"] = paragraphs[: plan.long_form_n]
+            if long_items:
                 label = progress_line(f"direct long-form {primary} pass {n}")
-                recs = await direct.run(
-                    self.overhead_items["long_form"], primary, deadline=self.deadline - 30
-                )
+                recs = await direct.run(long_items, primary, deadline=self.deadline - 30)
                 self._add_direct("direct long-form", primary, "long_form", recs, {}, label)
         direct.close()
         del direct
