@@ -177,7 +177,7 @@ class InMemoryTopology:
                 raise RuntimeError(f"more than {MAX_RECORDS} records in one run: a stage feeds itself")
             for stage in self._readers(record.topic):
                 if not aimed_elsewhere(record.headers, stage.name):
-                    await stage.handle(MemoryEvent(record))  # type: ignore[arg-type]  # faust's EventT, duck-typed
+                    await stage.handle(await stage.take(MemoryEvent(record)))  # type: ignore[arg-type]  # faust's EventT, duck-typed
         return passed
 
     def _next(self) -> MemoryRecord | None:

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import numpy as np
-from faust.types import EventT, StreamT
+from faust.types import EventT
 
 from streamtts.audio import formats
 from streamtts.audio.codecs import encode_chunk
@@ -32,11 +32,9 @@ from streamtts.audio.exceptions import EncodingError
 from streamtts.processors.encode.streams import OpenStreams, StreamStep
 from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
-from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.runtime.stage import aimed_elsewhere
+from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
@@ -123,73 +121,30 @@ class EncodeStage(FaustStage):
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None
         self.streams = OpenStreams(idle_s=pipeline.storage.sink_stale_s)
-        self._acks: InOrderAcks[EventT] = InOrderAcks()
-        self._decoded: dict[int, PcmChunk] = {}
-        """Chunks the reading loop decoded, by id(event), for `handle` (decoded once)."""
         delivery = pipeline.delivery
         self._reads_ahead = delivery.encode_lookahead > 0 and delivery.processing_guarantee != "exactly_once"
 
-    async def _agent(self, stream: StreamT[bytes]) -> None:
+    def read_ahead(self) -> ReadAhead | None:
+        """`encode_lookahead` records ahead, first chunks first, `ENCODES` at once; none under
+        exactly-once (see the module's docstring)."""
         if not self._reads_ahead:
-            return await super()._agent(stream)
-        manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
-        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(self.pipeline.delivery.encode_lookahead)
-        self._acks = InOrderAcks()
-        self._decoded.clear()
+            return None
+        return ReadAhead(self.pipeline.delivery.encode_lookahead, ENCODES)
 
-        def stale(event: EventT) -> bool:
-            if event.message.generation_id == self.app.consumer_generation_id:
-                return False
-            self._decoded.pop(id(event), None)
-            return True  # read before a rebalance: its partition may be someone else's now
-
-        drain = asyncio.create_task(
-            drain_in_request_order(
-                queue,
-                lambda event: self.process(event, manual),
-                key=lambda event: event.message.key or b"",
-                first_of=lambda event: _first_chunk(self._decoded.get(id(event))),
-                caps=ENCODES,
-                stale=stale,
-            ),
-            name=f"{self.group}-drain",
-        )
+    async def take(self, event: EventT) -> Taken[PcmChunk]:
+        """Decode the chunk (once); one that cannot be read goes to the DLQ at once, queued
+        for nothing."""
         try:
-            async for event in manual.events():
-                msg = event.message
-                self._acks.track(msg.tp, msg.generation_id, msg.offset, event)
-                if aimed_elsewhere(msg.headers, self.name):
-                    await self.ack(event, manual)  # a replay for the other consumer of this topic
-                    continue
-                try:
-                    chunk = wire.decode(PcmChunk, msg.value, msg.headers)
-                except ContractError:
-                    self._decoded.pop(id(event), None)  # no leftover under a reused id
-                    await self.process(event, manual)  # to the DLQ at once, queued for nothing
-                    continue
-                self._decoded[id(event)] = chunk
-                await queue.put(event, first=_first_chunk(chunk))
-                if drain.done():  # surface a crashed drain instead of filling the queue
-                    drain.result()
-        finally:
-            await cancel_and_wait(drain)
+            chunk = wire.decode(PcmChunk, event.message.value, event.message.headers)
+        except ContractError as err:
+            return Taken(event, error=err, now=True)
+        return Taken(event, chunk, first=_first_chunk(chunk))
 
-    async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
-        """In offset order per partition, although records finish out of order (see
-        `InOrderAcks`); records processed one at a time (exactly-once) are acked as they are."""
-        if not self._reads_ahead:
-            return await super().ack(event, manual)
-        for ready in self._acks.done(event.message.tp, event.message.offset):
-            await manual.ack(ready)
-
-    async def handle(self, event: EventT) -> str | None:
+    async def handle(self, taken: Taken[PcmChunk]) -> str | None:
         started = time.perf_counter()
-        chunk = self._decoded.pop(id(event), None)
+        event, chunk = taken.event, taken.value
         if chunk is None:
-            try:
-                chunk = wire.decode(PcmChunk, event.message.value, event.message.headers)
-            except ContractError as err:
-                return await self.dead_letter(source_of(event), err)
+            return await self.dead_letter(source_of(event), taken.error or ValueError("unreadable chunk"))
         try:
             # On the loop: a request's chunks come one after another, so its stream is fed by
             # one pool thread at a time.
@@ -246,6 +201,6 @@ class EncodeStage(FaustStage):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _first_chunk(chunk: PcmChunk | None) -> bool:
+def _first_chunk(chunk: PcmChunk) -> bool:
     """A request's first audio (what its caller waits for); a cancel marker is not."""
-    return chunk is not None and chunk.seq == 0 and chunk.part == 0 and not chunk.cancelled
+    return chunk.seq == 0 and chunk.part == 0 and not chunk.cancelled

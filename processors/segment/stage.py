@@ -8,9 +8,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
-
-from faust.types import EventT
+from typing import Any, Protocol
 
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
@@ -28,6 +26,7 @@ from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
@@ -119,8 +118,9 @@ class SegmentStage(FaustStage):
         self._stopping.set()
         self._planning.shutdown(wait=False, cancel_futures=True)
 
-    async def handle(self, event: EventT) -> str | None:
+    async def handle(self, taken: Taken[Any]) -> str | None:
         started = time.perf_counter()
+        event = taken.event
         request: TTSRequest | None = None
         try:
             request = TTSRequest.from_bytes(event.message.value)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from faust.types import EventT, StreamT
+from faust.types import EventT
 
 from streamtts.features.control.cancel_watch import CancelWatch
 from streamtts.features.releases.profile import ReleaseProfile
@@ -29,11 +29,9 @@ from streamtts.processors.synthesize.span_plan import planned_voice
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.runtime.stage import aimed_elsewhere
+from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, Segment, wire
@@ -44,14 +42,12 @@ TIMELINE_RECOVERY_S = 5.0
 
 
 @dataclass(frozen=True)
-class LookedUp:
-    """A first segment's cache lookup, waiting with its record for `handle`."""
+class Read:
+    """A segment as the reading loop made it: decoded, the release profile applied, and (a
+    first segment, with the render cache on) looked up in the cache."""
 
-    event: EventT
-    """The record (held, so its id cannot be reused by another while this waits)."""
     segment: Segment
-    """Decoded, the release profile applied."""
-    found: CacheLookup
+    found: CacheLookup = NOTHING_CACHED
 
 
 class SynthesizeStage(FaustStage):
@@ -88,107 +84,45 @@ class SynthesizeStage(FaustStage):
         self.pool = ThreadPoolExecutor(
             max_workers=max(1, pipeline.synthesis.workers), thread_name_prefix=f"synth-{pool}"
         )
-        self._acks: InOrderAcks[EventT] = InOrderAcks()
         # Cached first spans are looked up here, not in the model's executor: a hit is
         # streamed at once even while the model is busy with another request's inference.
         self.lookup_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"synth-{pool}-cache")
-        self._looked_up: dict[int, LookedUp] = {}
         self._timeline = RequestTimeline()
         self.cancels = cancels
         self.lanes = lanes
-        self.read_ahead: FirstSegmentsFirst[EventT] | None = None
-        """Records read ahead, not yet handed to the model (the load report counts their
-        first spans: a new first span queues behind them)."""
 
-    async def _agent(self, stream: StreamT[bytes]) -> None:
-        """Reads ahead into a bounded first-segments-first queue while one task synthesizes.
+    def read_ahead(self) -> ReadAhead:
+        """A bounded first-segments-first queue ahead of the model (the load report counts
+        its first spans: a new first span queues behind them). With lanes, up to
+        `lanes.first_capacity` first spans and `lanes.slots` bulk spans at once, one per
+        request (its segments are published in order); without, one segment at a time."""
+        capacity = max(1, self.pipeline.synthesis.lookahead)
+        if self.lanes is None:
+            return ReadAhead(capacity, {True: 1, False: 1}, total=1)
+        return ReadAhead(capacity, {True: self.lanes.first_capacity, False: self.lanes.slots})
 
-        Manual acks, as in the base class: a record is acked only after its PCM was handed to
-        the producer; anything still queued at shutdown or rebalance is left unacked and goes
-        to the partition's next owner.
+    async def take(self, event: EventT) -> Taken[Read]:
+        """Decode the segment; a first segment the render cache has is handled at once.
+
+        The lookup is done inline in the reading loop: the request's later segments are read
+        only after this one is published, so its order holds without any bookkeeping. On a
+        miss the plan the lookup made waits with the record for the model path (`handle`),
+        which neither decodes nor plans it again.
         """
-        manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
-        queue: FirstSegmentsFirst[EventT] = FirstSegmentsFirst(max(1, self.pipeline.synthesis.lookahead))
-        self.read_ahead = queue
-        self._acks = InOrderAcks()
-        self._looked_up.clear()  # lookups of records a previous run left queued
-        drain = self._drain if self.lanes is None else self._drain_lanes
-        worker = asyncio.create_task(drain(queue, manual), name=f"{self.group}-drain")
-        try:
-            async for event in manual.events():
-                msg = event.message
-                self._acks.track(msg.tp, msg.generation_id, msg.offset, event)
-                if aimed_elsewhere(msg.headers, self.name):
-                    await self.ack(event, manual)
-                    continue
-                first = header(event.message.headers, FIRST_SEGMENT) is not None
-                if first and await self._served_from_cache(event, manual):
-                    continue
-                await queue.put(event, first=first)
-                if worker.done():  # surface a crashed drain task instead of filling the queue
-                    worker.result()
-        finally:
-            await cancel_and_wait(worker)
-
-    async def _served_from_cache(self, event: EventT, manual: StreamT[bytes]) -> bool:
-        """Publish a first segment right away if the render cache has its audio.
-
-        Done inline in the reading loop: the request's later segments are read only after
-        this one is published, so its order holds without any bookkeeping. On a miss the
-        decoded segment and the plan the lookup made wait with the record for the model
-        path (`handle`), which neither decodes nor plans it again.
-        """
-        if self.renderer.synth.cache is None:
-            return False
         try:
             segment = self.profile.apply(Segment.from_bytes(event.message.value))
-        except ContractError:
-            return False  # the regular path dead-letters it
+        except ContractError as err:
+            return Taken(event, error=err, now=True)
+        first = header(event.message.headers, FIRST_SEGMENT) is not None
+        if not first or self.renderer.synth.cache is None:
+            return Taken(event, Read(segment), first=first)
         loop = asyncio.get_running_loop()
         try:
             found = await loop.run_in_executor(self.lookup_pool, self.renderer.look_up, segment)
         except Exception as err:  # a lookup bug must not stop the stage: the model path remains
             log_event(self.log, "cache_lookup_failed", logging.WARNING, error=str(err)[:200])
             found = NOTHING_CACHED
-        self._looked_up[id(event)] = LookedUp(event, segment, found)
-        if found.rendered is None:
-            return False
-        await self.process(event, manual)
-        return True
-
-    async def _drain(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
-        while True:
-            event = await queue.get()
-            if event.message.generation_id != self.app.consumer_generation_id:
-                self._looked_up.pop(id(event), None)
-                continue  # read before a rebalance: its partition may be someone else's now
-            await self.process(event, manual)
-
-    async def _drain_lanes(self, queue: FirstSegmentsFirst[EventT], manual: StreamT[bytes]) -> None:
-        """With lanes: up to `lanes.first_capacity` first spans and `lanes.slots` bulk spans
-        in flight at once, at most one per request, so each request's segments are published in order
-        (a later segment starts only once the one before it is out, and is not taken from
-        the queue while an earlier segment of its request still waits there)."""
-        assert self.lanes is not None
-
-        def stale(event: EventT) -> bool:
-            if event.message.generation_id == self.app.consumer_generation_id:
-                return False
-            self._looked_up.pop(id(event), None)
-            return True  # read before a rebalance: its partition may be someone else's now
-
-        await drain_in_request_order(
-            queue,
-            lambda event: self.process(event, manual),
-            key=_request_key,
-            first_of=lambda event: header(event.message.headers, FIRST_SEGMENT) is not None,
-            caps={True: self.lanes.first_capacity, False: self.lanes.slots},
-            stale=stale,
-        )
-
-    def firsts_waiting(self) -> int:
-        """First spans read ahead, not yet handed to the model (`ReportsLoad`)."""
-        return self.read_ahead.firsts() if self.read_ahead is not None else 0
+        return Taken(event, Read(segment, found), first=True, now=found.rendered is not None)
 
     def _engine_of(self, segment: Segment) -> str:
         """The engine that will speak the segment (for the cost model), best effort."""
@@ -199,25 +133,14 @@ class SynthesizeStage(FaustStage):
         except Exception:  # an unknown voice: the render degrades; any guess will do here
             return "kokoro"
 
-    async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
-        """In offset order per partition, although records finish out of order (see
-        `InOrderAcks`): an earlier record still queued holds back the acks of later ones."""
-        for ready in self._acks.done(event.message.tp, event.message.offset):
-            await manual.ack(ready)
-
-    async def handle(self, event: EventT) -> str | None:
+    async def handle(self, taken: Taken[Read]) -> str | None:
         started = time.perf_counter()
-        looked_up = self._looked_up.pop(id(event), None)
-        if looked_up is not None and looked_up.event is event:
-            # Decoded, the release profile applied and looked up in the cache already.
-            segment, found = looked_up.segment, looked_up.found
-        else:
-            try:
-                segment = self.profile.apply(Segment.from_bytes(event.message.value))
-            except ContractError as err:
-                self.telemetry.release_segments.labels(self.profile.name, "dead_lettered").inc()
-                return await self.dead_letter(source_of(event), err)
-            found = NOTHING_CACHED
+        event = taken.event
+        if taken.value is None:
+            self.telemetry.release_segments.labels(self.profile.name, "dead_lettered").inc()
+            return await self.dead_letter(source_of(event), taken.error or ValueError("unreadable segment"))
+        # Decoded, the release profile applied and looked up in the cache already (`take`).
+        segment, found = taken.value.segment, taken.value.found
         if self._cancelled(segment):  # before any work: no inference for it
             return await self._skip(segment, event, started)
         loop = asyncio.get_running_loop()
@@ -363,11 +286,6 @@ class SynthesizeStage(FaustStage):
     def release(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.lookup_pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _request_key(event: EventT) -> bytes:
-    """Segments are keyed by request id: one request's segments share a key."""
-    return event.message.key or b""
 
 
 def _lane_fields(lane: LaneStats | None) -> dict[str, Any]:

@@ -1,8 +1,11 @@
-"""What every faust stage shares: reading the source record, the replay-target filter,
-dead-lettering, metrics, supervision, start/stop (a `Stage`, see `runtime.stage`)."""
+"""The faust stage runtime: one consume loop runs every faust stage (reading, the
+replay-target filter, read-ahead with first records first, per-request order, in-order acks,
+drain on stop), plus dead-lettering, metrics, supervision, start/stop (a `Stage`, see
+`runtime.stage`). A stage is its handler: `take` (read a record), `handle` (its outputs)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -13,10 +16,13 @@ from faust.types import EventT, StreamT
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
+from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.stage_outputs import StageOutputs, Transport
+from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec, stage_spec
@@ -70,6 +76,10 @@ class FaustStage(DeadLettering):
         """Completed group assignments so far (with or without partitions)."""
         self.owned: dict[str, list[int]] = {}
         """Source topic → the partitions of it the group gives this worker now (load reports)."""
+        self._acks: InOrderAcks[EventT] | None = None
+        """With read-ahead: the records read, whose acks wait for the earlier ones'."""
+        self.waiting: FirstSegmentsFirst[Taken[Any]] | None = None
+        """With read-ahead: records read, not yet handled."""
         self.app.on_partitions_assigned.connect(self._on_assigned)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
         # The stage's one agent over its sources (`_agent` may be overridden; it runs at start).
         self.app.agent(self.app.topic(*self.sources, value_type=bytes, key_type=bytes), name=self.group)(
@@ -95,7 +105,8 @@ class FaustStage(DeadLettering):
         )
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
-        """The faust agent: one record at a time, in partition order.
+        """The one consume loop of every faust stage: the stage supplies `take`, `read_ahead`
+        and `handle`; reading, the replay filter, read-ahead, ordering and acks are here.
 
         Acks are manual: a record is acked (so its offset may be committed) only after its
         outputs were handed to the producer. faust's implicit ack would also fire when the
@@ -103,30 +114,86 @@ class FaustStage(DeadLettering):
         SIGTERM test lost a segment that way. Unacked, the record goes to the next owner.
         """
         manual = stream.noack()  # type: ignore[attr-defined]  # on faust.Stream; StreamT lacks it
-        async for event in manual.events():
-            if aimed_elsewhere(event.message.headers, self.name):
-                await manual.ack(event)  # a replay for the other consumer of this topic
-                continue
-            await self.process(event, manual)
+        ahead = self.read_ahead()
+        if ahead is None:
+            self._acks = None
+            async for event in manual.events():
+                if aimed_elsewhere(event.message.headers, self.name):
+                    await manual.ack(event)  # a replay for the other consumer of this topic
+                    continue
+                await self.process(await self.take(event), manual)
+            return
+        # Reading ahead: records finish out of order, acks leave in offset order, and what
+        # is still queued at a rebalance or stop stays unacked for the partition's next owner.
+        queue: FirstSegmentsFirst[Taken[Any]] = FirstSegmentsFirst(ahead.capacity)
+        self.waiting = queue
+        acks = self._acks = InOrderAcks()
+        drain = asyncio.create_task(
+            drain_in_request_order(
+                queue,
+                lambda taken: self.process(taken, manual),
+                key=lambda taken: taken.key,
+                first_of=lambda taken: taken.first,
+                caps=ahead.caps,
+                total=ahead.total,
+                # Read before a rebalance: its partition may be someone else's now.
+                stale=lambda taken: taken.event.message.generation_id != self.app.consumer_generation_id,
+            ),
+            name=f"{self.group}-drain",
+        )
+        try:
+            async for event in manual.events():
+                msg = event.message
+                acks.track(msg.tp, msg.generation_id, msg.offset, event)
+                if aimed_elsewhere(msg.headers, self.name):
+                    await self.ack(event, manual)
+                    continue
+                taken = await self.take(event)
+                if taken.now:
+                    await self.process(taken, manual)
+                    continue
+                await queue.put(taken, first=taken.first)
+                if drain.done():  # surface a crashed drain instead of filling the queue
+                    drain.result()
+        finally:
+            await cancel_and_wait(drain)
 
-    async def process(self, event: EventT, manual: StreamT[bytes]) -> None:
+    def read_ahead(self) -> ReadAhead | None:
+        """How the stage reads ahead of its work; None: one record at a time, in order."""
+        return None
+
+    async def take(self, event: EventT) -> Taken[Any]:
+        """The record as the handler will get it: a stage that decodes records (or looks them
+        up) on reading overrides this, so `handle` never decodes them again."""
+        return Taken(event)
+
+    async def process(self, taken: Taken[Any], manual: StreamT[bytes]) -> None:
         """Handle one record, then ack it (outputs first, ack second), with its metrics."""
         started = time.perf_counter()
         inflight = self.telemetry.inflight.labels(self.name)
         inflight.inc()
         try:
-            outcome = await self.handle(event)
+            outcome = await self.handle(taken)
         finally:
             inflight.dec()
-        await self.ack(event, manual)
+        await self.ack(taken.event, manual)
         self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started)
         self.telemetry.records.labels(self.name, outcome or "ok").inc()
 
     async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
-        """The record's outputs are with the producer: its offset may be committed."""
-        await manual.ack(event)
+        """The record's outputs are with the producer: its offset may be committed — in
+        offset order per partition where records finish out of order (see `InOrderAcks`)."""
+        if self._acks is None:
+            await manual.ack(event)
+            return
+        for ready in self._acks.done(event.message.tp, event.message.offset):
+            await manual.ack(ready)
 
-    async def handle(self, event: EventT) -> str | None:
+    def firsts_waiting(self) -> int:
+        """First records read ahead, not yet handled (`ReportsLoad`)."""
+        return self.waiting.firsts() if self.waiting is not None else 0
+
+    async def handle(self, taken: Taken[Any]) -> str | None:
         """Process one record; return an outcome label ("ok", "dead_lettered") or None."""
         raise NotImplementedError
 

@@ -146,11 +146,13 @@ async def drain_in_request_order(
     key: Callable[[T], Hashable],
     first_of: Callable[[T], bool],
     caps: Mapping[bool, int],
+    total: int | None = None,
     stale: Callable[[T], bool] = lambda item: False,
 ) -> None:
     """Take the queue's items and `run` each in its own task, forever (until cancelled).
 
-    At most `caps[first]` items of each kind run at once, and at most one per `key` (a
+    At most `caps[first]` items of each kind run at once (`total` of both kinds together, if
+    given), and at most one per `key` (a
     request): an item starts only once the one before it of its key has finished, and is not
     taken while an earlier item of its key still waits, so each request's outputs leave in
     order. A `stale` item (read before a rebalance) is dropped. An exception escaping `run`
@@ -162,6 +164,8 @@ async def drain_in_request_order(
     failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def ready(item: T, first: bool) -> bool:
+        if total is not None and in_flight[True] + in_flight[False] >= total:
+            return False
         return key(item) not in busy and in_flight[first] < caps[first]
 
     async def one(item: T, k: Hashable, first: bool) -> None:

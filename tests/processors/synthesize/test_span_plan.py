@@ -150,12 +150,10 @@ async def _through_stage(stage: SynthesizeStage, segment: Segment, offset: int) 
     the model path. Returns whether the lookup served it."""
     event = Event(Message(segment.to_bytes(), offset))
     manual = Manual()
-    stage._acks.track(event.message.tp, 1, offset, event)  # type: ignore[arg-type]
-    served = await stage._served_from_cache(event, manual)  # type: ignore[arg-type]
-    if not served:
-        await stage.process(event, manual)  # type: ignore[arg-type]  # what the drain task does
+    taken = await stage.take(event)  # type: ignore[arg-type]
+    await stage.process(taken, manual)  # type: ignore[arg-type]  # at once if served, else as the drain does
     assert manual.acked == [offset]
-    return served, event
+    return taken.now, event
 
 
 async def test_a_first_segment_missing_the_cache_is_planned_once_and_a_repeat_costs_no_g2p(
