@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from streamtts.errors import ConfigError
-from streamtts.producers.replay.ledger import ReplayLedger
+from streamtts.producers.replay.ledger import ledger_and_producer
 from streamtts.producers.replay.pacing import Pacer, Progress
 from streamtts.producers.replay.summary import ReplaySummary
-from streamtts.runtime.kafka import make_producer, topic_partitions
+from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
@@ -70,66 +70,62 @@ async def replay_dlq(
     dlq_topic = topics.dlq(stage)
     if not await topic_partitions(kafka, dlq_topic):
         raise ConfigError(f"dead-letter topic {dlq_topic!r} does not exist")
-    ledger = ReplayLedger(kafka, topics.replay_ledger)
-    await ledger.load()
     summary = ReplaySummary(dry_run=dry_run)
     pacer, bar = Pacer(rate), Progress(f"dlq {stage}", progress)
-    producer = make_producer(kafka)
-    await producer.start()
-    try:
-        async for record in snapshot(kafka, dlq_topic):
-            summary.read += 1
-            try:
-                letter = DeadLetter.from_record(record.key, record.value, record.headers)
-            except ContractError:
-                summary.skip("not_a_dead_letter")
-                continue
-            if not flt.matches(letter):
-                summary.skip("filtered")
-                continue
-            if not topics.is_source(stage, letter.topic):
-                # The dead letter names its origin in a header anyone can write: re-drive only
-                # to what this stage reads (its topology sources), never to an arbitrary topic.
-                summary.skip("foreign_topic")
-                continue
-            ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"
-            if ledger.seen(ledger_key) and not force:
-                summary.skip("already_replayed")
-                continue
-            if letter.attempts >= max_attempts and not force:
-                summary.skip("max_attempts")
-                continue
-            if dry_run:
+    async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
+        try:
+            async for record in snapshot(kafka, dlq_topic):
+                summary.read += 1
+                try:
+                    letter = DeadLetter.from_record(record.key, record.value, record.headers)
+                except ContractError:
+                    summary.skip("not_a_dead_letter")
+                    continue
+                if not flt.matches(letter):
+                    summary.skip("filtered")
+                    continue
+                if not topics.is_source(stage, letter.topic):
+                    # The dead letter names its origin in a header anyone can write: re-drive only
+                    # to what this stage reads (its topology sources), never to an arbitrary topic.
+                    summary.skip("foreign_topic")
+                    continue
+                ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"
+                if ledger.seen(ledger_key) and not force:
+                    summary.skip("already_replayed")
+                    continue
+                if letter.attempts >= max_attempts and not force:
+                    summary.skip("max_attempts")
+                    continue
+                if dry_run:
+                    summary.redriven += 1
+                    summary.planned.append(
+                        f"{ledger_key} → {letter.topic} key={letter.key_text} "
+                        f"reason={letter.reason} attempts={letter.attempts}"
+                    )
+                    continue
+                await pacer.wait()
+                # The record as it was (its own headers), marked as a replay, carrying the attempt
+                # count and first failure so a second failure adds to them.
+                headers = [
+                    *letter.original_headers,
+                    *replay_headers(ledger_key, stage=stage),
+                    (DlqHeader.ATTEMPTS, str(letter.attempts).encode()),
+                    (DlqHeader.FIRST_FAILURE_AT, letter.first_failure_at.isoformat().encode()),
+                ]
+                try:
+                    await producer.send_and_wait(
+                        letter.topic,
+                        key=letter.key,
+                        value=letter.payload,
+                        headers=headers,
+                    )
+                    await ledger.record(producer, ledger_key, letter.topic)
+                except Exception as err:  # the broker refused this one: count it, go on
+                    summary.failed += 1
+                    summary.failures[type(err).__name__] += 1
+                    continue
                 summary.redriven += 1
-                summary.planned.append(
-                    f"{ledger_key} → {letter.topic} key={letter.key_text} "
-                    f"reason={letter.reason} attempts={letter.attempts}"
-                )
-                continue
-            await pacer.wait()
-            # The record as it was (its own headers), marked as a replay, carrying the attempt
-            # count and first failure so a second failure adds to them.
-            headers = [
-                *letter.original_headers,
-                *replay_headers(ledger_key, stage=stage),
-                (DlqHeader.ATTEMPTS, str(letter.attempts).encode()),
-                (DlqHeader.FIRST_FAILURE_AT, letter.first_failure_at.isoformat().encode()),
-            ]
-            try:
-                await producer.send_and_wait(
-                    letter.topic,
-                    key=letter.key,
-                    value=letter.payload,
-                    headers=headers,
-                )
-                await ledger.record(producer, ledger_key, letter.topic)
-            except Exception as err:  # the broker refused this one: count it, go on
-                summary.failed += 1
-                summary.failures[type(err).__name__] += 1
-                continue
-            summary.redriven += 1
-            bar.update(summary.read, summary.redriven)
-    finally:
-        await producer.stop()
-        bar.done()
+                bar.update(summary.read, summary.redriven)
+        finally:
+            bar.done()
     return summary

@@ -7,11 +7,14 @@ ledger survives tool restarts because it lives in Kafka.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import orjson
 from aiokafka import AIOKafkaProducer
 
+from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 
@@ -39,3 +42,19 @@ class ReplayLedger:
         value = orjson.dumps({"replayed_at": datetime.now(UTC).isoformat(), "target": target})
         await producer.send_and_wait(self.topic, key=key.encode(), value=value)
         self.done.add(key)
+
+
+@asynccontextmanager
+async def ledger_and_producer(
+    kafka: KafkaSettings, topic: str
+) -> AsyncIterator[tuple[ReplayLedger, AIOKafkaProducer]]:
+    """The ledger on `topic`, loaded, and a started producer for the re-driven records and
+    their ledger entries; the producer is stopped on exit."""
+    ledger = ReplayLedger(kafka, topic)
+    await ledger.load()
+    producer = make_producer(kafka)
+    await producer.start()
+    try:
+        yield ledger, producer
+    finally:
+        await producer.stop()

@@ -10,10 +10,10 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.errors import ConfigError
-from streamtts.producers.replay.ledger import ReplayLedger
+from streamtts.producers.replay.ledger import ReplayLedger, ledger_and_producer
 from streamtts.producers.replay.pacing import Pacer, Progress
 from streamtts.producers.replay.summary import ReplaySummary
-from streamtts.runtime.kafka import make_producer, topic_partitions
+from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
@@ -112,11 +112,7 @@ async def replay_requests(
         if rid not in found:
             summary.skip("not_found")
     mapping: dict[str, str] = {}
-    ledger = ReplayLedger(kafka, topics.replay_ledger)
-    await ledger.load()
-    producer = make_producer(kafka)
-    await producer.start()
-    try:
+    async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
         for rid, original in found.items():
             n = sum(1 for k in ledger.done if k.startswith(f"request:{rid}#")) + 1
             new_id = f"{rid[:110]}.r{n}" if new_ids else None
@@ -140,8 +136,6 @@ async def replay_requests(
                 )
                 continue
             await _resubmit(producer, ledger, topics, replay, f"request:{rid}", ledger_key)
-    finally:
-        await producer.stop()
     return summary, mapping
 
 
@@ -164,34 +158,30 @@ async def replay_window(
     if since >= until:
         raise ConfigError(f"--from ({since.isoformat()}) must be before --to ({until.isoformat()})")
     topics = TopicNames(kafka.topic_prefix)
-    ledger = ReplayLedger(kafka, topics.replay_ledger)
-    await ledger.load()
     summary = ReplaySummary(dry_run=dry_run)
     window = f"window:{since.isoformat()}..{until.isoformat()}:{namespace or ''}"
     pacer, bar = Pacer(rate), Progress("window", progress)
-    producer = make_producer(kafka)
-    await producer.start()
-    try:
-        async for record in snapshot(kafka, topics.requests, since=since, until=until):
-            summary.read += 1
-            try:
-                request = TTSRequest.from_bytes(record.value)
-            except ContractError:
-                summary.skip("invalid_request")
-                continue
-            ledger_key = f"{window}:{request.request_id}"
-            if ledger.seen(ledger_key) and not force:
-                summary.skip("already_replayed")
-                continue
-            replay = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
-            summary.redriven += 1
-            if dry_run:
-                summary.planned.append(f"{request.request_id} ({record.partition}@{record.offset})")
-                continue
-            await pacer.wait()
-            await _resubmit(producer, ledger, topics, replay, window, ledger_key)
-            bar.update(summary.read, summary.redriven)
-    finally:
-        await producer.stop()
-        bar.done()
+    async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
+        try:
+            async for record in snapshot(kafka, topics.requests, since=since, until=until):
+                summary.read += 1
+                try:
+                    request = TTSRequest.from_bytes(record.value)
+                except ContractError:
+                    summary.skip("invalid_request")
+                    continue
+                ledger_key = f"{window}:{request.request_id}"
+                if ledger.seen(ledger_key) and not force:
+                    summary.skip("already_replayed")
+                    continue
+                replay = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
+                summary.redriven += 1
+                if dry_run:
+                    summary.planned.append(f"{request.request_id} ({record.partition}@{record.offset})")
+                    continue
+                await pacer.wait()
+                await _resubmit(producer, ledger, topics, replay, window, ledger_key)
+                bar.update(summary.read, summary.redriven)
+        finally:
+            bar.done()
     return summary

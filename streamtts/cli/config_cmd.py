@@ -7,8 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("config", help="show the effective configuration (secrets masked)")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser(
         "show", help="print the configuration as TOML (loadable with --config; secrets masked)"
     ).set_defaults(func=_show)

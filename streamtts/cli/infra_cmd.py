@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("infra", help="install/start/stop the local Kafka + MinIO stack")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser("up", help="install what is missing, start, wait until ready")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")
     up.set_defaults(func=_up)

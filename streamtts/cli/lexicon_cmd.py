@@ -19,8 +19,7 @@ from streamtts.errors import ConfigError
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lexicon", help="put, get, delete or test a tenant's pronunciation lexicon")
-    verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
-    verbs.required = True
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p), required=True)
     put = verbs.add_parser("put", help="write FILE as the tenant's next lexicon version")
     put.add_argument("tenant", metavar="TENANT")
     put.add_argument("file", metavar="FILE", type=Path, help="lexicon file: .json, .yaml/.yml or .csv")

@@ -54,8 +54,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", metavar="FILE", help="TOML/YAML config file (default: $STREAMTTS_CONFIG); env vars win"
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    sub.required = True
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser, required=True)
     named = _named_subcommand(argv)
     for name in (named,) if named else SUBCOMMANDS:
         module = importlib.import_module(f"streamtts.cli.{name}")

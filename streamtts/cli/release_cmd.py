@@ -16,8 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "release", help="gray releases: route a share of requests to a candidate synthesize release"
     )
-    actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
-    actions.required = True
+    actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p), required=True)
     status = actions.add_parser("status", help="the routing rule in force")
     status.add_argument("--json", action="store_true", help="print the rule as JSON")
     status.set_defaults(func=_run)

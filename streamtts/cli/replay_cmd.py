@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="re-drive dead letters, re-run requests, replay a time window")
-    kinds = p.add_subparsers(dest="kind", metavar="KIND")
-    kinds.required = True
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
 
     from streamtts.runtime.topology import TOPOLOGY
 

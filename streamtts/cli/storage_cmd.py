@@ -7,8 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("storage", help="create the audio bucket, apply tenants' retention as lifecycle rules")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     a = actions.add_parser("apply", help="create the bucket, reconcile the lifecycle rules")
     a.add_argument("--dry-run", action="store_true", help="print what would change; change nothing")
     a.set_defaults(func=_run)

@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("topics", help="create/reconcile Kafka topics from infra/topics.yaml")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, helptext in (
         ("apply", "create missing topics, fix drift"),
         ("plan", "show drift only"),

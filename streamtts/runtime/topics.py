@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import overload
 
 from streamtts.runtime.topology import TOPIC_ROLES, TopicRole, stage_spec
 from streamtts.schemas import Delivery
@@ -12,61 +13,54 @@ from streamtts.schemas.release import BASE_RELEASE, RELEASE_PATTERN
 
 __all__ = ["STAGES", "TopicNames"]
 
+_NEW_ROLE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+"""A role outside `TOPIC_ROLES`: lower-case words joined by "_" (a topic name's parts)."""
+
 LANE_POOLS: dict[str, str] = {"segments": "short", "segments_long": "long"}
 """The roles a release has its own lane of, and the synthesize pool each feeds."""
+
+
+class _Topic:
+    """A `TopicNames` attribute: the topic `name` under the deployment's prefix."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, names: None, owner: type[TopicNames]) -> _Topic: ...
+
+    @overload
+    def __get__(self, names: TopicNames, owner: type[TopicNames]) -> str: ...
+
+    def __get__(self, names: TopicNames | None, owner: type[TopicNames]) -> _Topic | str:
+        return self if names is None else names._n(self.name)
 
 
 @dataclass(frozen=True)
 class TopicNames:
     prefix: str = ""
 
+    requests = _Topic("tts.requests")
+    segments = _Topic("tts.segments")
+    segments_long = _Topic("tts.segments.long")
+    """Segments of long/batch requests, read by the long-text synthesize pool."""
+    pcm = _Topic("tts.pcm")
+    audio = _Topic("tts.audio")
+    results = _Topic("tts.results")
+    control = _Topic("tts.control")
+    """Cancels (barge-in), keyed by request_id; every worker reads all of it."""
+    load = _Topic("tts.load")
+    """Synthesize workers' load reports (compacted), keyed by worker; read by admission."""
+    lexicons = _Topic("tts.lexicons")
+    """Tenant lexicons (compacted), keyed by tenant; every segment stage reads all of it."""
+    config = _Topic("tts.config")
+    """Live configuration (compacted): the release routing rule under key "release"."""
+    replay_ledger = _Topic("tts.replay.ledger")
+    audit = _Topic("tts.audit")
+    """Audit events (gateway actions, replay runs), keyed by tenant; append-only."""
+
     def _n(self, name: str) -> str:
         return f"{self.prefix}{name}"
-
-    @property
-    def requests(self) -> str:
-        return self._n("tts.requests")
-
-    @property
-    def segments(self) -> str:
-        return self._n("tts.segments")
-
-    @property
-    def segments_long(self) -> str:
-        """Segments of long/batch requests, read by the long-text synthesize pool."""
-        return self._n("tts.segments.long")
-
-    @property
-    def pcm(self) -> str:
-        return self._n("tts.pcm")
-
-    @property
-    def audio(self) -> str:
-        return self._n("tts.audio")
-
-    @property
-    def results(self) -> str:
-        return self._n("tts.results")
-
-    @property
-    def control(self) -> str:
-        """Cancels (barge-in), keyed by request_id; every worker reads all of it."""
-        return self._n("tts.control")
-
-    @property
-    def load(self) -> str:
-        """Synthesize workers' load reports (compacted), keyed by worker; read by admission."""
-        return self._n("tts.load")
-
-    @property
-    def lexicons(self) -> str:
-        """Tenant lexicons (compacted), keyed by tenant; every segment stage reads all of it."""
-        return self._n("tts.lexicons")
-
-    @property
-    def config(self) -> str:
-        """Live configuration (compacted): the release routing rule under key "release"."""
-        return self._n("tts.config")
 
     def release_segments(self, release: str, pool: str = "short") -> str:
         """The segments topic of a release's lane for a pool. The base release keeps today's
@@ -74,15 +68,6 @@ class TopicNames:
         if release == BASE_RELEASE:
             return self.segments_long if pool == "long" else self.segments
         return self._n(f"tts.release.{release}.segments{'.long' if pool == 'long' else ''}")
-
-    @property
-    def replay_ledger(self) -> str:
-        return self._n("tts.replay.ledger")
-
-    @property
-    def audit(self) -> str:
-        """Audit events (gateway actions, replay runs), keyed by tenant; append-only."""
-        return self._n("tts.audit")
 
     def chunk_topics(self, delivery: Delivery) -> list[str]:
         """Where a request's audio chunks go: the default audio topic (if the request wants
@@ -93,11 +78,15 @@ class TopicNames:
         return out
 
     def role(self, role: TopicRole) -> str:
-        """The topic of a topology role (see `runtime.topology`)."""
-        if role not in TOPIC_ROLES:
+        """The topic of a topology role (see `runtime.topology`). A role the pipeline does not
+        have (a stage added to a topology given as a value) is named by the same rule as
+        the others: "pcm_raw" is tts.pcm.raw."""
+        if role in TOPIC_ROLES:
+            name: str = getattr(self, role)
+            return name
+        if not _NEW_ROLE.fullmatch(role):
             raise ValueError(f"unknown topic role {role!r}")
-        name: str = getattr(self, role)
-        return name
+        return self._n("tts." + role.replace("_", "."))
 
     def lane(self, role: TopicRole, release: str) -> str:
         """`role`'s topic as `release` reads it: its lane for a candidate release, the role's
@@ -132,6 +121,8 @@ class TopicNames:
         return release if is_lane else None
 
     def dlq(self, stage: str) -> str:
-        if stage not in STAGES:
+        """A stage's dead letters: tts.<stage>.dlq (a stage added to a topology given as a
+        value, too: a lower-case name)."""
+        if stage not in STAGES and not _NEW_ROLE.fullmatch(stage):
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
         return self._n(f"tts.{stage}.dlq")
