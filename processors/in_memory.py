@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.processors.encode.stage import EncodeStage
 from streamtts.processors.segment.stage import SegmentStage
+from streamtts.processors.synthesize.lanes import InferenceLanes
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.speech_stack import build_lanes
 from streamtts.processors.synthesize.stage import SynthesizeStage
@@ -34,6 +35,7 @@ from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import TOPOLOGY, StageSpec
 from streamtts.schemas import PcmChunk, TTSRequest, wire
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
@@ -61,8 +63,74 @@ class MemoryEvent:
     message: MemoryRecord
 
 
+@dataclass(frozen=True)
+class StageParts:
+    """What building a stage may need: the settings and the process's shared pieces."""
+
+    kafka: KafkaSettings
+    pipeline: PipelineSettings
+    topics: TopicNames
+    telemetry: Telemetry
+    renderer: SegmentRenderer
+    lexicons: LexiconBook | None = None
+    lanes: InferenceLanes | None = None
+
+
+StageFactory = Callable[[StageParts, StageSpec], list[FaustStage]]
+"""Builds a stage's groups (synthesize: one per pool) where `spec` places it."""
+
+
+def _segment(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
+    return [
+        SegmentStage(
+            parts.kafka,
+            parts.pipeline,
+            parts.topics,
+            voices=parts.renderer.synth.registry,
+            telemetry=parts.telemetry,
+            lexicons=parts.lexicons,
+            spec=spec,
+        )
+    ]
+
+
+def _synthesize(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
+    return [
+        SynthesizeStage(
+            parts.kafka,
+            parts.pipeline,
+            parts.renderer,
+            parts.topics,
+            pool=group.pool or "short",
+            telemetry=parts.telemetry,
+            lanes=parts.lanes,
+            spec=spec,
+        )
+        for group in spec.groups
+    ]
+
+
+def _encode(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
+    return [EncodeStage(parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec)]
+
+
+STAGES: dict[str, StageFactory] = {"segment": _segment, "synthesize": _synthesize, "encode": _encode}
+"""The faust stages of `TOPOLOGY` (the sink is an aiokafka loop with object storage: not here)."""
+
+
+def build_stages(
+    parts: StageParts, topology: Sequence[StageSpec], factories: Mapping[str, StageFactory] | None = None
+) -> list[FaustStage]:
+    """Every stage of `topology` that has a factory, in data-path order, each reading and
+    writing what its spec there says. `factories` adds to (or replaces) `STAGES`: a new
+    stage is its spec and its factory."""
+    known = {**STAGES, **(factories or {})}
+    return [stage for spec in topology if spec.name in known for stage in known[spec.name](parts, spec)]
+
+
 class InMemoryTopology:
-    """Segment → synthesize (short and long pools) → encode, run in this process.
+    """Segment → synthesize (short and long pools) → encode, run in this process (or any
+    topology of faust stages given as a value: `topology` and `factories`).
 
     Use `async with`: stages are built (not started: no consumer, no producer, no broker) and
     their thread pools shut down at exit."""
@@ -78,6 +146,8 @@ class InMemoryTopology:
         lanes: bool = True,
         on_record: Callable[[MemoryRecord], None] | None = None,
         log: logging.Logger | None = None,
+        topology: Sequence[StageSpec] = TOPOLOGY,
+        factories: Mapping[str, StageFactory] | None = None,
     ) -> None:
         """renderer: the model (its registry also resolves voice names for segment);
         lexicons: tenant lexicons segment applies (fill it with `LexiconBook.take`);
@@ -85,36 +155,22 @@ class InMemoryTopology:
         cut into pieces depends on them); False: the synthesize stage's own executor;
         on_record: told of every record as it is written (e.g. the first PCM: first audio);
         log: where every stage logs instead of its own logger (the canary's: its warnings
-        only, so its renders are not read as traffic)."""
+        only, so its renders are not read as traffic);
+        topology, factories: the stages to run (see `build_stages`)."""
         self.renderer = renderer
         self.pipeline = pipeline or PipelineSettings()
         self.topics = topics or TopicNames()
-        kafka = KafkaSettings(topic_prefix=self.topics.prefix)  # named, never contacted
-        telemetry = telemetry or Telemetry()
         self.lanes = build_lanes(self.pipeline) if lanes else None
-        self.stages: list[FaustStage] = [
-            SegmentStage(
-                kafka,
-                self.pipeline,
-                self.topics,
-                voices=renderer.synth.registry,
-                telemetry=telemetry,
-                lexicons=lexicons,
-            ),
-            *(
-                SynthesizeStage(
-                    kafka,
-                    self.pipeline,
-                    renderer,
-                    self.topics,
-                    pool=pool,
-                    telemetry=telemetry,
-                    lanes=self.lanes,
-                )
-                for pool in ("short", "long")
-            ),
-            EncodeStage(kafka, self.pipeline, self.topics, telemetry=telemetry),
-        ]
+        parts = StageParts(
+            KafkaSettings(topic_prefix=self.topics.prefix),  # named, never contacted
+            self.pipeline,
+            self.topics,
+            telemetry or Telemetry(),
+            renderer,
+            lexicons,
+            self.lanes,
+        )
+        self.stages: list[FaustStage] = build_stages(parts, topology, factories)
         for stage in self.stages:
             stage.send_through(self._append)
             if log is not None:

@@ -37,6 +37,7 @@ from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import StageSpec
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
 
 ENCODES = {True: 1, False: 1}
@@ -115,8 +116,9 @@ class EncodeStage(FaustStage):
         topics: TopicNames | None = None,
         *,
         telemetry: Telemetry | None = None,
+        spec: StageSpec | None = None,
     ) -> None:
-        super().__init__(kafka, pipeline, topics, telemetry=telemetry)
+        super().__init__(kafka, pipeline, topics, telemetry=telemetry, spec=spec)
         self.pool = ThreadPoolExecutor(max_workers=sum(ENCODES.values()), thread_name_prefix="encode")
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None

@@ -30,6 +30,7 @@ from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import StageSpec
 from streamtts.schemas import Lexicon, Segment, TTSRequest, wire
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
 from streamtts.schemas.request import pool_of
@@ -81,10 +82,11 @@ class SegmentStage(FaustStage):
         telemetry: Telemetry | None = None,
         lexicons: LexiconBook | None = None,
         releases: ReleaseWatch | None = None,
+        spec: StageSpec | None = None,
     ) -> None:
         """releases: the live routing rule; None (or no rule ever written) sends everything to
         the base release's topics, as before releases existed."""
-        super().__init__(kafka, pipeline, topics, telemetry=telemetry)
+        super().__init__(kafka, pipeline, topics, telemetry=telemetry, spec=spec)
         self.lexicons = lexicons
         # Compiled lexicons by (tenant, version), compiled off the event loop as soon as an
         # update arrives: the first request after it does not stall the stage.

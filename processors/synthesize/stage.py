@@ -34,6 +34,7 @@ from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import StageSpec
 from streamtts.schemas import ContractError, Segment, wire
 from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
 
@@ -65,6 +66,7 @@ class SynthesizeStage(FaustStage):
         cancels: CancelWatch | None = None,
         profile: ReleaseProfile | None = None,
         lanes: InferenceLanes | None = None,
+        spec: StageSpec | None = None,
     ) -> None:
         """lanes: the process's inference lanes (first spans never wait for bulk work);
         None: the stage's own executor, one segment at a time (`scheduler = "fifo"`).
@@ -77,10 +79,12 @@ class SynthesizeStage(FaustStage):
             raise ValueError(f"pool must be short or long, not {pool!r}")
         self.profile = profile or ReleaseProfile()
         # Group and source (the release's lane of the pool's topic) as the topology says.
-        super().__init__(kafka, pipeline, topics, telemetry=telemetry, pool=pool, release=self.profile.name)
+        super().__init__(
+            kafka, pipeline, topics, telemetry=telemetry, pool=pool, release=self.profile.name, spec=spec
+        )
         self.pool_name = pool
         self.renderer = renderer
-        self.out = self.outputs.role("pcm")
+        self.out = self.outputs.role(self.spec.outputs[0])  # its one output: the topology wires it
         self.pool = ThreadPoolExecutor(
             max_workers=max(1, pipeline.synthesis.workers), thread_name_prefix=f"synth-{pool}"
         )

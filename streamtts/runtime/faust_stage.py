@@ -50,21 +50,24 @@ class FaustStage(DeadLettering):
         telemetry: Telemetry | None = None,
         pool: str | None = None,
         release: str = BASE_RELEASE,
+        spec: StageSpec | None = None,
     ) -> None:
         """pool: the group of the stage's spec to run (synthesize: "short" or "long");
-        release: the release served (a stage with release lanes reads that release's lane)."""
+        release: the release served (a stage with release lanes reads that release's lane);
+        spec: where the stage sits in a topology other than the pipeline's own (`TOPOLOGY`),
+        e.g. with a stage inserted after it: what it reads and writes follows the spec."""
         self.kafka = kafka
         self.pipeline = pipeline
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.telemetry = telemetry or Telemetry()
-        self.spec: StageSpec = stage_spec(self.name)
+        self.spec: StageSpec = spec or stage_spec(self.name)
         group = self.spec.group_for(pool)
         self.group = self.spec.group_role(group, release)
         self.sources: list[str] = self.spec.group_sources(group, self.topics, release)
         """The topics this stage consumes."""
         self.app: faust.App = make_app(self.group, kafka, pipeline)
         self._faust_topics: dict[str, faust.TopicT] = {}
-        self.outputs = StageOutputs(self.name, self.topics, self._faust_send)
+        self.outputs = StageOutputs(self.name, self.topics, self._faust_send, self.spec)
         """The stage's only way to write: the outputs its spec declares, through this app."""
         self.dead_letters = DeadLetterPublisher(
             self.name, self.topics.dlq(self.name), self._send_dlq, self.telemetry
@@ -249,7 +252,7 @@ class FaustStage(DeadLettering):
     def send_through(self, transport: Transport) -> None:
         """Send the stage's outputs through `transport` instead of its app's producer (the
         in-memory topology); what the stage may write stays what its spec declares."""
-        self.outputs = StageOutputs(self.name, self.topics, transport)
+        self.outputs = StageOutputs(self.name, self.topics, transport, self.spec)
 
     def release(self) -> None:
         """Let go of what the stage holds beside its app (its thread pools): after `stop`, or

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import TopicRole, stage_spec, topology_topics
+from streamtts.runtime.topology import StageSpec, TopicRole, stage_spec, topology_topics
 
 Headers = list[tuple[str, bytes]] | None
 Transport = Callable[[str, bytes | None, bytes, Headers], Awaitable[Awaitable[Any]]]
@@ -50,8 +50,12 @@ class StageOutputs:
     `written` counts what was sent by kind ("pcm", "dlq", "release_lane", "reply"), so a test
     can hold what a stage wrote against its spec."""
 
-    def __init__(self, stage: str, topics: TopicNames, transport: Transport) -> None:
-        self.spec = stage_spec(stage)
+    def __init__(
+        self, stage: str, topics: TopicNames, transport: Transport, spec: StageSpec | None = None
+    ) -> None:
+        """spec: the stage's spec where the topology given is not the pipeline's own
+        (`FaustStage(spec=…)`); by default `TOPOLOGY`'s."""
+        self.spec = spec or stage_spec(stage)
         self.topics = topics
         self._transport = transport
         self._declared: dict[str, str] = {topics.role(role): role for role in self.spec.outputs}
