@@ -15,7 +15,7 @@ from streamtts.schemas.base import AudioBytes, Contract
 from streamtts.schemas.context import RequestContext
 from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import ID_PATTERN, MAX_PARTS, MAX_SEGMENTS, TENANT_PATTERN, AudioFormat
-from streamtts.schemas.segment import SpanLanguage
+from streamtts.schemas.segment import SpanLanguage, SpanRecord
 
 DegradationStep = Literal["fallback_voice", "please_wait_clip", "breaker_open", "formant"]
 """formant: espeak-ng's formant voice spoke the span (no neural voice speaks its language,
@@ -80,15 +80,11 @@ class MarkTiming(BaseModel):
     time_ms: float = Field(ge=0)
 
 
-class PcmChunk(Contract):
+class PcmChunk(SpanRecord):
     """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
 
     contract_name: ClassVar[str] = "pcm_chunk"
 
-    schema_version: Literal[1] = 1
-    request_id: str
-    seq: int = Field(ge=0)
-    total: int = Field(ge=1, le=MAX_SEGMENTS)
     part: int = Field(default=0, ge=0, lt=MAX_PARTS)
     last_part: bool = True
     last: bool

@@ -13,35 +13,18 @@ import re
 import unicodedata
 from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import (
-    AfterValidator,
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    model_validator,
-)
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.languages import TAGS
+from streamtts.schemas.names import OneOf
 from streamtts.schemas.request import TENANT_PATTERN
 
 LEXICON_LANGUAGES: tuple[str, ...] = ("any", *TAGS)
 
 
-def _lexicon_language(value: str) -> str:
-    if value not in LEXICON_LANGUAGES:
-        raise ValueError(
-            f"unknown language {value!r}; use any or a tag of the language table (`streamtts voices`)"
-        )
-    return value
-
-
 LexiconLanguage = Annotated[
-    str,
-    AfterValidator(_lexicon_language),
-    WithJsonSchema({"type": "string", "enum": list(LEXICON_LANGUAGES)}),
+    str, OneOf(LEXICON_LANGUAGES, "language", "use any or a tag of the language table (`streamtts voices`)")
 ]
 """"any" or any language of the table (`schemas.languages`): an entry applies where its
 grapheme is read in that language."""

@@ -8,6 +8,7 @@ and its JSON Schema enum lists them, so a new format is one `formats.register(..
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -50,6 +51,33 @@ def _registered(value: str) -> str:
         expected = " or ".join(", ".join(repr(n) for n in formats.names()).rsplit(", ", 1))
         raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
     return value
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """Pydantic metadata of a text field that must be one of `values` (a table's tags): a
+    value error "unknown {what} …" (then `hint`) otherwise, and a JSON Schema enum of them.
+
+    `Annotated[str, OneOf(TAGS, "run language")]`."""
+
+    values: tuple[str, ...]
+    what: str
+    hint: str = ""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._known, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": "string", "enum": list(self.values)}
+
+    def _known(self, value: str) -> str:
+        if value not in self.values:
+            raise ValueError(f"unknown {self.what} {value!r}" + (f"; {self.hint}" if self.hint else ""))
+        return value
 
 
 AudioFormat = Annotated[str, RegisteredFormat]

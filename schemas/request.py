@@ -6,32 +6,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import (
-    AfterValidator,
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    model_validator,
-)
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from streamtts.audio import formats
 from streamtts.schemas.base import Contract
 from streamtts.schemas.languages import REQUEST_LANGUAGES
-from streamtts.schemas.names import AudioFormat, Pool, WavCodec
-
-
-def _known_language(value: str) -> str:
-    if value not in REQUEST_LANGUAGES:
-        raise ValueError(f"unknown language {value!r}; use auto or one of {', '.join(REQUEST_LANGUAGES[1:])}")
-    return value
-
+from streamtts.schemas.names import AudioFormat, OneOf, Pool, WavCodec
 
 Language = Annotated[
-    str,
-    AfterValidator(_known_language),
-    WithJsonSchema({"type": "string", "enum": list(REQUEST_LANGUAGES)}),
+    str, OneOf(REQUEST_LANGUAGES, "language", f"use auto or one of {', '.join(REQUEST_LANGUAGES[1:])}")
 ]
 """"auto" or a tag of the language table (`schemas.languages`)."""
 Priority = Literal["interactive", "normal", "batch"]

@@ -4,43 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import (
-    AfterValidator,
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    model_validator,
-)
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from streamtts.schemas.base import Contract
 from streamtts.schemas.context import RequestContext
 from streamtts.schemas.languages import TAGS
+from streamtts.schemas.names import OneOf
 from streamtts.schemas.request import MAX_SEGMENTS, VOICE_PATTERN
 
 SPAN_LANGUAGES: tuple[str, ...] = (*TAGS, "other", "mixed")
 
 
-def _run_language(value: str) -> str:
-    if value not in TAGS:
-        raise ValueError(f"unknown run language {value!r}")
-    return value
-
-
-def _span_language(value: str) -> str:
-    if value not in SPAN_LANGUAGES:
-        raise ValueError(f"unknown span language {value!r}")
-    return value
-
-
-SpanLanguage = Annotated[
-    str, AfterValidator(_span_language), WithJsonSchema({"type": "string", "enum": list(SPAN_LANGUAGES)})
-]
+SpanLanguage = Annotated[str, OneOf(SPAN_LANGUAGES, "span language")]
 """A tag of the language table, "other" (a script nobody speaks) or "mixed" (see `runs`)."""
-RunLanguage = Annotated[
-    str, AfterValidator(_run_language), WithJsonSchema({"type": "string", "enum": list(TAGS)})
-]
+RunLanguage = Annotated[str, OneOf(TAGS, "run language")]
 
 
 TextBlock = tuple[int, int, int, int]
@@ -91,15 +68,21 @@ class Mark(BaseModel):
     that starts at or after it, or at the end of the span's speech."""
 
 
-class Segment(Contract):
-    """A span to synthesize. `seq` runs 0..total-1 per request; `last` marks seq == total-1."""
-
-    contract_name: ClassVar[str] = "segment"
+class SpanRecord(Contract):
+    """What a pipeline record of one span begins with: its request and its `seq` of `total`
+    (segments and PCM chunks; an audio chunk names its tenant before `seq`)."""
 
     schema_version: Literal[1] = 1
     request_id: str
     seq: int = Field(ge=0)
     total: int = Field(ge=1, le=MAX_SEGMENTS)
+
+
+class Segment(SpanRecord):
+    """A span to synthesize. `seq` runs 0..total-1 per request; `last` marks seq == total-1."""
+
+    contract_name: ClassVar[str] = "segment"
+
     last: bool
     text: str = Field(min_length=1, max_length=2000)
     lang: SpanLanguage

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from streamtts.errors import RecordError
 
 
@@ -11,23 +13,27 @@ class SegmentationError(RecordError, ValueError):
 
     reason = "nothing_speakable"
 
-
-class TextTooLong(SegmentationError):
-    reason = "text_too_long"
-
-
-class EmptyText(SegmentationError):
-    reason = "empty_text"
+    def __init_subclass__(cls, *, reason: str = "", **kwargs: Any) -> None:
+        # `class X(SegmentationError, reason=...)`: each error's dead-letter reason in its header.
+        super().__init_subclass__(**kwargs)
+        if reason:
+            cls.reason = reason
 
 
-class UnsupportedLanguageHint(SegmentationError):
-    reason = "unsupported_language"
+class TextTooLong(SegmentationError, reason="text_too_long"):
+    """More characters than the stage takes (`max_text_chars`)."""
 
 
-class UnsupportedLanguage(SegmentationError):
+class EmptyText(SegmentationError, reason="empty_text"):
+    """No text left once spaces and markup are taken away."""
+
+
+class UnsupportedLanguageHint(SegmentationError, reason="unsupported_language"):
+    """The request names a language no row of the language table speaks."""
+
+
+class UnsupportedLanguage(SegmentationError, reason="unsupported_language"):
     """Every letter of the text is in a script no row of the language table speaks."""
-
-    reason = "unsupported_language"
 
 
 class InputRejected(SegmentationError):
@@ -38,24 +44,18 @@ class InputRejected(SegmentationError):
         super().__init__(message)
 
 
-class ExpandedTooLong(SegmentationError):
+class ExpandedTooLong(SegmentationError, reason="expanded_too_long"):
     """More to say than the request may (its lexicon, numbers and markup read out)."""
 
-    reason = "expanded_too_long"
+
+class TooManySegments(SegmentationError, reason="too_many_segments"):
+    """The text makes more segments than a request may have (`MAX_SEGMENTS`)."""
 
 
-class TooManySegments(SegmentationError):
-    reason = "too_many_segments"
-
-
-class UnreadableNumber(SegmentationError):
+class UnreadableNumber(SegmentationError, reason="unreadable_number"):
     """A number the reader of its language cannot say (the message names it)."""
 
-    reason = "unreadable_number"
 
-
-class TooCostly(SegmentationError):
+class TooCostly(SegmentationError, reason="too_costly"):
     """Planning the request took longer than its budget (`plan_budget`); the message says
     how far it got."""
-
-    reason = "too_costly"

@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from streamtts.processors.segment.exceptions import UnsupportedLanguageHint
-from streamtts.processors.segment.numbers import TOKEN_RE
+from streamtts.processors.segment.number_tokens import TOKEN_RE
 from streamtts.schemas.languages import BY_TAG, ROWS, TAGS
 
 LANGS: frozenset[str] = frozenset({*TAGS, "other"})

@@ -21,7 +21,8 @@ from streamtts.processors.segment.plan_budget import PlanDeadline
 from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, Span, segment_text
 from streamtts.processors.segment.splitter import SENTENCE_END
 from streamtts.processors.segment.spoken_budget import SpokenBudget
-from streamtts.processors.segment.ssml import looks_like_ssml, parse_ssml
+from streamtts.processors.segment.ssml import parse_ssml
+from streamtts.processors.segment.ssml_document import looks_like_ssml
 from streamtts.processors.segment.voice_plan import VoiceChooser, VoicePlan, plan_voices
 from streamtts.schemas import RequestContext, Segment, TTSRequest
 from streamtts.schemas.request import MAX_SEGMENTS

@@ -12,14 +12,9 @@ import re
 
 from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.number_context import _groups, read_digits
-from streamtts.processors.segment.numbers import (
-    _MONTHS,
-    _cn,
-    int_to_words_en,
-    ordinal_en,
-    verbalize_numbers,
-    year_en,
-)
+from streamtts.processors.segment.numbers import verbalize_numbers
+from streamtts.processors.segment.numbers_en import MONTHS, int_to_words_en, ordinal_en, year_en
+from streamtts.processors.segment.numbers_zh import cn_number
 
 INTERPRETATIONS = frozenset(
     {
@@ -69,10 +64,8 @@ def _ascii_digits(text: str) -> bool:
     return bool(text) and text.isascii() and text.isdigit()
 
 
-class SayAsError(SegmentationError):
+class SayAsError(SegmentationError, reason="invalid_ssml"):
     """The content does not read as the interpretation says (the caller reads it plainly)."""
-
-    reason = "invalid_ssml"
 
 
 def say_as(kind: str, text: str, lang: str, fmt: str | None = None) -> str:
@@ -160,7 +153,7 @@ def _cardinal(text: str, lang: str) -> str:
         words = int_to_words_en(int(int_part)) + (f" point {_digits(frac, 'en')}" if frac else "")
         return ("minus " if neg else "") + words
     if lang == "zh":
-        return ("负" if neg else "") + _cn(f"{int_part}.{frac}" if frac else int_part)
+        return ("负" if neg else "") + cn_number(f"{int_part}.{frac}" if frac else int_part)
     return text.strip().replace(",", "")
 
 
@@ -171,7 +164,7 @@ def _ordinal(text: str, lang: str) -> str:
     if lang == "en":
         return ordinal_en(int(digits))
     if lang == "zh":
-        return "第" + _cn(digits)
+        return "第" + cn_number(digits)
     if lang == "ja":
         return f"{int(digits)}番目"
     return digits
@@ -190,15 +183,15 @@ def _date(text: str, lang: str, fmt: str) -> str:
     if lang == "zh" or lang == "ja":
         out = ""
         if year is not None:
-            out += (_cn(str(year), "direct") if lang == "zh" else str(year)) + "年"
+            out += (cn_number(str(year), "direct") if lang == "zh" else str(year)) + "年"
         if month is not None:
-            out += (_cn(str(month)) if lang == "zh" else str(month)) + "月"
+            out += (cn_number(str(month)) if lang == "zh" else str(month)) + "月"
         if day is not None:
-            out += (_cn(str(day)) if lang == "zh" else str(day)) + "日"
+            out += (cn_number(str(day)) if lang == "zh" else str(day)) + "日"
         return out
     words: list[str] = []
     if month is not None:
-        words.append(_MONTHS[month - 1])
+        words.append(MONTHS[month - 1])
     if day is not None:
         words.append(("the " if month is None else "") + ordinal_en(day))
     head = " ".join(words)
@@ -217,7 +210,7 @@ def _time(text: str, lang: str) -> str:
         raise SayAsError(f"say-as time: {text!r} is not a time of day")
     if lang == "zh":
         prefix = "下午" if ampm == "pm" else "上午" if ampm == "am" else ""
-        return prefix + f"{_cn(str(hh))}点" + (f"{_cn(str(mm))}分" if mm else "整")
+        return prefix + f"{cn_number(str(hh))}点" + (f"{cn_number(str(mm))}分" if mm else "整")
     if lang == "en":
         spoken = (
             f"{int_to_words_en(hh)} o'clock"
@@ -240,7 +233,7 @@ def _currency(text: str, lang: str) -> str:
         name = _CURRENCY_ZH.get(unit if unit != "元" else "¥")
         if name is None:
             raise SayAsError(f"say-as currency: unknown currency {unit!r}")
-        number = _cn(f"{whole}.{cents}" if cents and int(cents) else whole)
+        number = cn_number(f"{whole}.{cents}" if cents and int(cents) else whole)
         return ("负" if neg else "") + number + name
     if lang != "en":
         return verbalize_numbers(text, lang)

@@ -8,13 +8,9 @@ import unicodedata
 import pytest
 
 from streamtts.processors.segment.exceptions import UnreadableNumber
-from streamtts.processors.segment.numbers import (
-    ascii_digits,
-    int_to_words_en,
-    ordinal_en,
-    verbalize_numbers,
-    year_en,
-)
+from streamtts.processors.segment.number_tokens import ascii_digits
+from streamtts.processors.segment.numbers import verbalize_numbers
+from streamtts.processors.segment.numbers_en import int_to_words_en, ordinal_en, year_en
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.segment.segmenter import segment_text
 from streamtts.schemas import TTSRequest

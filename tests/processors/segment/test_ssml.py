@@ -10,12 +10,12 @@ import pytest
 from streamtts.processors.segment.exceptions import ExpandedTooLong, InputRejected
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.segment.segmenter import PAUSE_PARAGRAPH_MS
-from streamtts.processors.segment.ssml import (
+from streamtts.processors.segment.ssml import parse_ssml
+from streamtts.processors.segment.ssml_document import (
     MAX_BLOCKS,
     MAX_DOCUMENT_BREAK_MS,
     InvalidSsml,
     looks_like_ssml,
-    parse_ssml,
 )
 from streamtts.schemas import TTSRequest
 
