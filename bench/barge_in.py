@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -26,9 +25,10 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from streamtts.bench.fresh_workers import workers_on
 from streamtts.bench.loadgen import poisson_schedule
 from streamtts.bench.stats import percentile
-from streamtts.bench.worker_procs import Topology, UsageWindow, WorkerSet
+from streamtts.bench.worker_procs import Topology, UsageWindow
 from streamtts.errors import StreamTTSError
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import make_consumer, topic_partitions
@@ -118,87 +118,81 @@ async def _scenario(
     drain_s: float,
     threads: int,
 ) -> BargeRun:
-    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
-
     prefix = f"benchbarge{time.strftime('%H%M%S')}-{voice.replace('_', '')}-{mode}-"
-    await apply_bench_topics(settings, prefix)
-    env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
-    (log_dir / f"{voice}-{mode}").mkdir(parents=True, exist_ok=True)
-    workers = WorkerSet(Topology(1, threads, warm_voices=(voice,)), env, log_dir / f"{voice}-{mode}")
-    await asyncio.to_thread(workers.start)
-    kafka = dataclasses.replace(settings.kafka, topic_prefix=prefix)
-    topics = TopicNames(prefix)
-    audio = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
-    results = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
-    all_done = asyncio.Event()
-    sending = True
-    producer = RequestProducer(kafka)
-    text = " ".join(ANSWERS[VOICE_LANG[voice]])
-    run = BargeRun(voice, mode, rate)
-    by_id: dict[str, _Record] = {}
-    tasks: list[asyncio.Task[None]] = []
-    try:
-        await producer.start()
-        for consumer, topic in ((audio, topics.audio), (results, topics.results)):
-            # Attached at the end before anything is sent (fresh topics: nothing is missed).
-            await consumer.start()
-            tps = [TopicPartition(topic, p) for p in sorted(await topic_partitions(kafka, topic))]
-            consumer.assign(tps)
-            await consumer.seek_to_end(*tps)
-            for tp in tps:
-                await consumer.position(tp)
-        warm = TTSRequest.new("One moment.", voice=voice, format="mulaw")
-        await producer.submit(warm)
+    topology = Topology(1, threads, warm_voices=(voice,))
+    env = {"STREAMTTS_RENDER_CACHE": "0"}
+    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
+        kafka = dataclasses.replace(settings.kafka, topic_prefix=prefix)
+        topics = TopicNames(prefix)
+        audio = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
+        results = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
+        all_done = asyncio.Event()
+        sending = True
+        producer = RequestProducer(kafka)
+        text = " ".join(ANSWERS[VOICE_LANG[voice]])
+        run = BargeRun(voice, mode, rate)
+        by_id: dict[str, _Record] = {}
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await producer.start()
+            for consumer, topic in ((audio, topics.audio), (results, topics.results)):
+                # Attached at the end before anything is sent (fresh topics: nothing is missed).
+                await consumer.start()
+                tps = [TopicPartition(topic, p) for p in sorted(await topic_partitions(kafka, topic))]
+                consumer.assign(tps)
+                await consumer.seek_to_end(*tps)
+                for tp in tps:
+                    await consumer.position(tp)
+            warm = TTSRequest.new("One moment.", voice=voice, format="mulaw")
+            await producer.submit(warm)
 
-        async def read_audio() -> None:
-            async for record in audio:
-                with contextlib.suppress(ContractError):
-                    chunk = wire.decode(AudioChunk, record.value, record.headers)
-                    rec = by_id.get(chunk.request_id)
-                    if rec is None:
-                        continue
-                    if rec.first_at is None:
-                        rec.first_at = time.monotonic()
-                        if rec.cancel and mode == "barge-in":  # the caller speaks over it
-                            rec.cancel_at = datetime.now(UTC)
-                            await producer.cancel(chunk.request_id, chunk.tenant)
-                    if not chunk.cancelled and chunk.audio:
-                        rec.last_audio_at = chunk.encoded_at
+            async def read_audio() -> None:
+                async for record in audio:
+                    with contextlib.suppress(ContractError):
+                        chunk = wire.decode(AudioChunk, record.value, record.headers)
+                        rec = by_id.get(chunk.request_id)
+                        if rec is None:
+                            continue
+                        if rec.first_at is None:
+                            rec.first_at = time.monotonic()
+                            if rec.cancel and mode == "barge-in":  # the caller speaks over it
+                                rec.cancel_at = datetime.now(UTC)
+                                await producer.cancel(chunk.request_id, chunk.tenant)
+                        if not chunk.cancelled and chunk.audio:
+                            rec.last_audio_at = chunk.encoded_at
 
-        async def read_results() -> None:
-            async for record in results:
-                with contextlib.suppress(ContractError):
-                    result = CompletionResult.from_bytes(record.value)
-                    if result.request_id in by_id:
-                        by_id[result.request_id].result = result
-                    if not sending and all(r.result is not None for r in run.records):
-                        all_done.set()
+            async def read_results() -> None:
+                async for record in results:
+                    with contextlib.suppress(ContractError):
+                        result = CompletionResult.from_bytes(record.value)
+                        if result.request_id in by_id:
+                            by_id[result.request_id].result = result
+                        if not sending and all(r.result is not None for r in run.records):
+                            all_done.set()
 
-        tasks = [asyncio.create_task(read_audio()), asyncio.create_task(read_results())]
-        usage = UsageWindow(workers.pids).start()
-        started = time.monotonic()
-        for i, (at, drop) in enumerate(zip(schedule, cancel, strict=True)):
-            await asyncio.sleep(max(0.0, started + at - time.monotonic()))
-            request = TTSRequest.new(text, voice=voice, format="mulaw", request_id=f"{prefix}{i}")
-            rec = _Record(request, drop, sent_at=time.monotonic())
-            by_id[request.request_id] = rec
-            run.records.append(rec)
-            await producer.submit(request)
-        sending = False
-        if all(r.result is not None for r in run.records):
-            all_done.set()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(all_done.wait(), drain_s)
-        used = usage.stop()
-        run.cpu_s = sum(u.cpu_s for u in used.values())
-    finally:
-        for task in tasks:
-            task.cancel()
-        for consumer in (audio, results):
-            await consumer.stop()
-        await producer.stop()
-        await asyncio.to_thread(workers.stop)
-        await drop_bench_topics(settings, prefix)
+            tasks = [asyncio.create_task(read_audio()), asyncio.create_task(read_results())]
+            usage = UsageWindow(workers.pids).start()
+            started = time.monotonic()
+            for i, (at, drop) in enumerate(zip(schedule, cancel, strict=True)):
+                await asyncio.sleep(max(0.0, started + at - time.monotonic()))
+                request = TTSRequest.new(text, voice=voice, format="mulaw", request_id=f"{prefix}{i}")
+                rec = _Record(request, drop, sent_at=time.monotonic())
+                by_id[request.request_id] = rec
+                run.records.append(rec)
+                await producer.submit(request)
+            sending = False
+            if all(r.result is not None for r in run.records):
+                all_done.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(all_done.wait(), drain_s)
+            used = usage.stop()
+            run.cpu_s = sum(u.cpu_s for u in used.values())
+        finally:
+            for task in tasks:
+                task.cancel()
+            for consumer in (audio, results):
+                await consumer.stop()
+            await producer.stop()
     row = run.row()
     _say(
         f"{voice} {mode}: {row['completed']} completed, {row['cancelled']} cancelled, {row['lost']} lost; "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -19,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamtts.bench.fresh_workers import workers_on
 from streamtts.bench.loadgen import PipelineClient, RequestShape, open_loop, poisson_schedule, progress_line
 from streamtts.bench.stats import RequestRecord, Summary, percentile, summarize
-from streamtts.bench.worker_procs import Topology, UsageWindow, WorkerSet
+from streamtts.bench.worker_procs import Topology, UsageWindow
 from streamtts.bench.workloads import WorkItem
 from streamtts.errors import StreamTTSError
 from streamtts.runtime.settings import Settings
@@ -151,43 +151,37 @@ async def _scenario(
     drain_s: float,
     threads: int = 2,
 ) -> CacheRun:
-    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
-
     stamp = time.strftime("%H%M%S")
     prefix = f"benchcache{stamp}-{voice.replace('_', '')}-{mode}-"
-    await apply_bench_topics(settings, prefix)
     env = {
-        **os.environ,
-        "STREAMTTS_TOPIC_PREFIX": prefix,
         "STREAMTTS_RENDER_CACHE": "0" if mode == "off" else "1",
         "STREAMTTS_RENDER_CACHE_PREFIX": cache_prefix,
     }
-    workers = WorkerSet(Topology(1, threads, warm_voices=(voice,)), env, log_dir / f"{voice}-{mode}")
-    (log_dir / f"{voice}-{mode}").mkdir(parents=True, exist_ok=True)
-    await asyncio.to_thread(workers.start)
-    client = PipelineClient(dataclasses.replace(settings.kafka, topic_prefix=prefix))
-    try:
-        await client.start()
-        warm = [await client.send(WorkItem("One moment.", VOICE_LANG[voice], "short"), RequestShape(voice))]
-        if await client.wait_all(warm, 90):
-            raise StreamTTSError(f"{voice}/{mode}: the warm-up request did not complete")
-        if mode == "warm":
-            # Warm means every cache on the path: each prompt once through the pipeline, so
-            # the encode stage holds its payloads too (a hit's first encoding is ~80 ms).
-            lang = VOICE_LANG[voice]
-            primed = [
-                await client.send(WorkItem(t, lang, "short"), RequestShape(voice)) for t in PROMPTS[lang]
+    topology = Topology(1, threads, warm_voices=(voice,))
+    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
+        client = PipelineClient(dataclasses.replace(settings.kafka, topic_prefix=prefix))
+        try:
+            await client.start()
+            warm = [
+                await client.send(WorkItem("One moment.", VOICE_LANG[voice], "short"), RequestShape(voice))
             ]
-            if await client.wait_all(primed, 120):
-                raise StreamTTSError(f"{voice}/{mode}: the priming requests did not complete")
-        usage = UsageWindow(workers.pids).start()
-        label = progress_line(f"{voice} cache {mode}")
-        recs = await open_loop(client, items, schedule, RequestShape(voice), drain_s=drain_s, say=label)
-        used = usage.stop()
-    finally:
-        await client.stop()
-        await asyncio.to_thread(workers.stop)
-        await drop_bench_topics(settings, prefix)
+            if await client.wait_all(warm, 90):
+                raise StreamTTSError(f"{voice}/{mode}: the warm-up request did not complete")
+            if mode == "warm":
+                # Warm means every cache on the path: each prompt once through the pipeline, so
+                # the encode stage holds its payloads too (a hit's first encoding is ~80 ms).
+                lang = VOICE_LANG[voice]
+                primed = [
+                    await client.send(WorkItem(t, lang, "short"), RequestShape(voice)) for t in PROMPTS[lang]
+                ]
+                if await client.wait_all(primed, 120):
+                    raise StreamTTSError(f"{voice}/{mode}: the priming requests did not complete")
+            usage = UsageWindow(workers.pids).start()
+            label = progress_line(f"{voice} cache {mode}")
+            recs = await open_loop(client, items, schedule, RequestShape(voice), drain_s=drain_s, say=label)
+            used = usage.stop()
+        finally:
+            await client.stop()
     summary = summarize(recs)
     spans = sum(r.spans for r in recs)
     run = CacheRun(

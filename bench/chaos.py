@@ -20,25 +20,24 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable, Collection, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
-from streamtts.bench.tables import markdown_rows
+from streamtts.bench.broker_faults import kill_broker, leader_with_most_partitions, wait_in_sync
+from streamtts.bench.chaos_report import ChaosReport, FaultWindow
+from streamtts.bench.result_observer import ResultObserver, sink_caught_up
 from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
-from streamtts.infra.local import processes
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_topics
-from streamtts.runtime.faust_app import group_id
-from streamtts.runtime.kafka import describe_partitions, make_consumer, make_producer, started_admin
+from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
-from streamtts.schemas.names import STAGES
 
 FAULTS = ("kill_synthesize", "kill_front", "kill_kafka", "kafka_during_start", "stop_minio", "poison")
 CLUSTER_FAULTS = ("kill_requests_leader", "kill_pcm_leader")
@@ -70,134 +69,6 @@ class ChaosPlan:
     faults: tuple[str, ...] = FAULTS
 
 
-@dataclass
-class FaultWindow:
-    name: str
-    started: float
-    ended: float = 0.0
-    target: str = ""
-    """What the fault hit, when the plan does not say (the broker that led the partitions)."""
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} ({self.target})" if self.target else self.name
-
-
-@dataclass
-class ChaosReport:
-    guarantee: str
-    sent: int = 0
-    completed: int = 0
-    failed: int = 0
-    lost: int = 0
-    duplicate_results: int = 0
-    flips: int = 0
-    dead_letters: int = 0
-    poison_sent: int = 0
-    poison_dead_lettered: int = 0
-    longest_wait_after_fault_s: float = 0.0
-    longest_settle_s: float = 0.0
-    """The longest any request took from acknowledged send to its first result."""
-    wait_after: dict[str, float] = field(default_factory=dict)
-    """Per fault: the longest a request waited after that fault ended (it was the last one
-    before the request's result). For `poison`, what hostile records cost the others."""
-    faults: list[FaultWindow] = field(default_factory=list)
-    duration_s: float = 0.0
-    unplanned_restarts: int = 0
-    """Worker processes that exited by themselves (a dead stage loop) and were restarted, as
-    an orchestrator would."""
-    drain_timed_out: bool = False
-    """Not every request had a result (or the sink had not committed to the end) in time."""
-
-    def row(self) -> dict[str, object]:
-        return {
-            "guarantee": self.guarantee,
-            "sent": self.sent,
-            "completed": self.completed,
-            "failed": self.failed,
-            "lost": self.lost,
-            "duplicate results": self.duplicate_results,
-            "flips": self.flips,
-            "dead letters (poison)": f"{self.poison_dead_lettered}/{self.poison_sent}",
-            "dead letters (all)": self.dead_letters,
-            "longest settle s": round(self.longest_settle_s, 1),
-            "longest wait after a fault s": round(self.longest_wait_after_fault_s, 1),
-            "longest wait by fault s": ", ".join(f"{k} {v:.1f}" for k, v in self.wait_after.items()),
-            "unplanned restarts": self.unplanned_restarts,
-            "drained": not self.drain_timed_out,
-            "faults s": ", ".join(f"{f.label} {f.ended - f.started:.1f}" for f in self.faults),
-        }
-
-
-class ResultObserver:
-    """The independent subscriber: results and dead letters as a read_committed client sees them."""
-
-    def __init__(self, kafka: KafkaSettings, topics: TopicNames) -> None:
-        self.results: dict[str, list[tuple[str, float]]] = {}
-        self.dead_letters: dict[str, int] = {}
-        self._consumer = make_consumer(
-            kafka, topics.results, *(topics.dlq(s) for s in STAGES), group_id=None, request_timeout_ms=10_000
-        )
-        self._topics = topics
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        await self._consumer.start()
-        self._task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                batch = await self._consumer.getmany(timeout_ms=500)
-            except Exception:  # the broker is down: this client reconnects by itself
-                await asyncio.sleep(0.5)
-                continue
-            now = time.monotonic()
-            for tp, records in batch.items():
-                for r in records:
-                    key = (r.key or b"").decode(errors="replace")
-                    if tp.topic == self._topics.results:
-                        status = orjson.loads(r.value or b"{}").get("status", "?")
-                        self.results.setdefault(key, []).append((status, now))
-                    else:
-                        self.dead_letters[key] = self.dead_letters.get(key, 0) + 1
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        await self._consumer.stop()
-
-
-async def sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
-    """The sink group has committed everything on tts.pcm: no result can still be on its way."""
-    consumer = make_consumer(kafka, group_id=None)
-    async with started_admin(kafka) as admin:
-        await consumer.start()
-        try:
-            committed = await admin.list_consumer_group_offsets(group_id(kafka, "sink"))
-            partitions = (await describe_partitions(admin, [topics.pcm])).get(topics.pcm, set())
-            parts = [TopicPartition(topics.pcm, p) for p in sorted(partitions)]
-            ends = await consumer.end_offsets(parts)
-            done = [ends[tp] == 0 or (tp in committed and committed[tp].offset >= ends[tp]) for tp in parts]
-            return all(done)
-        finally:
-            await consumer.stop()
-
-
-async def leader_with_most_partitions(kafka: KafkaSettings, topic: str, exclude: Collection[int] = ()) -> int:
-    """The broker (node id) that leads most partitions of `topic`, other than those in `exclude`."""
-    async with started_admin(kafka) as admin:
-        (described,) = await admin.describe_topics([topic])
-    led: dict[int, int] = {}
-    for part in described["partitions"]:
-        if part["leader"] >= 0 and part["leader"] not in exclude:
-            led[part["leader"]] = led.get(part["leader"], 0) + 1
-    if not led:
-        raise RuntimeError(f"no broker outside {sorted(exclude)} leads a partition of {topic}")
-    return max(led, key=lambda node: (led[node], -node))
-
-
 async def steady_load(rate: float, send: Callable[[int], Coroutine[Any, Any, None]]) -> None:
     """`send(1)`, `send(2)`, … at `rate` per second until cancelled, each on a task of its own
     (open loop: a send waiting out an election does not hold up the next); the sends still
@@ -213,32 +84,6 @@ async def steady_load(rate: float, send: Callable[[int], Coroutine[Any, Any, Non
             await asyncio.sleep(1.0 / rate)  # the load generator's own clock
     finally:
         await asyncio.gather(*pending, return_exceptions=True)
-
-
-async def kill_broker(stack: LocalStack, node_id: int) -> None:
-    """SIGKILL broker `node_id` of the local cluster and wait until it is gone, ports included
-    (a dying process loses its command line before its sockets: "not ours" is not yet "gone")."""
-    node = next(n for n in stack.brokers if n.node_id == node_id)
-    pid = node.pid()
-    assert pid is not None, f"{node.name} is not running"
-    os.kill(pid, signal.SIGKILL)
-    async with asyncio.timeout(30):
-        while processes.is_running(pid) or any(  # noqa: ASYNC110 - a foreign pid has no event
-            processes.port_in_use(node.host, port) for port in (node.port, node.controller_port)
-        ):
-            await asyncio.sleep(0.1)
-
-
-async def wait_in_sync(kafka: KafkaSettings, topics: TopicNames, timeout_s: float = 60.0) -> None:
-    """Until every partition of the run's data topics has all its replicas in sync."""
-    names = [topics.requests, topics.segments, topics.pcm, topics.results]
-    async with started_admin(kafka) as admin, asyncio.timeout(timeout_s):
-        while True:
-            described = await admin.describe_topics(names)
-            parts = [p for t in described for p in t["partitions"]]
-            if parts and all(len(p["isr"]) == len(p["replicas"]) for p in parts):
-                return
-            await asyncio.sleep(0.2)  # polling the cluster's metadata: no event to await
 
 
 class ChaosRun:
@@ -313,12 +158,15 @@ class ChaosRun:
     def _proc(self, name: str) -> WorkerProc:
         return next(p for p in self.workers.procs if p.name == name)
 
+    async def _kill(self, name: str) -> None:
+        proc = self._proc(name)
+        proc.popen.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(proc.popen.wait)
+
     async def _kill_and_restart(self, name: str) -> None:
         self._restarting = True
         try:
-            proc = self._proc(name)
-            proc.popen.send_signal(signal.SIGKILL)
-            await asyncio.to_thread(proc.popen.wait)
+            await self._kill(name)
             await asyncio.to_thread(self.workers.respawn, name)
         finally:
             self._restarting = False
@@ -338,9 +186,7 @@ class ChaosRun:
         worker must ride it out (retry, then ready), not hang half-started nor exit."""
         self._restarting = True
         try:
-            proc = self._proc("front")
-            proc.popen.send_signal(signal.SIGKILL)
-            await asyncio.to_thread(proc.popen.wait)
+            await self._kill("front")
             await asyncio.to_thread(self.workers.respawn, "front", wait=False)
             step = await asyncio.to_thread(self._proc("front").wait_step, "stage ", 90.0)
             if step is None:
@@ -438,7 +284,7 @@ class ChaosRun:
             await self._producer.stop()
             await observer.stop()
             await asyncio.to_thread(self.workers.stop)
-        self._count(observer)
+        self.report.tally(self.sent_at, self.poison_ids, observer.results, observer.dead_letters)
         self.report.duration_s = time.monotonic() - started
         return self.report
 
@@ -457,34 +303,3 @@ class ChaosRun:
             self.say(f"[chaos] drain timed out; {len(missing)} without a result, e.g. {missing[:5]}")
         # One more read to the end of tts.results: anything the sink committed is now visible.
         await asyncio.sleep(1.0)
-
-    def _count(self, observer: ResultObserver) -> None:
-        r = self.report
-        good = [k for k in self.sent_at if k not in self.poison_ids]
-        r.sent = len(good)
-        r.poison_sent = sum(1 for k in self.poison_ids if k in self.sent_at)
-        r.poison_dead_lettered = sum(1 for k in self.poison_ids if observer.dead_letters.get(k))
-        r.dead_letters = sum(observer.dead_letters.values())
-        windows = sorted(r.faults, key=lambda f: f.ended)
-        for key in good:
-            seen = observer.results.get(key, [])
-            if not seen:
-                r.lost += 1
-                continue
-            statuses = [s for s, _ in seen]
-            r.completed += statuses[0] == "completed"
-            r.failed += statuses[0] != "completed"
-            r.duplicate_results += len(seen) > 1
-            r.flips += "completed" in statuses and statuses[-1] != "completed"
-            at = seen[0][1]
-            r.longest_settle_s = max(r.longest_settle_s, at - self.sent_at[key])
-            before = [f for f in windows if f.ended <= at]
-            last = before[-1] if before else None
-            origin = max(self.sent_at[key], last.ended if last else 0.0)
-            r.longest_wait_after_fault_s = max(r.longest_wait_after_fault_s, at - origin)
-            if last is not None:
-                r.wait_after[last.name] = max(r.wait_after.get(last.name, 0.0), at - origin)
-
-
-def markdown(reports: list[ChaosReport]) -> str:
-    return markdown_rows([rep.row() for rep in reports])

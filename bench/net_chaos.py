@@ -21,9 +21,11 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 
-from streamtts.bench.chaos import ResultObserver, leader_with_most_partitions, steady_load
+from streamtts.bench.broker_faults import leader_with_most_partitions
+from streamtts.bench.chaos import steady_load
 from streamtts.bench.net_checker import Verdict, check, chunks_problem, observe
 from streamtts.bench.net_nemeses import NEEDS_SHAPERS, Cluster, Step, fault
+from streamtts.bench.result_observer import ResultObserver
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.infra.local import net_faults
 from streamtts.infra.local.net_shaper import Shaper

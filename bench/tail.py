@@ -20,12 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from streamtts.bench.load_runs import Loads
 from streamtts.bench.loadgen import poisson_schedule
+from streamtts.bench.pipeline_up import pipeline_up
+from streamtts.bench.tables import markdown_table
 from streamtts.bench.worker_procs import Topology
 from streamtts.bench.workloads import WorkItem, draw_mix
 
 if TYPE_CHECKING:
-    from streamtts.bench.run import Bench, LoadRun
+    from streamtts.bench.bench_plan import LoadRun
+    from streamtts.bench.bench_state import Bench
 
 
 @dataclass(frozen=True)
@@ -133,30 +137,13 @@ async def _one_engine(bench: Bench, voice: str) -> None:
             "STREAMTTS_SYNTH_FIRST_LANES": str(setup.first_lanes),
             "STREAMTTS_ENCODE_LOOKAHEAD": str(setup.encode_lookahead),
         }
-        workers, client, prefix = await bench._with_workers(label, topology, env)
-        try:
+        async with pipeline_up(bench, label, topology, env) as pipe:
+            workers = pipe.workers
+            tail_runs = Loads(bench, pipe, "tail", voice)
             before = _lane_sums(workers)
-            idle = await bench._measure(
-                workers,
-                client,
-                name=f"{scheduler} idle",
-                section="tail",
-                voice=voice,
-                workload="customer_service",
-                items=idle_items,
-                concurrency=1,
-                duration_s=600,
-            )
-            saturation = await bench._measure(
-                workers,
-                client,
-                name=f"{scheduler} saturation",
-                section="tail",
-                voice=voice,
-                workload="customer_service",
-                items=saturation_items,
-                concurrency=4,
-                duration_s=size.saturation_s,
+            idle = await tail_runs.measure(f"{scheduler} idle", idle_items, concurrency=1, duration_s=600)
+            saturation = await tail_runs.measure(
+                f"{scheduler} saturation", saturation_items, concurrency=4, duration_s=size.saturation_s
             )
             if loads is None:  # from the first scheduler: both are offered the same rates
                 sat = saturation.summary.throughput_rps
@@ -168,24 +155,14 @@ async def _one_engine(bench: Bench, voice: str) -> None:
             for share, rate, schedule, items in loads:
                 if not schedule or not bench.fits(f"tail {voice} {scheduler} {share:.0%}", schedule[-1] + 60):
                     continue
-                run = await bench._measure(
-                    workers,
-                    client,
-                    name=f"{scheduler} {share:.0%}",
-                    section="tail",
-                    voice=voice,
-                    workload="customer_service",
-                    items=items,
-                    schedule=schedule,
-                    offered=rate,
+                run = await tail_runs.measure(
+                    f"{scheduler} {share:.0%}", items, schedule=schedule, offered=rate
                 )
                 run.extra = {"scheduler": scheduler, "load": share}
             after = _lane_sums(workers)
             for run in (idle, saturation):
                 run.extra = {"scheduler": scheduler, "load": run.name.split()[-1]}
             saturation.extra["lanes"] = {k: round(after[k] - before[k], 1) for k in after}
-        finally:
-            await bench._close(workers, client, prefix)
 
 
 def _lane_sums(workers: Any) -> dict[str, float]:
@@ -262,11 +239,7 @@ def tail_markdown(runs: Sequence[LoadRun]) -> list[str]:
             )
             table.append(cells)
         lines += ["", f"**{voice}**", ""]
-        lines += [
-            "| " + " | ".join(header) + " |",
-            "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|",
-            *("| " + " | ".join(r) + " |" for r in table),
-        ]
+        lines += markdown_table(header, table)
     return lines
 
 

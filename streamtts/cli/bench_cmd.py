@@ -215,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
     _import_path()
     from streamtts.bench.bench_plan import CustomLoad, Plan
     from streamtts.bench.plots import plot_all
-    from streamtts.bench.report import markdown, write_json
+    from streamtts.bench.report import markdown
+    from streamtts.bench.report_json import write_json
     from streamtts.bench.run import run_bench
 
     custom = None

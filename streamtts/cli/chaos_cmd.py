@@ -79,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from streamtts.bench.chaos import CLUSTER_FAULTS, FAULTS, ChaosPlan, ChaosRun, markdown
+    from streamtts.bench.chaos import CLUSTER_FAULTS, FAULTS, ChaosPlan, ChaosRun
+    from streamtts.bench.chaos_report import markdown
     from streamtts.infra.local.stack import LocalStack
     from streamtts.runtime.settings import Settings
 

@@ -19,13 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from streamtts.bench.chaos import (
-    ResultObserver,
-    kill_broker,
-    leader_with_most_partitions,
-    sink_caught_up,
-    wait_in_sync,
-)
+from streamtts.bench.broker_faults import kill_broker, leader_with_most_partitions, wait_in_sync
+from streamtts.bench.result_observer import ResultObserver, sink_caught_up
 from streamtts.infra.local.paths import PROJECT_ROOT, LocalPaths
 from streamtts.infra.local.stack import LocalStack
 from streamtts.infra.topics import apply_spec, load_spec
