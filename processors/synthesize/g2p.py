@@ -69,22 +69,38 @@ class Phonemizer(Protocol):
     def __call__(self, text: str) -> str: ...
 
 
-class EnglishG2P:
-    """US English via espeak-ng, mapped to Kokoro's phoneme set by misaki."""
+class _MisakiEspeak:
+    """A misaki phonemizer over espeak-ng (set up by the subclass as `_backend`), called one
+    at a time; its answer is (phonemes, tokens), of which the phonemes are kept."""
+
+    _backend: Callable[[Any], tuple[str | None, Any]]
 
     def __init__(self) -> None:
-        from misaki.espeak import EspeakFallback
-
         quiet_word_count_warnings()
-        self._fallback = EspeakFallback(british=False)
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> str:
         if not text.strip():
             return ""
         with self._lock:
-            phonemes, _ = self._fallback(types.SimpleNamespace(text=ascii_punctuation(text)))
+            phonemes, _ = self._backend(self._backend_input(text))
         return (phonemes or "").strip()
+
+    def _backend_input(self, text: str) -> Any:
+        return ascii_punctuation(text)  # espeak drops full-width marks
+
+
+class EnglishG2P(_MisakiEspeak):
+    """US English via espeak-ng, mapped to Kokoro's phoneme set by misaki."""
+
+    def __init__(self) -> None:
+        from misaki.espeak import EspeakFallback
+
+        super().__init__()
+        self._backend = EspeakFallback(british=False)
+
+    def _backend_input(self, text: str) -> Any:
+        return types.SimpleNamespace(text=ascii_punctuation(text))  # the fallback reads a token
 
 
 class ChineseG2P:
@@ -159,24 +175,19 @@ class JapaneseG2P:
         return [str(n["string"]) for n in nodes]
 
 
-class EspeakLanguageG2P:
+class EspeakLanguageG2P(_MisakiEspeak):
     """A language through espeak-ng's voice for it, mapped to Kokoro's phonemes by misaki
     (Korean: experimental quality in Kokoro; es/it/pt/de/fr/hi as upstream Kokoro v1.0)."""
 
     def __init__(self, voice: str = "ko") -> None:
         from misaki.espeak import EspeakG2P
 
-        quiet_word_count_warnings()
+        super().__init__()
         self.voice = voice
-        self._g2p = EspeakG2P(language=voice)
-        self._lock = threading.Lock()
+        self._backend = EspeakG2P(language=voice)
 
-    def __call__(self, text: str) -> str:
-        if not text.strip():
-            return ""
-        with self._lock:
-            phonemes, _ = self._g2p(ascii_punctuation(text) if self.voice != "ko" else text)
-        return (phonemes or "").strip()
+    def _backend_input(self, text: str) -> Any:
+        return text if self.voice == "ko" else super()._backend_input(text)
 
 
 KoreanG2P = EspeakLanguageG2P

@@ -14,21 +14,26 @@ as the step `formant` (reason `no_neural_voice`).
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from streamtts.errors import failure_reason
 from streamtts.processors.synthesize.breaker import CircuitBreaker
+from streamtts.processors.synthesize.budgets import BudgetExceeded, BudgetGuard, Budgets, cpu_ms_of
 from streamtts.processors.synthesize.exceptions import Preempted, SynthesisError
 from streamtts.processors.synthesize.registry import voice_class
 from streamtts.processors.synthesize.render_cache import CacheStatus
+from streamtts.processors.synthesize.rendered import (
+    NOTHING_CACHED,
+    CacheLookup,
+    RenderedSegment,
+    Spoken,
+    mark_times,
+)
 from streamtts.processors.synthesize.span_plan import (
     SpanPlan,
     plan_span_with,
@@ -55,79 +60,6 @@ PLEASE_WAIT_TEXT = {
 }
 
 
-@dataclass(frozen=True)
-class Budgets:
-    """Time a span may take before it is treated as failed (field practice: a slow phoneme
-    parser once blocked whole requests for seconds)."""
-
-    g2p_s: float | None = 0.5
-    """None: no budget (the direct path, where nobody else waits on the process)."""
-    inference_base_s: float | None = 4.0
-    inference_per_char_s: float = 0.15
-
-    @classmethod
-    def unbounded(cls) -> Budgets:
-        """No budget at all: every step may take as long as it takes."""
-        return cls(g2p_s=None, inference_base_s=None)
-
-    def inference_s(self, text: str) -> float | None:
-        if self.inference_base_s is None:
-            return None
-        return self.inference_base_s + self.inference_per_char_s * len(text)
-
-
-class BudgetExceeded(TimeoutError):
-    def __init__(self, what: str, budget_s: float) -> None:
-        self.what = what
-        super().__init__(f"{what} exceeded its {budget_s * 1000:.0f} ms budget")
-
-
-@dataclass(frozen=True)
-class RenderedSegment:
-    samples: np.ndarray
-    """float32 mono PCM in [-1, 1] at `sample_rate`."""
-    sample_rate: int
-    voice_used: str
-    degradation: Degradation | None
-    synth_ms: float
-    cache: CacheStatus | None = None
-    """Whether the render cache had it ("hit"), stored it ("miss"), or was bypassed ("off")."""
-    words: list[SpanWord] | None = None
-    """With timestamps: the span's words, timed from the start of `samples`."""
-    marks: list[tuple[str, float]] | None = None
-    """The segment's SSML marks: (name, ms from the start of `samples`)."""
-    cpu_ms: float = 0.0
-    """CPU time of the render in the threads that ran it (the caller's and the budget guard's):
-    all of it with one intra-op thread per model run (the lanes); with more, onnxruntime's own
-    pool threads are not counted."""
-
-
-@dataclass(frozen=True)
-class Spoken:
-    """One span as a voice spoke it (before any degradation bookkeeping)."""
-
-    samples: np.ndarray
-    voice_used: str
-    substituted: bool
-    """The requested voice could not speak the span: `voice_used` replaced it."""
-    cache: CacheStatus
-    words: list[SpanWord] | None
-
-
-@dataclass(frozen=True)
-class CacheLookup:
-    """What the cache fast path found for a segment (see `SegmentRenderer.look_up`)."""
-
-    rendered: RenderedSegment | None
-    """The segment's audio, when the cache had it."""
-    plan: SpanPlan | None
-    """On a miss: the plain path's plan the lookup made, for `render` to reuse (the voice
-    resolved, the span phonemized); None when the lookup made none or it failed."""
-
-
-NOTHING_CACHED = CacheLookup(None, None)
-
-
 class SegmentRenderer:
     """Renders segments; owns the breaker and the cache of pre-rendered "please wait" clips."""
 
@@ -143,9 +75,7 @@ class SegmentRenderer:
         self.budgets = budgets or Budgets()
         self._clips: dict[tuple[str, int], np.ndarray] = {}
         self._on_degraded = on_degraded
-        # Budgeted calls run here so the caller can stop waiting. A stalled call keeps its
-        # thread; the breaker stops feeding that class, so stalls cannot pile up unbounded.
-        self._guard = ThreadPoolExecutor(max_workers=4, thread_name_prefix="synth-guard")
+        self._guard = BudgetGuard()
 
     # -- start-up ---------------------------------------------------------------------------
     def prerender_please_wait(
@@ -180,14 +110,7 @@ class SegmentRenderer:
             plan.segment is not segment or plan.asked != planned_voice(segment) or plan.langs != segment.langs
         ):
             raise ValueError("a plan is reused only for the segment and voice it was made for")
-        guarded: list[float] = []
-        token = _GUARD_CPU.set(guarded)
-        started = time.thread_time()
-        try:
-            rendered = self._render(segment, plan)
-        finally:
-            _GUARD_CPU.reset(token)
-        cpu_ms = (time.thread_time() - started + sum(guarded)) * 1000.0
+        rendered, cpu_ms = cpu_ms_of(lambda: self._render(segment, plan))
         rendered = replace(rendered, cpu_ms=cpu_ms)
         if not segment.marks:
             return rendered
@@ -278,7 +201,7 @@ class SegmentRenderer:
         return plan_span_with(self.synth, segment, voice_id, langs, g2p=self._g2p)
 
     def _g2p(self, voice: ResolvedVoice, runs: Sequence[SpeechRun]) -> str:
-        phonemes = self._within(self.budgets.g2p_s, "g2p", self.synth.phonemize, voice, runs)
+        phonemes = self._guard.within(self.budgets.g2p_s, "g2p", self.synth.phonemize, voice, runs)
         assert isinstance(phonemes, str)
         return phonemes
 
@@ -286,7 +209,7 @@ class SegmentRenderer:
         """Speak a plan (its voice resolved and its runs phonemized once, see `span_plan`):
         render its phonemes in one call, or take them from the render cache (inference
         budget); with timestamps, time the words from the model's phoneme durations."""
-        rendered: tuple[list, CacheStatus] = self._within(  # type: ignore[assignment]
+        rendered: tuple[list, CacheStatus] = self._guard.within(  # type: ignore[assignment]
             self.budgets.inference_s(plan.segment.text),
             "inference",
             lambda: render_plan(self.synth, plan, only_cached=only_cached),
@@ -351,20 +274,8 @@ class SegmentRenderer:
             rendered = replace(rendered, marks=mark_times(segment, rendered))
         return CacheLookup(rendered, None)
 
-    def _within(self, budget_s: float | None, what: str, fn: Callable[..., object], *args: object) -> object:
-        if budget_s is None:
-            return fn(*args)
-        # In the caller's context: a lane's run control reaches the model call (see `lanes`),
-        # and the guard thread's CPU is added to the render's.
-        future = self._guard.submit(contextvars.copy_context().run, _timed, fn, *args)
-        try:
-            return future.result(timeout=budget_s)
-        except FutureTimeout:
-            future.cancel()
-            raise BudgetExceeded(what, budget_s) from None
-
     def close(self) -> None:
-        self._guard.shutdown(wait=False, cancel_futures=True)
+        self._guard.close()
 
     def _degraded(
         self, segment: Segment, spoken: Spoken, step: DegradationStep, reason: str, started: float
@@ -386,35 +297,13 @@ class SegmentRenderer:
             request_id=ctx.request_id,
             tenant=ctx.tenant,
             stage="synthesize",
-            seq=segment.seq,
-            step=step,
-            reason=reason,
-            lang=segment.lang,
+            **deg.model_dump(include={"seq", "step", "reason", "lang"}),  # as the chunk reports it
             voice=ctx.voice,
             voice_used=used,
         )
         if self._on_degraded:
             self._on_degraded(deg)
         return RenderedSegment(spoken.samples, ctx.sample_rate, used, deg, _ms(started), words=spoken.words)
-
-
-def mark_times(segment: Segment, rendered: RenderedSegment) -> list[tuple[str, float]]:
-    """Each mark of the segment at the first word that starts at or after it, or at the end
-    of the span's speech (before its pause) when no word follows."""
-    rate = rendered.sample_rate
-    speech_ms = max(0.0, len(rendered.samples) * 1000.0 / rate - segment.pause_after_ms)
-    words = rendered.words or []
-    start = segment.source_start
-    out: list[tuple[str, float]] = []
-    for mark in segment.marks or ():
-        after = next((w for w in words if w.char_start >= mark.at), None)
-        if after is not None:
-            out.append((mark.name, round(after.start_ms, 1)))
-        elif not words and mark.at <= start:
-            out.append((mark.name, 0.0))
-        else:
-            out.append((mark.name, round(speech_ms, 1)))
-    return out
 
 
 def _main_lang(segment: Segment) -> str:
@@ -451,22 +340,6 @@ def _fallback_failed(segment: Segment, lang: str, err: Exception) -> None:
         lang=lang,
         error=str(err)[:200],
     )
-
-
-_GUARD_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
-    "streamtts_guard_cpu", default=None
-)
-"""The CPU seconds that the budget guard's threads spent for the render in progress."""
-
-
-def _timed(fn: Callable[..., object], *args: object) -> object:
-    started = time.thread_time()
-    try:
-        return fn(*args)
-    finally:
-        spent = _GUARD_CPU.get()
-        if spent is not None:
-            spent.append(time.thread_time() - started)
 
 
 def _ms(started: float) -> float:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from streamtts.audio import formats
+from streamtts.audio.audio_codec import AudioCodec, StreamEncoder
 from streamtts.audio.exceptions import DecodeError, UnknownFormatError
-from streamtts.audio.formats import AudioCodec, StreamEncoder
 
 
 def check_format(fmt: str) -> str:

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from starlette.responses import Response, StreamingResponse
 
 from streamtts.audio import formats
+from streamtts.audio.audio_codec import LiveStream
 from streamtts.audio.codecs import assemble
-from streamtts.audio.formats import LiveStream
+from streamtts.gateway import stored_files
 from streamtts.gateway.delivery import Delivery
-from streamtts.gateway.errors import ApiError
-from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.errors import ApiError, request_failed
 from streamtts.gateway.framing import Framer, Pacer, frameable, frameable_choices
 from streamtts.gateway.metrics import GatewayMetrics
+from streamtts.gateway.request_state import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.service import BROKER_RETRY_AFTER_S, Gateway
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.schemas import AudioChunk
@@ -23,10 +24,6 @@ from streamtts.schemas import AudioChunk
 
 def content_type(fmt: str, sample_rate: int) -> str:
     return formats.get(fmt).media_type(sample_rate)
-
-
-def failed(state: RequestState) -> ApiError:
-    return ApiError(409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}")
 
 
 def _headers(state: RequestState, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -52,8 +49,8 @@ async def audio_response(
     """Chunked streaming while the request is in flight; the whole file once it is done.
     With `framing` (headerless formats: pcm, mulaw, alaw): always a stream of fixed frames."""
     if state.status == "failed":
-        raise failed(state)
-    gw.check_retained(state)
+        raise request_failed(state)
+    stored_files.check_retained(state)
     if framing is not None:
         if state.format not in frameable():
             raise ApiError(400, "invalid_request", f"frame_ms needs format {frameable_choices()}")
@@ -66,21 +63,11 @@ async def audio_response(
         )
     if state.status == "completed" and state.result is not None and state.result.storage is not None:
         return await _stored(gw, state)
-    timeout = gw.settings.request_timeout_s
     delivery = state.deliver(Delivery(state.request_id))
-    chunks = _while_brokers_answer(gw, state.chunks_in_order(timeout, delivery))
     try:
-        # Wait for the first chunk before answering: its sample rate goes in the headers,
-        # and a request that fails early still gets a proper error status.
-        first = await _first(chunks, delivery)
-    except BrokersLost as err:
-        raise _unavailable(err) from None
-    except StreamFailed:
-        raise failed(state) from None
+        first, chunks = await _started(gw, state, delivery)
     except StreamIncomplete:
         return await _stored(gw, state)
-    except TimeoutError:
-        raise ApiError(504, "timeout", f"no audio within {timeout:g} s") from None
     if state.first_chunk_at is not None:
         gw.metrics.ttfa.labels(endpoint).observe(state.first_chunk_at - state.submitted_at)
     live = formats.get(state.format).live_stream
@@ -126,6 +113,29 @@ def _unavailable(err: BrokersLost) -> ApiError:
     return ApiError(
         503, "kafka_unavailable", f"{err}; retry later", {"Retry-After": str(BROKER_RETRY_AFTER_S)}
     )
+
+
+async def _started(
+    gw: Gateway, state: RequestState, delivery: Delivery
+) -> tuple[AudioChunk, AsyncIterator[AudioChunk]]:
+    """The first chunk and the rest, once the first arrives: a response waits for it before
+    answering, as its sample rate goes in the headers and a request that fails early still
+    gets a proper error status (ApiError).
+
+    Raises:
+        ApiError, StreamIncomplete (the caller's to answer), StopAsyncIteration (no chunk).
+    """
+    timeout = gw.settings.request_timeout_s
+    chunks = _while_brokers_answer(gw, state.chunks_in_order(timeout, delivery))
+    try:
+        first = await _first(chunks, delivery)
+    except BrokersLost as err:
+        raise _unavailable(err) from None
+    except StreamFailed:
+        raise request_failed(state) from None
+    except TimeoutError:
+        raise ApiError(504, "timeout", f"no audio within {timeout:g} s") from None
+    return first, chunks
 
 
 async def _first(chunks: AsyncIterator[AudioChunk], delivery: Delivery) -> AudioChunk:
@@ -178,19 +188,12 @@ async def _prepend(first: AudioChunk, rest: AsyncIterator[AudioChunk]) -> AsyncI
 
 async def _framed(gw: Gateway, state: RequestState, framing: Framing, endpoint: str) -> Response:
     delivery = state.deliver(Delivery(state.request_id))
-    chunks = _while_brokers_answer(gw, state.chunks_in_order(gw.settings.request_timeout_s, delivery))
     try:
-        first = await _first(chunks, delivery)
-    except BrokersLost as err:
-        raise _unavailable(err) from None
-    except StreamFailed:
-        raise failed(state) from None
+        first, chunks = await _started(gw, state, delivery)
     except (StreamIncomplete, StopAsyncIteration):
         raise ApiError(
             409, "not_streaming", "framing needs the live stream; fetch the stored audio"
         ) from None
-    except TimeoutError:
-        raise ApiError(504, "timeout", f"no audio within {gw.settings.request_timeout_s:g} s") from None
 
     async def frames() -> AsyncIterator[bytes]:
         try:
@@ -229,6 +232,6 @@ def _whole(state: RequestState, data: bytes, sample_rate: int) -> Response:
 
 
 async def _stored(gw: Gateway, state: RequestState) -> Response:
-    data = await gw.stored_audio(state)
+    data = await stored_files.stored_audio(gw.store, state)
     assert state.result is not None
     return _whole(state, data, state.result.sample_rate)

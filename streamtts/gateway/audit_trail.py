@@ -19,8 +19,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from streamtts.gateway.clientaddr import client_address
 from streamtts.gateway.errors import AUDIT_SCOPE_KEY
-from streamtts.gateway.keyring import Address
 from streamtts.gateway.middleware import HttpMiddleware
+from streamtts.gateway.networks import Address
 from streamtts.gateway.ratelimit import RateLimiter
 from streamtts.gateway.settings import RateLimit
 from streamtts.runtime.jsonlog import log_event

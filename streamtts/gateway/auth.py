@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from starlette.datastructures import Headers, QueryParams
 
 from streamtts.gateway.errors import ApiError
-from streamtts.gateway.keyring import Address, ApiKey, KeyRing
+from streamtts.gateway.key_files import ApiKey
+from streamtts.gateway.keyring import KeyRing
+from streamtts.gateway.networks import Address
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from starlette.types import Scope
 
-from streamtts.gateway.keyring import Address, Network, contains
+from streamtts.gateway.networks import Address, Network, contains
 
 
 def _parse(text: str) -> Address | None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+if TYPE_CHECKING:
+    from streamtts.gateway.request_state import RequestState
 
 
 class ApiError(Exception):
@@ -22,6 +27,11 @@ def error_response(
     status: int, code: str, message: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def request_failed(state: RequestState) -> ApiError:
+    """409 for a request that failed, with its reason."""
+    return ApiError(409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}")
 
 
 AUDIT_SCOPE_KEY = "streamtts.audit"

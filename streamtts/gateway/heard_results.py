@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from streamtts.gateway.fanout import RequestState
+from streamtts.gateway.request_state import RequestState
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames

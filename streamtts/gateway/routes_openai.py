@@ -14,7 +14,7 @@ from streamtts.gateway.audio import audio_response
 from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.http import authenticate, gateway, read_body
-from streamtts.gateway.service import SpeechOptions
+from streamtts.gateway.speech_options import SpeechOptions
 
 SPEED_MIN, SPEED_MAX = 0.5, 2.0  # OpenAI allows 0.25–4.0; ours is narrower: clamped
 

@@ -11,14 +11,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from streamtts.gateway import stored_files
 from streamtts.gateway.audio import Framing, audio_response
 from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.delivery import words_heard
 from streamtts.gateway.errors import ApiError
-from streamtts.gateway.fanout import RequestState
 from streamtts.gateway.framing import FRAME_MS_CHOICES
 from streamtts.gateway.http import authenticate, gateway, read_body
-from streamtts.gateway.service import SpeechOptions
+from streamtts.gateway.request_state import RequestState
+from streamtts.gateway.speech_options import SpeechOptions
 from streamtts.schemas.captions import CAPTION_CONTENT_TYPES, CAPTION_FORMATS
 from streamtts.schemas.names import WavCodec
 from streamtts.schemas.request import AudioFormat, Language
@@ -195,7 +196,7 @@ async def captions(request: Request) -> Response:
     if wait and not state.terminal:
         with contextlib.suppress(TimeoutError):
             await state.wait_terminal(wait)
-    body = await gw.captions(state, fmt)
+    body = await stored_files.captions(gw.store, state, fmt)
     return Response(body, media_type=CAPTION_CONTENT_TYPES[fmt], headers={"X-Request-Id": state.request_id})
 
 

@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
-from minio.error import S3Error
-
-from streamtts.audio import formats
 from streamtts.features.admission.view import Admission
 from streamtts.features.audit.log import AuditLog
-from streamtts.features.retention.policy import expiry_marker_key
+from streamtts.gateway import stored_files
 from streamtts.gateway.audit_trail import ThrottledAudit
 from streamtts.gateway.auth import ApiKeys
 from streamtts.gateway.errors import ApiError
-from streamtts.gateway.fanout import Fanout, RequestState
+from streamtts.gateway.fanout import Fanout
 from streamtts.gateway.heard_results import HeardResults
-from streamtts.gateway.keyring import KeyRing, Network, parse_networks
+from streamtts.gateway.keyring import KeyRing
 from streamtts.gateway.metrics import GatewayMetrics
+from streamtts.gateway.networks import Network, parse_networks
 from streamtts.gateway.ratelimit import RateLimiter
+from streamtts.gateway.request_state import RequestState
 from streamtts.gateway.settings import GatewaySettings, RateLimit
+from streamtts.gateway.speech_options import SpeechOptions
 from streamtts.gateway.voices import VoiceCatalog
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.broker_watch import BrokerWatch
@@ -33,38 +32,7 @@ from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
-from streamtts.schemas.captions import render as render_captions
-from streamtts.schemas.captions import retimed
-from streamtts.schemas.request import ID_PATTERN
 from streamtts.sinks.object_store import ObjectStore
-
-
-@dataclass
-class SpeechOptions:
-    text: str
-    voice: str = "auto"
-    language: str = "auto"
-    format: str = "mp3"
-    codec: str = "pcm_s16le"
-    sample_rate: int | None = None
-    """None: the format's default (24000; 8000 for G.711)."""
-    speed: float = 1.0
-    storage: bool = True
-    presign: bool = True
-    namespace: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    cache: bool = True
-    """Use the render cache (false: always synthesize afresh)."""
-    timestamps: bool = False
-    """Word timestamps on every chunk, captions stored with the audio."""
-    text_type: str | None = None
-    """"ssml": the text is an SSML document (checked here first: a malformed one is a 400)."""
-    deadline_ms: int | None = None
-    """First audio wanted within this many ms: refused with 429 `overloaded` when the
-    synthesize workers' reported queue predicts it later."""
-
-
-ID_RE = re.compile(ID_PATTERN)
 
 MISS_MEMORY_S = 10.0
 """A search that found nothing is answered from memory for this long (polling an id that is not
@@ -77,6 +45,13 @@ BROKER_RETRY_AFTER_S = 5
 brokers takes seconds."""
 UNAUTHENTICATED_CLIENTS = 50
 """The shared budget of unauthenticated audit events is this many clients' worth."""
+
+
+class _Part(Protocol):
+    """A working part with a lifetime: started in `Gateway.start`, stopped in `stop`."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
 
 
 @dataclass
@@ -156,43 +131,27 @@ class Gateway:
             trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
         )
 
+    @property
+    def _parts(self) -> tuple[_Part, ...]:
+        """The working parts in start order: 1. the audit trail, so every later action (even a
+        refused one) is recorded; the broker watch never fails (it probes in the background);
+        2. the fan-out attaches to the output topics before anything is submitted. They stop
+        in reverse: the audit trail last, so sessions closing during shutdown are recorded."""
+        return (self.audit, self.broker, self.fanout, self.producer, self.heard, self.admission)
+
     async def start(self) -> None:
-        # 1. The audit trail first: every later action (even a refused one) is recorded.
-        await self.audit.start()
-        await self.broker.start()  # never fails: it probes in the background
-        try:
-            # 2. Attach to the output topics before anything is submitted.
-            await self.fanout.start()
-            try:
-                await self.producer.start()
-                try:
-                    await self.heard.start()
-                    try:
-                        await self.admission.start()
-                    except BaseException:
-                        await self.heard.stop()
-                        raise
-                except BaseException:
-                    await self.producer.stop()
-                    raise
-            except BaseException:
-                await self.fanout.stop()
-                raise
-        except BaseException:
-            await self.broker.stop()
-            await self.audit.stop()
-            raise
+        async with contextlib.AsyncExitStack() as started:
+            for part in self._parts:
+                await part.start()
+                started.push_async_callback(part.stop)  # if a later part fails to start
+            started.pop_all()  # all up: `stop` stops them
         if self.keys.ring.path is not None:
             self._key_reloader = asyncio.create_task(self._reload_keys(), name="keys-reload")
 
     async def stop(self) -> None:
         await cancel_and_wait(self._key_reloader)
-        await self.admission.stop()
-        await self.heard.stop()
-        await self.producer.stop()
-        await self.fanout.stop()
-        await self.broker.stop()
-        await self.audit.stop()  # last: sessions closing during shutdown are recorded too
+        for part in reversed(self._parts):
+            await part.stop()
 
     async def _reload_keys(self) -> None:
         while True:
@@ -251,30 +210,9 @@ class Gateway:
     ) -> RequestState:
         """Validate, register with the fan-out, then put the request on `tts.requests`."""
         self.check_text(opts.text)
-        fields: dict[str, Any] = {
-            "text_type": opts.text_type,
-            "tenant": tenant,
-            "voice": self.voices.check(opts.voice),
-            "language": opts.language,
-            "format": opts.format,
-            "codec": opts.codec,
-            "sample_rate": opts.sample_rate,
-            "speed": opts.speed,
-            "cache": opts.cache,
-            "timestamps": opts.timestamps,
-            "deadline_ms": opts.deadline_ms,
-            "metadata": {**opts.metadata, "via": "gateway"},
-            "delivery": {
-                "chunks": True,  # the gateway streams from tts.audio
-                "storage": opts.storage,
-                "presign": opts.storage and opts.presign and self.settings.presign,
-                "namespace": opts.namespace,
-            },
-        }
-        if request_id:
-            fields["request_id"] = request_id
+        voice = self.voices.check(opts.voice)
         try:
-            request = TTSRequest.new(opts.text, **fields)
+            request = opts.to_request(tenant, voice, presign=self.settings.presign, request_id=request_id)
         except ContractError as err:
             raise ApiError(400, "invalid_request", str(err)) from None
         self.rate_limit(tenant)
@@ -321,32 +259,10 @@ class Gateway:
         if state is None:
             state = await self._search(tenant, request_id)
             if state is None:
-                await self._check_expiry_marker(tenant, request_id)
+                await stored_files.check_expiry_marker(self.store, tenant, request_id)
         if state is None or state.tenant != tenant:
             raise ApiError(404, "not_found", f"no request {request_id[:128]!r} for this tenant")
         return state
-
-    async def _check_expiry_marker(self, tenant: str, request_id: str) -> None:
-        """410 for a request whose result is past what can be searched but whose files the
-        sink marked as expired (`features.retention.policy`); only this tenant's markers are read."""
-        if not ID_RE.match(request_id):
-            return
-        try:
-            meta = await asyncio.to_thread(self.store.marker, expiry_marker_key(tenant, request_id))
-        except Exception:  # storage trouble: the plain 404 stands
-            return
-        if meta is None:
-            return
-        try:
-            expires = datetime.fromisoformat(meta["expires-at"])
-        except (KeyError, ValueError):
-            return
-        if datetime.now(UTC) >= expires:
-            raise ApiError(
-                410,
-                "expired",
-                f"the audio of request {request_id} expired at {expires.isoformat()} (retention)",
-            )
 
     async def _search(self, tenant: str, request_id: str) -> RequestState | None:
         now = time.monotonic()
@@ -394,70 +310,3 @@ class Gateway:
             return  # nothing streaming here (or stopped already, by the cancel that sent it)
         if state.stop_deliveries(message.played_ms) is not None:
             self.heard.follow(state)
-
-    async def captions(self, state: RequestState, fmt: str) -> bytes:
-        """The request's captions in `fmt` (vtt, srt, json): the stored file when the sink
-        stored one, else rendered from the words its chunks carried.
-
-        Raises:
-            ApiError: 404 without timestamps, 409 while the audio is still being made.
-        """
-        if state.status == "failed":
-            raise ApiError(
-                409, "request_failed", f"request {state.request_id} failed: {state.error or 'unknown'}"
-            )
-        self.check_retained(state)
-        result = state.result
-        if result is not None and result.captions is not None:
-            ref = {"vtt": result.captions.vtt, "srt": result.captions.srt, "json": result.captions.words}[fmt]
-            if not (ref.key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in ref.key):
-                raise ApiError(404, "not_found", "no such captions for this tenant")
-            return await self._fetch(state, ref.bucket, ref.key)
-        chunks = sorted(state.chunks, key=lambda c: (c.seq, c.part))
-        if state.streamed and any(c.words is not None for c in chunks):
-            words = retimed([(c.duration_ms, c.offset_ms, c.words or []) for c in chunks])
-            return render_captions(words, fmt)
-        if not state.terminal:
-            raise ApiError(
-                409,
-                "not_ready",
-                "the audio is still being made; retry when it completes",
-                {"Retry-After": "1"},
-            )
-        raise ApiError(404, "no_captions", 'the request was made without "timestamps": true')
-
-    async def stored_audio(self, state: RequestState) -> bytes:
-        result = state.result
-        if result is None or result.storage is None:
-            raise ApiError(404, "no_audio", "the request has no stored audio")
-        key = result.storage.key
-        # Defence in depth: the object must sit under this tenant's prefix.
-        if not (key.startswith(f"{state.tenant}/") or f"/{state.tenant}/" in key):
-            raise ApiError(404, "not_found", "no such audio for this tenant")
-        if not key.endswith(formats.get(result.format).extension):
-            raise ApiError(500, "bad_result", "stored object does not match the request's format")
-        return await self._fetch(state, result.storage.bucket, key)
-
-    def check_retained(self, state: RequestState) -> None:
-        """410 once the tenant's retention has expired the request's stored files (the
-        store's lifecycle scanner deletes them some time later: the promise is what counts)."""
-        result = state.result
-        if result is not None and result.expires_at is not None and datetime.now(UTC) >= result.expires_at:
-            raise ApiError(
-                410,
-                "expired",
-                f"the audio of request {state.request_id} expired at {result.expires_at.isoformat()} "
-                "(the tenant's retention)",
-            )
-
-    async def _fetch(self, state: RequestState, bucket: str, key: str) -> bytes:
-        try:
-            return await asyncio.to_thread(self.store.get, bucket, key)
-        except S3Error as err:
-            if err.code == "NoSuchKey":  # stored once, deleted since (expired or removed)
-                raise ApiError(
-                    410, "gone", f"the stored audio of request {state.request_id} no longer exists"
-                ) from None
-            raise ApiError(502, "storage_unavailable", f"object storage: {err.code}") from None
-        except Exception as err:
-            raise ApiError(502, "storage_unavailable", f"object storage: {type(err).__name__}") from None

@@ -10,15 +10,13 @@ limits are token buckets per tenant: a default (`RATE_PER_S`, `RATE_BURST`) and 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from streamtts.errors import ConfigError
+from streamtts.gateway.key_files import TENANT_RE, parse_api_keys, tenants_by_key
 from streamtts.runtime.env_vars import env_bool, env_float, env_int
 
 PREFIX = "STREAMTTS_GATEWAY_"
-TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -127,17 +125,7 @@ class GatewaySettings:
         keys = parse_api_keys(_get("API_KEYS", ""))
         key_file = _get("API_KEYS_FILE", "")
         if key_file:
-            from streamtts.gateway.keyring import STRUCTURED_SUFFIXES, load_file
-
-            if Path(key_file).suffix.lower() in STRUCTURED_SUFFIXES:
-                keys.update({k.key: k.tenant for k in load_file(Path(key_file)).keys})
-            else:
-                try:
-                    keys.update(parse_api_keys(Path(key_file).read_text(encoding="utf-8")))
-                except OSError as err:
-                    raise ConfigError(
-                        f"{PREFIX}API_KEYS_FILE: cannot read {key_file}: {err.strerror}"
-                    ) from None
+            keys.update(tenants_by_key(key_file))
         d = cls()
         return cls(
             host=_get("HOST", d.host),
@@ -178,20 +166,6 @@ class GatewaySettings:
             ),
             hash_tenant_labels=env_bool("HASH_TENANT_LABELS", d.hash_tenant_labels, PREFIX),
         )
-
-
-def parse_api_keys(text: str) -> dict[str, str]:
-    """`key:tenant` pairs separated by commas or newlines; `#` starts a comment."""
-    keys: dict[str, str] = {}
-    for raw in re.split(r"[,\n]", text):
-        item = raw.split("#", 1)[0].strip()
-        if not item:
-            continue
-        key, sep, tenant = item.rpartition(":")
-        if not sep or not key.strip() or not tenant.strip():
-            raise ConfigError(f"{PREFIX}API_KEYS: expected key:tenant, got {item[:4]}…")
-        keys[key.strip()] = tenant.strip()
-    return keys
 
 
 def parse_tenant_allow(text: str) -> dict[str, tuple[str, ...]]:

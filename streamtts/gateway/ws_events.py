@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from streamtts.gateway.delivery import words_heard
-from streamtts.gateway.fanout import RequestState
-from streamtts.schemas import AudioChunk
+from streamtts.gateway.request_state import RequestState
+from streamtts.schemas import AudioChunk, WordTiming
 
 Event = dict[str, Any]
 
@@ -27,28 +27,18 @@ def words_event(base: Event, chunk: AudioChunk, sentence_ms: float, session_ms: 
     """The chunk's words, timed from the sentence's start: the chunk's place in what this
     session received (`session_offset_ms` + `offset_ms`) is exact."""
     assert chunk.words is not None
-    shift = sentence_ms - (chunk.offset_ms or 0.0)
     return {
-        "type": "words",
-        **base,
-        "seq": chunk.seq,
-        "part": chunk.part,
+        **_about(chunk, "words", base),
         "offset_ms": round(sentence_ms, 1),
         "session_offset_ms": round(session_ms, 1),
-        "words": [
-            {**w.model_dump(), "start_ms": round(w.start_ms + shift, 1), "end_ms": round(w.end_ms + shift, 1)}
-            for w in chunk.words
-        ],
+        "words": _shifted(chunk.words, sentence_ms - (chunk.offset_ms or 0.0)),
     }
 
 
 def marks_event(base: Event, chunk: AudioChunk, sentence_ms: float, session_ms: float) -> Event:
     shift = sentence_ms - (chunk.offset_ms or 0.0)
     return {
-        "type": "marks",
-        **base,
-        "seq": chunk.seq,
-        "part": chunk.part,
+        **_about(chunk, "marks", base),
         "session_offset_ms": round(session_ms, 1),
         "marks": [{"name": m.name, "time_ms": round(m.time_ms + shift, 1)} for m in chunk.marks or ()],
     }
@@ -57,10 +47,7 @@ def marks_event(base: Event, chunk: AudioChunk, sentence_ms: float, session_ms: 
 def chunk_event(base: Event, chunk: AudioChunk) -> Event:
     """The header of a chunk's binary frame, which follows it."""
     return {
-        "type": "chunk",
-        **base,
-        "seq": chunk.seq,
-        "part": chunk.part,
+        **_about(chunk, "chunk", base),
         "last": chunk.last,
         "format": chunk.format,
         "sample_rate": chunk.sample_rate,
@@ -92,13 +79,18 @@ def heard_entry(
     on_session: list[Event] = []
     if words is not None:
         entry["words_spoken"] = [w.model_dump() for w in words]
-        offset = start_ms or 0.0
-        on_session = [
-            {
-                **w.model_dump(),
-                "start_ms": round(w.start_ms + offset, 1),
-                "end_ms": round(w.end_ms + offset, 1),
-            }
-            for w in words
-        ]
+        on_session = _shifted(words, start_ms or 0.0)
     return entry, on_session
+
+
+def _about(chunk: AudioChunk, kind: str, base: Event) -> Event:
+    """The fields an event about one chunk starts with."""
+    return {"type": kind, **base, "seq": chunk.seq, "part": chunk.part}
+
+
+def _shifted(words: list[WordTiming], by_ms: float) -> list[Event]:
+    """`words` as event fields, their times moved by `by_ms`."""
+    return [
+        {**w.model_dump(), "start_ms": round(w.start_ms + by_ms, 1), "end_ms": round(w.end_ms + by_ms, 1)}
+        for w in words
+    ]

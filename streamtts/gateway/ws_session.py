@@ -20,9 +20,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.delivery import Delivery
 from streamtts.gateway.errors import ApiError
-from streamtts.gateway.fanout import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.framing import Framer, Pacer, media_event
-from streamtts.gateway.service import Gateway, SpeechOptions
+from streamtts.gateway.request_state import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.service import Gateway
+from streamtts.gateway.speech_options import SpeechOptions
 from streamtts.gateway.ws_events import (
     chunk_event,
     completed_event,

@@ -24,7 +24,7 @@ import websockets
 
 from streamtts.features.audit.log import key_id
 from streamtts.gateway.clientaddr import client_address
-from streamtts.gateway.keyring import parse_networks
+from streamtts.gateway.networks import parse_networks
 from streamtts.gateway.settings import GatewaySettings
 from streamtts.runtime.settings import KafkaSettings
 from tests.gateway.served import Served, serve

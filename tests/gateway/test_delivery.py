@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from streamtts.gateway.delivery import Delivery, heard_ms, words_heard
-from streamtts.gateway.fanout import RequestState
+from streamtts.gateway.request_state import RequestState
 from streamtts.schemas import AudioChunk, CompletionResult, WordTiming
 from streamtts.sinks.result_builder import as_heard
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from streamtts.errors import ConfigError
-from streamtts.gateway.keyring import KeyRing, KeySet, from_pairs, load_file
+from streamtts.gateway.key_files import KeySet, from_pairs, load_file
+from streamtts.gateway.keyring import KeyRing
 
 
 def test_the_line_format_still_works_and_keys_get_hashed_ids(tmp_path: Path) -> None:
