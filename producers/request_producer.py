@@ -12,6 +12,13 @@ from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ControlMessage, TTSRequest, wire
 from streamtts.schemas.base import Contract
+from streamtts.schemas.trace import TraceContext
+
+
+def _trace(caller: TraceContext | None) -> list[tuple[str, bytes]]:
+    """A request's trace headers: the caller's context (its span is the request's parent), or
+    a new trace."""
+    return (caller or TraceContext.start()).headers()
 
 
 class RequestProducer(AsyncLifecycle):
@@ -52,19 +59,23 @@ class RequestProducer(AsyncLifecycle):
         *,
         topic: str | None = None,
         headers: list[tuple[str, bytes]] | None = None,
+        trace: TraceContext | None = None,
     ) -> RecordMetadata:
-        """Send one request and wait for the broker's acknowledgement (all in-sync replicas)."""
+        """Send one request and wait for the broker's acknowledgement (all in-sync replicas).
+        trace: the caller's trace context (W3C), which the request's records continue; None:
+        the request starts a trace of its own."""
         return await self._producer.send_and_wait(
             topic or self._topics.requests,
             value=request.to_bytes(),
             key=request.request_id.encode(),
-            headers=[*self._headers(request, "request.v1"), *(headers or [])],
+            headers=[*self._headers(request, "request.v1"), *_trace(trace), *(headers or [])],
         )
 
     async def submit_many(
-        self, requests: Iterable[TTSRequest], *, topic: str | None = None
+        self, requests: Iterable[TTSRequest], *, topic: str | None = None, trace: TraceContext | None = None
     ) -> list[RecordMetadata]:
-        """Send a batch; records are pipelined, then all acknowledgements awaited."""
+        """Send a batch; records are pipelined, then all acknowledgements awaited. Each request
+        is a trace of its own, or (`trace`) in the caller's."""
         futures = []
         for request in requests:
             futures.append(
@@ -72,7 +83,7 @@ class RequestProducer(AsyncLifecycle):
                     topic or self._topics.requests,
                     value=request.to_bytes(),
                     key=request.request_id.encode(),
-                    headers=self._headers(request, "request.v1"),
+                    headers=[*self._headers(request, "request.v1"), *_trace(trace)],
                 )
             )
         return [await f for f in futures]

@@ -18,6 +18,11 @@ FIRST_SEGMENT_HEADERS: list[tuple[str, bytes]] = [(FIRST_SEGMENT, b"1")]
 RELEASE = "x-streamtts-release"
 """On a request record: the release that must render it (honoured when the routing rule
 allows headers; e.g. a QA client pinning the candidate)."""
+TRACEPARENT = "ce_traceparent"
+TRACESTATE = "ce_tracestate"
+"""W3C trace context as the CloudEvents distributed-tracing extension (see `schemas.trace`)."""
+REPLAY_TRACE = "streamtts.replay.traceparent"
+"""On a replay's request: the traceparent of what it replays (its new trace links to it)."""
 
 
 RENDERING_HEADERS = (REPLAY_OF, REPLAY_AT)
@@ -26,9 +31,22 @@ to (none: the original one; a replay: its own), so the sink tells a deliberate r
 a record read twice. `REPLAY_STAGE` is not carried: it targets one consumer of one topic."""
 
 
-def rendering_headers(headers: object) -> list[tuple[str, bytes]]:
-    """The rendering headers among `headers`, to pass on to the next stage's records."""
-    return [(k, v) for k, v in header_pairs(headers) if k in RENDERING_HEADERS]
+CARRIED_HEADERS = (REPLAY_OF, REPLAY_AT, TRACEPARENT, TRACESTATE, REPLAY_TRACE)
+"""What every stage passes on from the record it read to the records it writes for the same
+request: which rendering it is, and the request's trace."""
+
+
+TRACE_HEADERS = (TRACEPARENT, TRACESTATE, REPLAY_TRACE)
+
+
+def trace_headers(headers: object) -> list[tuple[str, bytes]]:
+    """The request's trace among `headers` (what its result carries: see `schemas.trace`)."""
+    return [(k, v) for k, v in header_pairs(headers) if k in TRACE_HEADERS]
+
+
+def carried_headers(headers: object) -> list[tuple[str, bytes]]:
+    """The headers among `headers` a stage passes on to its records (`CARRIED_HEADERS`)."""
+    return [(k, v) for k, v in header_pairs(headers) if k in CARRIED_HEADERS]
 
 
 def replay_headers(of: str, stage: str | None = None) -> list[tuple[str, bytes]]:

@@ -353,7 +353,7 @@ class CompletionSink(DeadLettering):
                 continue  # dropped with its partition at the revocation
             self._tp, self._epoch = tp, self.checkpoint.epoch(tp)
             try:
-                result = await self.finisher.fail_incomplete(ctx, missing)
+                result = await self.finisher.fail_incomplete(ctx, missing, headers)
             except PartitionRevoked:
                 continue  # revoked meanwhile: its next owner decides
             self._remember(rendering_of(ctx, headers), result)

@@ -9,11 +9,13 @@ inside the transaction of the partition whose record is being handled.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Protocol
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.schemas import CompletionResult, RequestContext, wire
+from streamtts.schemas.headers import trace_headers
 from streamtts.sinks.assembler import AssembledRequest
 from streamtts.sinks.exceptions import StorageRejected, StorageUnavailable
 from streamtts.sinks.result_builder import build_result, incomplete_error
@@ -69,35 +71,39 @@ class RequestFinisher:
                 #    tell waiting clients it failed; the stage goes on with the next request.
                 await self._dead_letter(req, err)
                 failed = build_result(ctx, req, completed_at=datetime.now(UTC), error=str(err))
-                await self._publish(failed)
+                await self._publish(failed, req.first_headers)
                 return failed
         # 3. Publish the claim check: the stored audio is now reachable by its key.
         result = build_result(ctx, req, completed_at=datetime.now(UTC), stored=stored)
-        await self._publish(result)
+        await self._publish(result, req.first_headers)
         self.telemetry.request_delivered(req, stored.audio.key if stored else None, started)
         return result
 
-    async def fail_incomplete(self, ctx: RequestContext, missing: list[int]) -> CompletionResult:
+    async def fail_incomplete(
+        self, ctx: RequestContext, missing: list[int], headers: Iterable[tuple[str, bytes]] = ()
+    ) -> CompletionResult:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly;
-        returns its acknowledged `failed` result.
+        returns its acknowledged `failed` result. `headers`: its first record's (its trace).
 
         Raises:
             PartitionRevoked: its partition was revoked meanwhile (its next owner decides).
         """
         error = incomplete_error(missing, self.stale_after_s)
         result = build_result(ctx, None, completed_at=datetime.now(UTC), error=error)
-        await self._publish_record(result)
+        await self._publish_record(result, headers)
         # Counted as `request_incomplete` (per release), not among `requests_completed`, as before.
         self.telemetry.request_incomplete(ctx, missing)
         return result
 
-    async def _publish(self, result: CompletionResult) -> None:
-        await self._publish_record(result)
+    async def _publish(self, result: CompletionResult, headers: Iterable[tuple[str, bytes]]) -> None:
+        await self._publish_record(result, headers)
         self.telemetry.result_published(result)
 
-    async def _publish_record(self, result: CompletionResult) -> None:
+    async def _publish_record(self, result: CompletionResult, headers: Iterable[tuple[str, bytes]]) -> None:
+        """The result, with the request's trace (`headers`: a record of the request's)."""
         record = wire.encode(result, self.wire_format, source=wire.SOURCE_PREFIX + "/sink")
-        await self._send(self.results_topic, result.request_id.encode(), record.value, record.headers or None)
+        out = [*trace_headers(headers), *record.headers]
+        await self._send(self.results_topic, result.request_id.encode(), record.value, out or None)
 
     async def _dead_letter(self, req: AssembledRequest, err: BaseException) -> None:
         ctx = req.ctx

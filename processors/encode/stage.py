@@ -39,6 +39,7 @@ from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
+from streamtts.schemas.headers import carried_headers
 
 ENCODES = {True: 1, False: 1}
 """Encodes in flight at once: one first chunk beside one later chunk (pool threads)."""
@@ -169,8 +170,9 @@ class EncodeStage(FaustStage):
             content_type=formats.get(audio.format).media_type(audio.sample_rate),
         )
         key = chunk.request_id.encode()
+        out = [*carried_headers(event.message.headers), *record.headers] or None
         sends = [
-            await self.outputs.send(name, key, record.value, record.headers or None)
+            await self.outputs.send(name, key, record.value, out)
             for name in self.topics.chunk_topics(chunk.request.delivery)
         ]
         if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:

@@ -32,8 +32,9 @@ from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec
 from streamtts.schemas import Lexicon, Segment, TTSRequest, wire
-from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header, rendering_headers
+from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header
 from streamtts.schemas.request import pool_of
+from streamtts.schemas.trace import carried_with_trace
 
 
 class VoiceCatalog(VoiceChooser, Protocol):
@@ -172,13 +173,13 @@ class SegmentStage(FaustStage):
             self.telemetry.release_routed.labels(lane.release, lane.why).inc()
             if self.releases is not None:
                 self.releases.routed(request.request_id, lane.release)
-        rendering = rendering_headers(event.message.headers)
+        carried = carried_with_trace(event.message.headers)  # every record downstream is traced
         fmt = self.pipeline.delivery.wire_format
         for segment in segments:
             first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
             record = wire.encode(segment, fmt, source=wire.SOURCE_PREFIX + "/segment")
             await self.outputs.send(
-                out, request.request_id.encode(), record.value, [*first, *rendering, *record.headers] or None
+                out, request.request_id.encode(), record.value, [*first, *carried, *record.headers] or None
             )
         self.log_record(
             "segmented",

@@ -36,7 +36,7 @@ from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec
 from streamtts.schemas import ContractError, Segment, wire
-from streamtts.schemas.headers import FIRST_SEGMENT, header, rendering_headers
+from streamtts.schemas.headers import FIRST_SEGMENT, carried_headers, header
 
 TIMELINE_RECOVERY_S = 5.0
 """Longest a worker spends recovering a request's timeline from tts.pcm after a takeover."""
@@ -177,11 +177,11 @@ class SynthesizeStage(FaustStage):
                 source_of(event), err, request_id=segment.request_id, tenant=segment.request.tenant
             )
         key = segment.request_id.encode()
-        rendering = rendering_headers(event.message.headers)
+        carried = carried_headers(event.message.headers)
         fmt = self.pipeline.delivery.wire_format
         for chunk in chunks:
             record = wire.encode(chunk, fmt)
-            await self.outputs.send(self.out, key, record.value, [*rendering, *record.headers] or None)
+            await self.outputs.send(self.out, key, record.value, [*carried, *record.headers] or None)
         audio_s = len(rendered.samples) / rendered.sample_rate
         if offset is not None:
             self._timeline.advance(segment, offset, sum(c.duration_ms for c in chunks))
@@ -248,7 +248,7 @@ class SynthesizeStage(FaustStage):
             self.out,
             segment.request_id.encode(),
             record.value,
-            [*rendering_headers(event.message.headers), *record.headers] or None,
+            [*carried_headers(event.message.headers), *record.headers] or None,
         )
         self.telemetry.cancelled_segments.inc()
         self.log_record(

@@ -17,6 +17,7 @@ from streamtts.runtime.topology import TOPOLOGY
 from streamtts.schemas import ContractError, DeadLetter
 from streamtts.schemas.dead_letter import DlqHeader
 from streamtts.schemas.headers import replay_headers
+from streamtts.schemas.trace import replay_trace, without_trace
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,9 @@ async def replay_dlq(
                 # The record as it was (its own headers), marked as a replay, carrying the attempt
                 # count and first failure so a second failure adds to them.
                 headers = [
-                    *letter.original_headers,
+                    *without_trace(letter.original_headers),
                     *replay_headers(ledger_key, stage=stage),
+                    *replay_trace(letter.original_headers),  # a new trace, linked to the original's
                     (DlqHeader.ATTEMPTS, str(letter.attempts).encode()),
                     (DlqHeader.FIRST_FAILURE_AT, letter.first_failure_at.isoformat().encode()),
                 ]

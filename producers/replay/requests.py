@@ -19,6 +19,7 @@ from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ContractError, TTSRequest
 from streamtts.schemas.headers import replay_headers
+from streamtts.schemas.trace import replay_trace
 
 
 def _rewrite(
@@ -61,14 +62,16 @@ async def _resubmit(
     replay: TTSRequest,
     origin: str,
     ledger_key: str,
+    original_headers: object = (),
 ) -> None:
     """Submit `replay` to the requests topic, marked as a replay of `origin` addressed to the
-    segment stage, then record `ledger_key` so the same replay is not submitted twice."""
+    segment stage, then record `ledger_key` so the same replay is not submitted twice. The
+    replay is a new trace, linked to the original's (`original_headers`)."""
     await producer.send_and_wait(
         topics.requests,
         key=replay.request_id.encode(),
         value=replay.to_bytes(),
-        headers=replay_headers(origin, stage="segment"),
+        headers=[*replay_headers(origin, stage="segment"), *replay_trace(original_headers)],
     )
     await ledger.record(producer, ledger_key, topics.requests)
 
@@ -98,14 +101,14 @@ async def replay_requests(
     partitioner = DefaultPartitioner()
     ordered = sorted(partitions)
     targets = {ordered[partitioner(rid.encode(), ordered, ordered)] for rid in wanted}
-    found: dict[str, TTSRequest] = {}
+    found: dict[str, tuple[TTSRequest, object]] = {}
     summary = ReplaySummary(dry_run=dry_run)
     async for record in snapshot(kafka, topics.requests, partitions=targets):
         summary.read += 1
         key = record.key.decode() if record.key else ""
         if key in wanted:
             try:
-                found[key] = TTSRequest.from_bytes(record.value)  # the latest copy wins
+                found[key] = (TTSRequest.from_bytes(record.value), record.headers)  # the latest copy wins
             except ContractError:
                 continue
     for rid in wanted:
@@ -113,7 +116,7 @@ async def replay_requests(
             summary.skip("not_found")
     mapping: dict[str, str] = {}
     async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
-        for rid, original in found.items():
+        for rid, (original, original_headers) in found.items():
             n = sum(1 for k in ledger.done if k.startswith(f"request:{rid}#")) + 1
             new_id = f"{rid[:110]}.r{n}" if new_ids else None
             ledger_key = f"request:{rid}#{n}" if new_ids else f"request:{rid}#same:{voice}:{fmt}:{namespace}"
@@ -135,7 +138,7 @@ async def replay_requests(
                     f"request {rid} → {replay.request_id} voice={replay.voice} format={replay.format}"
                 )
                 continue
-            await _resubmit(producer, ledger, topics, replay, f"request:{rid}", ledger_key)
+            await _resubmit(producer, ledger, topics, replay, f"request:{rid}", ledger_key, original_headers)
     return summary, mapping
 
 
@@ -180,7 +183,7 @@ async def replay_window(
                     summary.planned.append(f"{request.request_id} ({record.partition}@{record.offset})")
                     continue
                 await pacer.wait()
-                await _resubmit(producer, ledger, topics, replay, window, ledger_key)
+                await _resubmit(producer, ledger, topics, replay, window, ledger_key, record.headers)
                 bar.update(summary.read, summary.redriven)
         finally:
             bar.done()

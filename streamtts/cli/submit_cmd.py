@@ -50,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="first audio wanted within this many ms: a request the synthesize workers' reported "
         "queue cannot serve in time is refused (overloaded) instead of sent",
     )
+    p.add_argument(
+        "--traceparent",
+        metavar="TRACEPARENT",
+        help="W3C trace context the requests continue (00-<trace id>-<parent span id>-<flags>); "
+        "default: each request starts a trace",
+    )
+    p.add_argument("--tracestate", metavar="TRACESTATE", help="W3C tracestate, with --traceparent")
     p.add_argument("--wait", action="store_true", help="wait for completion results")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait with --wait")
     p.add_argument("--out", metavar="FILE", help="with --wait: write the audio to FILE (single request)")
@@ -119,9 +126,16 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from streamtts.errors import ConfigError
+    from streamtts.schemas.trace import parse_traceparent
 
     if args.out and not args.wait:
         raise ConfigError("--out needs --wait")
+    if args.tracestate and not args.traceparent:
+        raise ConfigError("--tracestate needs --traceparent")
+    if args.traceparent and parse_traceparent(args.traceparent) is None:
+        raise ConfigError(
+            f"--traceparent {args.traceparent[:80]!r} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"
+        )
     parsed = _read_inputs(args)
     if args.out and len(parsed.requests) != 1:
         raise ConfigError("--out writes one file: submit exactly one request")
@@ -188,6 +202,7 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> tuple
     from streamtts.producers.request_producer import RequestProducer
     from streamtts.producers.result_waiter import ResultWaiter
     from streamtts.runtime.settings import Settings
+    from streamtts.schemas.trace import parse_traceparent
 
     settings = Settings.from_env()
     waiter = ResultWaiter(settings.kafka) if args.wait else None
@@ -200,7 +215,8 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> tuple
         if waiter:
             await waiter.start()  # attach before sending: a fast result must not be missed
         async with RequestProducer(settings.kafka) as producer:
-            for meta_req in zip(await producer.submit_many(requests), requests, strict=True):
+            trace = parse_traceparent(args.traceparent, args.tracestate) if args.traceparent else None
+            for meta_req in zip(await producer.submit_many(requests, trace=trace), requests, strict=True):
                 print(meta_req[1].request_id, flush=True)
         if waiter:
             results = await waiter.wait([r.request_id for r in requests], args.timeout)

@@ -28,9 +28,11 @@ def content_type(fmt: str, sample_rate: int) -> str:
 
 def _headers(state: RequestState, extra: dict[str, str] | None = None) -> dict[str, str]:
     name = f"{state.request_id}{formats.get(state.format).extension}"
+    trace = {"traceparent": state.traceparent} if state.traceparent else {}
     return {
         "X-Request-Id": state.request_id,
         "Content-Disposition": f'inline; filename="{name}"',
+        **trace,
         **(extra or {}),
     }
 

@@ -51,6 +51,8 @@ class RequestState:
     """Live streams of this request's audio to clients (see `gateway.delivery`)."""
     heard_ms: float | None = None
     """Set when a cancel stopped its live deliveries: the audio the listener got."""
+    traceparent: str | None = None
+    """The request's W3C trace context (the caller's, or one the gateway started)."""
     _pending: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
     _next: tuple[int, int] = (0, 0)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)

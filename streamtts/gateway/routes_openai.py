@@ -15,6 +15,7 @@ from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.http import authenticate, gateway, read_body
 from streamtts.gateway.speech_options import SpeechOptions
+from streamtts.schemas.trace import from_http
 
 SPEED_MIN, SPEED_MAX = 0.5, 2.0  # OpenAI allows 0.25–4.0; ours is narrower: clamped
 
@@ -52,7 +53,7 @@ async def speech(request: Request) -> Response:
         text_type="text",  # OpenAI's `input` is plain text, whatever it looks like
         deadline_ms=body.deadline_ms,
     )
-    state = await gw.submit(tenant, opts, endpoint="openai")
+    state = await gw.submit(tenant, opts, endpoint="openai", trace=from_http(request.headers))
     audit_context(request).request_id = state.request_id
     return await audio_response(gw, state, endpoint="openai")
 

@@ -23,6 +23,7 @@ from streamtts.gateway.speech_options import SpeechOptions
 from streamtts.schemas.captions import CAPTION_CONTENT_TYPES, CAPTION_FORMATS
 from streamtts.schemas.names import WavCodec
 from streamtts.schemas.request import AudioFormat, Language
+from streamtts.schemas.trace import from_http
 
 MAX_WAIT_S = 30.0
 
@@ -87,7 +88,7 @@ async def submit(request: Request) -> Response:
         text_type=body.text_type,
         deadline_ms=body.deadline_ms,
     )
-    state = await gateway(request).submit(tenant, opts, endpoint="speech")
+    state = await gateway(request).submit(tenant, opts, endpoint="speech", trace=from_http(request.headers))
     audit_context(request).request_id = state.request_id
     url = f"/v1/speech/{state.request_id}"
     links = {"status_url": url, "audio_url": f"{url}/audio"}
@@ -96,7 +97,7 @@ async def submit(request: Request) -> Response:
     return JSONResponse(
         {"id": state.request_id, "status": state.status, **links},
         status_code=202,
-        headers={"Location": url},
+        headers={"Location": url, **({"traceparent": state.traceparent} if state.traceparent else {})},
     )
 
 

@@ -32,6 +32,7 @@ from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import Settings
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
+from streamtts.schemas.trace import TraceContext
 from streamtts.sinks.object_store import ObjectStore
 
 MISS_MEMORY_S = 10.0
@@ -206,9 +207,17 @@ class Gateway:
             raise ApiError(400, "invalid_request", "text must not be empty")
 
     async def submit(
-        self, tenant: str, opts: SpeechOptions, *, endpoint: str, request_id: str | None = None
+        self,
+        tenant: str,
+        opts: SpeechOptions,
+        *,
+        endpoint: str,
+        request_id: str | None = None,
+        trace: TraceContext | None = None,
     ) -> RequestState:
-        """Validate, register with the fan-out, then put the request on `tts.requests`."""
+        """Validate, register with the fan-out, then put the request on `tts.requests`.
+        trace: the caller's (its `traceparent`), continued by every record of the request;
+        None: the request starts a trace (its `traceparent` is on the state either way)."""
         self.check_text(opts.text)
         voice = self.voices.check(opts.voice)
         try:
@@ -224,8 +233,10 @@ class Gateway:
             raise ApiError(409, "conflict", f"request id {request.request_id[:128]!r} is in use")
         self.check_brokers()
         state = self.fanout.track(request.request_id, tenant, request.format, expects_result=opts.storage)
+        trace = trace or TraceContext.start()
+        state.traceparent = trace.traceparent
         try:
-            await self.producer.submit(request)
+            await self.producer.submit(request, trace=trace)
         except Exception as err:
             self.fanout.forget(request.request_id)
             raise ApiError(

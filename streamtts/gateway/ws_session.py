@@ -36,6 +36,7 @@ from streamtts.gateway.ws_events import (
 from streamtts.gateway.ws_outbound import Outbound, SlowConsumer
 from streamtts.gateway.ws_sentences import split_new_sentences
 from streamtts.gateway.ws_start import StartMessage
+from streamtts.schemas.trace import from_http
 
 log = logging.getLogger("streamtts.gateway.ws_session")
 
@@ -313,7 +314,9 @@ class Session:
             deadline_ms=self.config.deadline_ms,
         )
         try:
-            state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid)
+            # The upgrade's traceparent (if any): the session's requests join the caller's trace.
+            trace = from_http(self.ws.headers)
+            state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid, trace=trace)
             self.deliveries[rid] = state.deliver(Delivery(rid, on_stop=self._cancelled_elsewhere))
         except ApiError as err:
             self._audit_submit(rid, err.code)

@@ -29,7 +29,7 @@ from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, StageSpec, TopicRole, stage_spec
 from streamtts.schemas import AudioChunk, ContractError, PcmChunk, TTSRequest, wire
-from streamtts.schemas.headers import header_pairs, rendering_headers
+from streamtts.schemas.headers import carried_headers, header_pairs
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -58,10 +58,8 @@ class Attenuate(FaustStage):
             return await self.dead_letter(source_of(taken.event), taken.error or ValueError("unreadable"))
         half = (np.frombuffer(chunk.pcm, "<i2") // 2).astype("<i2").tobytes()
         record = wire.encode(chunk.model_copy(update={"pcm": half}), self.pipeline.delivery.wire_format)
-        rendering = rendering_headers(taken.event.message.headers)
-        await self.outputs.send(
-            self.out, taken.event.message.key, record.value, [*rendering, *record.headers]
-        )
+        carried = carried_headers(taken.event.message.headers)
+        await self.outputs.send(self.out, taken.event.message.key, record.value, [*carried, *record.headers])
         return "ok"
 
 

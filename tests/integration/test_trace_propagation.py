@@ -1,0 +1,97 @@
+"""One request, one trace: the W3C trace context a caller gives (or the one its request starts)
+is on every record the pipeline writes for it — its segments, PCM and audio chunks, and its
+result — and on its dead letters. Read back by a plain aiokafka consumer on real Kafka."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+import pytest
+from aiokafka import TopicPartition
+
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.runtime.kafka import make_consumer, make_producer, topic_partitions
+from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.topics import TopicNames
+from streamtts.schemas import TTSRequest
+from streamtts.schemas.trace import parse_traceparent, trace_of
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+async def _trace_ids(
+    kafka: KafkaSettings, topics: TopicNames, wanted: set[bytes], expect: dict[str, int]
+) -> dict[str, dict[bytes, set[str | None]]]:
+    """topic → request key → the trace ids its records carry, until each topic in `expect`
+    holds records of that many of the `wanted` requests."""
+    consumer = make_consumer(kafka, group_id=None)
+    await consumer.start()
+    seen: dict[str, dict[bytes, set[str | None]]] = defaultdict(lambda: defaultdict(set))
+    try:
+        parts = [TopicPartition(t, p) for t in expect for p in sorted(await topic_partitions(kafka, t))]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        async with asyncio.timeout(120):
+            while any(len(seen[t]) < n for t, n in expect.items()):
+                for tp, records in (await consumer.getmany(timeout_ms=500)).items():
+                    for r in records:
+                        if r.key in wanted:
+                            ctx = trace_of(r.headers)
+                            seen[tp.topic][r.key].add(ctx.trace_id if ctx else None)
+    finally:
+        await consumer.stop()
+    return seen
+
+
+async def test_every_record_of_a_request_carries_its_trace(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    caller = parse_traceparent(CALLER)
+    assert caller is not None
+    traced = TTSRequest.new("第一句话。第二句话。", language="zh", voice="jm_kumo", format="mp3", cache=False)
+    own = TTSRequest.new("Hello there.", language="en", format="wav", cache=False)
+    foreign = TTSRequest.new("A producer that knows nothing of traces.", language="en", format="pcm")
+    poison = TTSRequest.new("Unknown voice.", language="en", voice="no_such_voice")
+    async with RequestProducer(kafka_settings) as producer:
+        await producer.submit(traced, trace=caller)
+        await producer.submit(own)  # no caller: the request starts its own trace
+        await producer.submit(poison, trace=caller)
+    plain = make_producer(kafka_settings)  # a client that sets no header at all
+    await plain.start()
+    try:
+        await plain.send_and_wait(topics.requests, key=foreign.request_id.encode(), value=foreign.to_bytes())
+    finally:
+        await plain.stop()
+
+    keys = {r.request_id.encode() for r in (traced, own, foreign, poison)}
+    seen = await _trace_ids(
+        kafka_settings,
+        topics,
+        keys,
+        # Requests: 4; segments, chunks, results: 3 (the poison has none); its dead letter.
+        {
+            topics.requests: 4,
+            topics.segments: 3,
+            topics.pcm: 3,
+            topics.audio: 3,
+            topics.results: 3,
+            topics.dlq("segment"): 1,
+        },
+    )
+    t_key, own_key, foreign_key = (
+        traced.request_id.encode(),
+        own.request_id.encode(),
+        foreign.request_id.encode(),
+    )
+    for topic in (topics.segments, topics.pcm, topics.audio, topics.results):
+        assert seen[topic][t_key] == {caller.trace_id}, f"{topic}: the caller's trace throughout"
+        own_ids = seen[topic][own_key]
+        assert len(own_ids) == 1 and None not in own_ids, f"{topic}: one trace the request started"
+        foreign_ids = seen[topic][foreign_key]
+        assert len(foreign_ids) == 1 and None not in foreign_ids, f"{topic}: segment started one"
+    assert seen[topics.requests][own_key] == seen[topics.results][own_key]
+    assert seen[topics.requests][foreign_key] == {None}, "the plain client's record had none"
+    assert seen[topics.dlq("segment")][poison.request_id.encode()] == {caller.trace_id}
