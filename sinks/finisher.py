@@ -50,13 +50,20 @@ class RequestFinisher:
         self.results_topic = results_topic
         self.stale_after_s = stale_after_s
         self.wire_format = wire_format
+        self.tracing = telemetry.telemetry.tracing
 
     async def finish(self, req: AssembledRequest) -> CompletionResult:
-        """Store and publish an assembled request; returns its acknowledged result.
+        """Store and publish an assembled request; returns its acknowledged result. One span,
+        `sink finish`, in the request's trace, with its upload and its result inside.
 
         Raises:
             PartitionRevoked: its partition was revoked meanwhile (the next owner redoes it).
         """
+        attributes = {"streamtts.request_id": req.ctx.request_id, "streamtts.chunks": len(req.records)}
+        with self.tracing.span("sink finish", parent_headers=req.first_headers, attributes=attributes):
+            return await self._finish(req)
+
+    async def _finish(self, req: AssembledRequest) -> CompletionResult:
         ctx = req.ctx
         started = time.perf_counter()
         stored: StoredFiles | None = None
@@ -65,7 +72,8 @@ class RequestFinisher:
         if ctx.delivery.storage and keep:
             try:
                 # 1. Write the files (audio, expiry marker, captions) before the result names them.
-                stored = await self.writer.write(req)
+                with self.tracing.span("sink upload", attributes={"streamtts.format": ctx.format}):
+                    stored = await self.writer.write(req)
             except (StorageUnavailable, StorageRejected) as err:
                 # 2. Dead-letter the request's records for replay (`streamtts replay dlq`), then
                 #    tell waiting clients it failed; the stage goes on with the next request.
@@ -90,7 +98,11 @@ class RequestFinisher:
         """
         error = incomplete_error(missing, self.stale_after_s)
         result = build_result(ctx, None, completed_at=datetime.now(UTC), error=error)
-        await self._publish_record(result, headers)
+        headers = list(headers)
+        with self.tracing.span(
+            "sink incomplete", parent_headers=headers, attributes={"streamtts.missing": len(missing)}
+        ):
+            await self._publish_record(result, headers)
         # Counted as `request_incomplete` (per release), not among `requests_completed`, as before.
         self.telemetry.request_incomplete(ctx, missing)
         return result
@@ -103,7 +115,9 @@ class RequestFinisher:
         """The result, with the request's trace (`headers`: a record of the request's)."""
         record = wire.encode(result, self.wire_format, source=wire.SOURCE_PREFIX + "/sink")
         out = [*trace_headers(headers), *record.headers]
-        await self._send(self.results_topic, result.request_id.encode(), record.value, out or None)
+        attributes = {"streamtts.status": result.status}
+        with self.tracing.span("sink result", attributes=attributes):  # inside finish's span
+            await self._send(self.results_topic, result.request_id.encode(), record.value, out or None)
 
     async def _dead_letter(self, req: AssembledRequest, err: BaseException) -> None:
         ctx = req.ctx

@@ -36,6 +36,7 @@ from streamtts.runtime.startup import (
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, StageSpec, select, services_for
+from streamtts.runtime.tracing import Tracing
 from streamtts.schemas.names import POOLS, STAGES
 from streamtts.worker_services import SIDE_SERVICE_STARTERS
 from streamtts.worker_stages import STAGE_FACTORIES
@@ -65,7 +66,10 @@ class Worker:
         sink_namespace: str = "",
         pools: Sequence[str] = POOLS,
         ops: bool = True,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        """telemetry: metrics and spans (a test's, to read its spans); None: the process's own,
+        its spans exported as `settings.tracing` says."""
         unknown = [s for s in stages if s not in STAGES]
         if unknown:
             raise ConfigError(f"unknown stage {unknown[0]!r}; stages are {', '.join(STAGES)}")
@@ -81,7 +85,8 @@ class Worker:
         self.settings = settings
         self.pipeline = pipeline
         self.topics = TopicNames(settings.kafka.topic_prefix)
-        self.telemetry = Telemetry()
+        self._owns_telemetry = telemetry is None
+        self.telemetry = telemetry or Telemetry(Tracing.to(settings.tracing, "worker"))
         self.readiness = Readiness(needs_model=any(s.name == "model" for s in self.side_services))
         self._renderer = renderer
         self._owns_renderer = renderer is None
@@ -307,6 +312,8 @@ class Worker:
                 log_event(log, "stop_failed", logging.ERROR, service=what, error=str(err)[:200])
             # Each step's time: a stop that overruns its bound says which step held it.
             log_event(log, "service_stopped", service=what, duration_ms=_ms_since(started))
+        if self._owns_telemetry:  # the last spans out (bounded by the exporter's timeout)
+            await asyncio.to_thread(self.telemetry.tracing.shutdown)
         log_event(log, "worker_stopped", stages=self.stages, duration_ms=_ms_since(stopping))
 
     # -- process services ------------------------------------------------------------------

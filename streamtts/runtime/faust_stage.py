@@ -26,6 +26,7 @@ from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec, stage_spec
+from streamtts.runtime.tracing import annotate
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.release import BASE_RELEASE
 
@@ -175,8 +176,13 @@ class FaustStage(DeadLettering):
         started = time.perf_counter()
         inflight = self.telemetry.inflight.labels(self.name)
         inflight.inc()
+        waited = {"streamtts.queue_wait_ms": round((started - taken.read_at) * 1000, 2)}
         try:
-            outcome = await self.handle(taken)
+            with self.telemetry.tracing.consume(
+                self.name, taken.event.message, group=self.group, attributes=waited
+            ) as span:
+                outcome = await self.handle(taken)
+                span.set_attribute("streamtts.outcome", outcome or "ok")
         finally:
             inflight.dec()
         await self.ack(taken.event, manual)
@@ -213,7 +219,9 @@ class FaustStage(DeadLettering):
     ) -> None:
         """The stage's one log line for a handled record: `what` happened, with the fields
         every stage's line carries (request, tenant, stage, voice, how long since `started`)
-        and the stage's own `fields`. (Its metrics are counted once, in `process`.)"""
+        and the stage's own `fields`, which the record's span gets as attributes too. (Its
+        metrics are counted once, in `process`.)"""
+        annotate({"event": what, "request_id": request_id, "tenant": tenant, "voice": voice, **fields})
         log_event(
             self.log,
             what,

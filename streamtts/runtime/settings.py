@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from streamtts.errors import ConfigError
 from streamtts.runtime.env_vars import ENV_PREFIX, env_str
+from streamtts.runtime.tracing import TracingSettings
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class S3Settings:
 class Settings:
     kafka: KafkaSettings
     s3: S3Settings
+    tracing: TracingSettings = field(default_factory=TracingSettings)
+    """Where spans go (see `runtime.tracing`); no endpoint: none are recorded."""
     metrics_token: str | None = field(default=None, repr=False)
     """A secret every /metrics this deployment serves asks for (`Authorization: Bearer …`),
     the workers' and the gateway's, and the gateway sends when it reads the workers'
@@ -72,7 +75,12 @@ class Settings:
             bucket=env_str("S3_BUCKET", S3Settings.bucket),
         )
         _refuse_default_credentials_off_host(s3)
-        return cls(kafka=kafka, s3=s3, metrics_token=os.environ.get(ENV_PREFIX + "METRICS_TOKEN") or None)
+        return cls(
+            kafka=kafka,
+            s3=s3,
+            tracing=TracingSettings.from_env(),
+            metrics_token=os.environ.get(ENV_PREFIX + "METRICS_TOKEN") or None,
+        )
 
 
 LOCAL_HOSTS_SUBNET = "10.77.0."

@@ -22,6 +22,7 @@ from typing import Any
 
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec, TopicRole, stage_spec, topology_topics
+from streamtts.runtime.tracing import outgoing
 
 Headers = list[tuple[str, bytes]] | None
 Transport = Callable[[str, bytes | None, bytes, Headers], Awaitable[Awaitable[Any]]]
@@ -100,6 +101,6 @@ class StageOutputs:
     ) -> Awaitable[Any]:
         """Hand a record for `topic` to the producer; returns its pending delivery."""
         kind = self.kind(topic)
-        pending = await self._transport(topic, key, value, headers)
+        pending = await self._transport(topic, key, value, outgoing(headers))
         self.written[kind] += 1
         return pending

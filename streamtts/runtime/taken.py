@@ -4,8 +4,9 @@ table on the side keyed by `id(event)`: a reused id once handed one record anoth
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
@@ -27,6 +28,8 @@ class Taken(Generic[V]):
     now: bool = False
     """Handled at once, in the reading loop, never queued: a record bound for the DLQ (it
     waits for nothing) or one served without work (a render cache hit)."""
+    read_at: float = field(default_factory=time.perf_counter)
+    """When it was read (its wait in the read-ahead queue is in its span)."""
 
     @property
     def key(self) -> bytes:

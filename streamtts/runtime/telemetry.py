@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from streamtts.runtime.tracing import Tracing
+
 LATENCY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
 STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 RTF_BUCKETS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
@@ -15,7 +17,9 @@ BREAKER_STATES = {"closed": 0, "half_open": 1, "open": 2}
 
 
 class Telemetry:
-    def __init__(self) -> None:
+    def __init__(self, tracing: Tracing | None = None) -> None:
+        self.tracing = tracing or Tracing.off()
+        """The process's spans (see `runtime.tracing`); off unless an OTLP endpoint is set."""
         r = self.registry = CollectorRegistry()
         self.e2e_latency = Histogram(
             "streamtts_request_latency_seconds",
