@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
+from streamtts.runtime.tracing import Tracing
 from streamtts.schemas import CompletionResult, RequestContext, wire
 from streamtts.schemas.headers import trace_headers
 from streamtts.sinks.assembler import AssembledRequest
@@ -50,7 +51,10 @@ class RequestFinisher:
         self.results_topic = results_topic
         self.stale_after_s = stale_after_s
         self.wire_format = wire_format
-        self.tracing = telemetry.telemetry.tracing
+
+    @property
+    def tracing(self) -> Tracing:
+        return self.telemetry.telemetry.tracing
 
     async def finish(self, req: AssembledRequest) -> CompletionResult:
         """Store and publish an assembled request; returns its acknowledged result. One span,

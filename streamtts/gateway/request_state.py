@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -53,6 +53,8 @@ class RequestState:
     """Set when a cancel stopped its live deliveries: the audio the listener got."""
     traceparent: str | None = None
     """The request's W3C trace context (the caller's, or one the gateway started)."""
+    on_first_chunk: Callable[[], None] | None = None
+    """Told once, when the first audio chunk arrives (the gateway's first-audio span)."""
     _pending: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
     _next: tuple[int, int] = (0, 0)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -81,6 +83,8 @@ class RequestState:
             self.streamed = c.last
         if self.first_chunk_at is None:
             self.first_chunk_at = time.monotonic()
+            if self.on_first_chunk is not None:
+                self.on_first_chunk()
         if self.status == "queued":
             self.status = "streaming"
         if self.streamed and not self.expects_result and self.status != "failed":

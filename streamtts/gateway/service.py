@@ -8,7 +8,10 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
+
+from opentelemetry.trace import SpanKind
 
 from streamtts.features.admission.view import Admission
 from streamtts.features.audit.log import AuditLog
@@ -31,6 +34,7 @@ from streamtts.runtime.broker_watch import BrokerWatch
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import Settings
+from streamtts.runtime.tracing import Tracing
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
 from streamtts.schemas.trace import TraceContext
 from streamtts.sinks.object_store import ObjectStore
@@ -75,6 +79,8 @@ class Gateway:
     """Whether a Kafka broker answers now: new requests are refused at once while none does."""
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose X-Forwarded-For is believed (see clientaddr)."""
+    tracing: Tracing = field(default_factory=Tracing.off)
+    """The gateway's spans (its submit, each request's first audio), in each request's trace."""
     started_at: float = field(default_factory=time.monotonic)
     _key_reloader: asyncio.Task[None] | None = field(default=None, init=False)
     ws_tenant_sessions: dict[str, int] = field(default_factory=dict)
@@ -130,6 +136,7 @@ class Gateway:
             admission=Admission(pipeline.kafka, PipelineSettings.from_env().text.long_text_chars),
             broker=BrokerWatch(pipeline.kafka),
             trusted_proxies=parse_networks(settings.trusted_proxies, "STREAMTTS_GATEWAY_TRUSTED_PROXIES"),
+            tracing=Tracing.to(pipeline.tracing, "gateway"),
         )
 
     @property
@@ -153,6 +160,7 @@ class Gateway:
         await cancel_and_wait(self._key_reloader)
         for part in reversed(self._parts):
             await part.stop()
+        await asyncio.to_thread(self.tracing.shutdown)  # the last spans out
 
     async def _reload_keys(self) -> None:
         while True:
@@ -233,8 +241,20 @@ class Gateway:
             raise ApiError(409, "conflict", f"request id {request.request_id[:128]!r} is in use")
         self.check_brokers()
         state = self.fanout.track(request.request_id, tenant, request.format, expects_result=opts.storage)
-        trace = trace or TraceContext.start()
+        submitted_ns = time.time_ns()
+        attributes = {"streamtts.endpoint": endpoint, "streamtts.request_id": request.request_id}
+        with self.tracing.span(
+            f"gateway {endpoint}",
+            parent_headers=trace.headers() if trace else None,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+        ):
+            # The request's records are children of this span (with tracing off: of the
+            # caller's, or of a trace of its own).
+            trace = Tracing.current() or trace or TraceContext.start()
         state.traceparent = trace.traceparent
+        if self.tracing.recording:
+            state.on_first_chunk = partial(self._first_audio_span, trace, submitted_ns, attributes)
         try:
             await self.producer.submit(request, trace=trace)
         except Exception as err:
@@ -247,6 +267,11 @@ class Gateway:
             ) from None
         self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
+
+    def _first_audio_span(self, trace: TraceContext, submitted_ns: int, attributes: dict[str, str]) -> None:
+        """Submit → the first audio chunk at the gateway: what a caller waits for."""
+        now = time.time_ns()
+        self.tracing.record("gateway first audio", submitted_ns, now, parent=trace, attributes=attributes)
 
     def check_brokers(self) -> None:
         """503 at once while no broker answers: nothing is sent that could be delivered late

@@ -170,6 +170,30 @@ class Tracing:
         ) as span:
             yield span
 
+    def record(
+        self,
+        name: str,
+        start_ns: int,
+        end_ns: int,
+        *,
+        parent: TraceContext,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        """A span measured elsewhere (e.g. the gateway's submit → first audio chunk), as a
+        child of `parent`."""
+        context = trace.set_span_in_context(NonRecordingSpan(_span_context(parent)))
+        attrs = dict(attributes or {})
+        span = self._tracer.start_span(name, context=context, start_time=start_ns, attributes=attrs)
+        span.end(end_time=end_ns)
+
+    @staticmethod
+    def current() -> TraceContext | None:
+        """The current span as a trace context (None outside a recording span)."""
+        ctx = trace.get_current_span().get_span_context()
+        if not ctx.is_valid:
+            return None
+        return TraceContext(f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}", f"{int(ctx.trace_flags):02x}")
+
     def shutdown(self) -> None:
         """Export what is buffered, then stop (at process stop)."""
         if self.provider is not None:
