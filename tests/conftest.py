@@ -143,3 +143,34 @@ def own_stack(tmp_path):  # type: ignore[no-untyped-def]
             console_port=mport + 1,
         ),
     )
+
+
+@pytest.fixture(scope="session")
+def jaeger() -> Iterator[object]:
+    """The local Jaeger (`infra up --tracing`'s), on the test stack's own ports: a real OTLP
+    backend with its query API. Built from the Go module proxy on a machine without it (once;
+    ~6 min on 2 cores, like MinIO), started for the session, stopped after."""
+    import os
+    from pathlib import Path
+
+    from streamtts.infra.local.installer import say_stderr
+    from streamtts.infra.local.jaeger_server import JaegerNode
+    from streamtts.infra.local.paths import PROJECT_ROOT, LocalPaths
+
+    paths = LocalPaths(
+        cache_dir=LocalPaths.from_env().cache_dir,
+        state_dir=Path(os.environ.get("STREAMTTS_TEST_STATE_DIR", PROJECT_ROOT / ".local" / "test-stack")),
+    )
+    paths.ensure()
+    base = int(os.environ.get("STREAMTTS_TEST_JAEGER_PORT", "25318"))
+    node = JaegerNode(
+        paths, otlp_port=base, query_port=base + 2368, health_port=base - 1185, name="jaeger-test"
+    )
+    node.install(say_stderr)
+    node.stop()  # one a killed session left behind
+    node.start(say_stderr)
+    try:
+        node.wait_ready()
+        yield node
+    finally:
+        node.stop()

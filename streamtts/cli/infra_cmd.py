@@ -5,9 +5,11 @@ gateway on a host of its own; down/status find what up started)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from streamtts.infra.local.jaeger_server import JaegerNode
     from streamtts.infra.local.stack import LocalStack, ServiceStatus
 
 
@@ -16,6 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser("up", help="install what is missing, start, wait until ready")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")
+    up.add_argument(
+        "--tracing",
+        action="store_true",
+        help="also Jaeger (all-in-one, in memory; built from the Go module proxy the first time): "
+        "OTLP/HTTP on 127.0.0.1:4318, its query API on :16686 (`streamtts trace ID`)",
+    )
     up.set_defaults(func=_up)
     down = actions.add_parser("down", help="stop the processes `up` started")
     down.set_defaults(func=_down)
@@ -50,6 +58,13 @@ def _stack(brokers: int | None, hosts: bool | None) -> LocalStack:
     return LocalStack.from_settings(settings, brokers=brokers)
 
 
+def _jaeger() -> JaegerNode:
+    from streamtts.infra.local.jaeger_server import JaegerNode
+    from streamtts.infra.local.paths import LocalPaths
+
+    return JaegerNode(LocalPaths.from_env())
+
+
 def _print_status(rows: list[ServiceStatus]) -> None:
     for r in rows:
         state = "ready" if r.ready else ("starting" if r.pid else "stopped")
@@ -71,7 +86,19 @@ def _up(args: argparse.Namespace) -> int:
     from streamtts.infra.local.stack import record_hosts
 
     stack = _stack(args.brokers, args.hosts)
-    _print_status(stack.up(timeout_s=args.timeout))
+    rows = stack.up(timeout_s=args.timeout)
+    if args.tracing:
+        from streamtts.infra.local.installer import say_stderr
+        from streamtts.infra.local.jaeger_server import jaeger_status
+
+        jaeger = _jaeger()
+        jaeger.install(say_stderr)
+        jaeger.start(say_stderr)
+        jaeger.wait_ready()
+        rows.append(jaeger_status(jaeger))
+    _print_status(rows)
+    if args.tracing:
+        print(f"export STREAMTTS_OTLP_ENDPOINT={_jaeger().otlp_endpoint}")
     if stack.hosts:
         record_hosts(LocalPaths.from_env(), True)
         _print_hosts(stack)
@@ -88,14 +115,21 @@ def _down(args: argparse.Namespace) -> int:
 
     stack = _stack(args.brokers, args.hosts)
     stack.down()
+    if _jaeger().stop():
+        print("[infra] stopped jaeger", file=sys.stderr)
     if stack.hosts:
         record_hosts(LocalPaths.from_env(), False)
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    from streamtts.infra.local.jaeger_server import jaeger_status
+
     stack = _stack(args.brokers, args.hosts)
     rows = stack.status()
+    jaeger = _jaeger()
+    if jaeger.pid() is not None:  # shown once `up --tracing` started it
+        rows.append(jaeger_status(jaeger))
     _print_status(rows)
     if stack.hosts:
         _print_hosts(stack)

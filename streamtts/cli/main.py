@@ -36,6 +36,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "audit_cmd",
     "storage_cmd",
     "release_cmd",
+    "trace_cmd",
 )
 
 

@@ -250,21 +250,21 @@ class Gateway:
             attributes=attributes,
         ):
             # The request's records are children of this span (with tracing off: of the
-            # caller's, or of a trace of its own).
+            # caller's, or of a trace of its own); the span is the submit (queued, acked).
             trace = Tracing.current() or trace or TraceContext.start()
-        state.traceparent = trace.traceparent
-        if self.tracing.recording:
-            state.on_first_chunk = partial(self._first_audio_span, trace, submitted_ns, attributes)
-        try:
-            await self.producer.submit(request, trace=trace)
-        except Exception as err:
-            self.fanout.forget(request.request_id)
-            raise ApiError(
-                503,
-                "unavailable",
-                f"could not queue the request ({type(err).__name__})",
-                {"Retry-After": str(BROKER_RETRY_AFTER_S)},
-            ) from None
+            state.traceparent = trace.traceparent
+            if self.tracing.recording:
+                state.on_first_chunk = partial(self._first_audio_span, trace, submitted_ns, attributes)
+            try:
+                await self.producer.submit(request, trace=trace)
+            except Exception as err:
+                self.fanout.forget(request.request_id)
+                raise ApiError(
+                    503,
+                    "unavailable",
+                    f"could not queue the request ({type(err).__name__})",
+                    {"Retry-After": str(BROKER_RETRY_AFTER_S)},
+                ) from None
         self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
 
