@@ -21,7 +21,7 @@ from aiokafka.admin import NewTopic
 from streamtts.processors.in_memory import InMemoryTopology, StageFactory, StageParts, build_stages
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.faust_stage import FaustStage, source_of
-from streamtts.runtime.kafka import make_admin, make_consumer
+from streamtts.runtime.kafka import make_admin, make_consumer, topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.taken import Taken
@@ -136,7 +136,11 @@ async def _on_kafka(
     consumer = make_consumer(kafka, group_id=None)
     await consumer.start()
     try:
-        tps = [TopicPartition(t, p) for t in (raw, topics.pcm, topics.audio) for p in range(3)]
+        tps = [
+            TopicPartition(t, p)
+            for t in (raw, topics.pcm, topics.audio)
+            for p in sorted(await topic_partitions(kafka, t))  # every partition: keys spread
+        ]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)  # this test's topics: only its request is there
         for stage in reversed(stages):  # downstream first, as the worker starts them
