@@ -12,12 +12,17 @@ from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ControlMessage, TTSRequest, wire
 from streamtts.schemas.base import Contract
+from streamtts.schemas.headers import TRACEPARENT, header
 from streamtts.schemas.trace import TraceContext
 
 
-def _trace(caller: TraceContext | None) -> list[tuple[str, bytes]]:
+def _trace(
+    caller: TraceContext | None, given: list[tuple[str, bytes]] | None = None
+) -> list[tuple[str, bytes]]:
     """A request's trace headers: the caller's context (its span is the request's parent), or
-    a new trace."""
+    a new trace; none where the caller's own `headers` carry one already."""
+    if caller is None and header(given, TRACEPARENT) is not None:
+        return []
     return (caller or TraceContext.start()).headers()
 
 
@@ -68,7 +73,7 @@ class RequestProducer(AsyncLifecycle):
             topic or self._topics.requests,
             value=request.to_bytes(),
             key=request.request_id.encode(),
-            headers=[*self._headers(request, "request.v1"), *_trace(trace), *(headers or [])],
+            headers=[*self._headers(request, "request.v1"), *_trace(trace, headers), *(headers or [])],
         )
 
     async def submit_many(

@@ -28,9 +28,12 @@ MAX_TRACESTATE_CHARS = 512
 """W3C: a vendor may drop tracestate longer than 512 characters; we keep at most that."""
 
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
-_TRACESTATE_MEMBER = re.compile(
-    r"[a-z0-9][_0-9a-z\-*/@]{0,255}=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]"
+# W3C tracestate: a key is a tenant name (lower-case letter first) or tenant@system; a value is
+# printable ASCII without "," or "=", not ending in a space.
+_TRACESTATE_KEY = re.compile(
+    r"[a-z][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13}"
 )
+_TRACESTATE_VALUE = re.compile(r"[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]")
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,13 @@ def _valid_state(value: str | bytes | None) -> str:
     if len(text) > MAX_TRACESTATE_CHARS:
         return ""
     members = [m.strip() for m in text.split(",") if m.strip()]
-    if len(members) > 32 or not all(_TRACESTATE_MEMBER.fullmatch(m) for m in members):
-        return ""
+    keys = [m.partition("=")[0] for m in members]
+    if len(members) > 32 or len(set(keys)) != len(keys):
+        return ""  # a key twice: the list is malformed (W3C)
+    for member in members:
+        key, sep, value = member.partition("=")
+        if not sep or not _TRACESTATE_KEY.fullmatch(key) or not _TRACESTATE_VALUE.fullmatch(value):
+            return ""
     return ",".join(members)
 
 

@@ -130,22 +130,26 @@ class JaegerNode:
         go = require_tool("go", "install Go ≥ 1.24 to build Jaeger from the Go module proxy")
         env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
         say(f"building Jaeger {JAEGER_VERSION} from the Go module proxy (first time only; ~6 min on 2 cores)")
-        found = subprocess.run(
-            [go, "mod", "download", "-json", f"{JAEGER_MODULE}@{JAEGER_VERSION}"],
-            capture_output=True,
-            env=env,
-            timeout=900,
-            check=False,
-        )
+        try:
+            found = subprocess.run(
+                [go, "mod", "download", "-json", f"{JAEGER_MODULE}@{JAEGER_VERSION}"],
+                capture_output=True,
+                env=env,
+                timeout=900,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise InfraError(f"downloading {JAEGER_MODULE}@{JAEGER_VERSION} took over 15 min") from None
         if found.returncode != 0:
-            raise InfraError(f"downloading {JAEGER_MODULE}@{JAEGER_VERSION} failed: {found.stderr[-300:]!r}")
+            why = found.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+            raise InfraError(f"downloading {JAEGER_MODULE}@{JAEGER_VERSION} failed: {why[0][:300]}")
         module_dir = Path(json.loads(found.stdout)["Dir"])
         # The module cache is read-only, and its replace directives hold only for the main
         # module: build a copy of the source as the main module.
         source = self.bin_dir.parent / f"src-{JAEGER_VERSION}"
-        shutil.rmtree(source, ignore_errors=True)
+        _remove(source)  # a failed build's copy
         shutil.copytree(module_dir, source)
-        for path in source.rglob("*"):
+        for path in [source, *source.rglob("*")]:  # the module cache's files are read-only
             path.chmod(path.stat().st_mode | 0o200)
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         flags = f"-s -w -X {_VERSION_PKG}.latestVersion={JAEGER_VERSION}"
@@ -158,7 +162,7 @@ class JaegerNode:
             cwd=source,
             timeout_s=3000,
         )
-        shutil.rmtree(source, ignore_errors=True)
+        _remove(source)
         if not self.installed():
             raise InfraError(f"go build finished but {self.binary} is missing")
 
@@ -202,12 +206,25 @@ class JaegerNode:
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
+        gone = 0
         while not self.ready():
-            if self.pid() is None:
+            # Gone on three polls in a row, not one: just after the fork, until it execs, the
+            # child's command line is still ours and does not name its config (its marker).
+            gone = gone + 1 if self.pid() is None else 0
+            if gone >= 3:
                 raise InfraError(f"Jaeger exited during start-up (log: {self.paths.log_file(self.name)})")
             if time.monotonic() > deadline:
                 raise InfraError(f"Jaeger not ready after {timeout_s:.0f} s")
             time.sleep(0.1)  # polling a remote health check
+
+
+def _remove(tree: Path) -> None:
+    """Delete `tree`, read-only parts included (copied from the module cache)."""
+    if tree.exists():
+        for path in [tree, *tree.rglob("*")]:
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o700)
+        shutil.rmtree(tree)
 
 
 def jaeger_status(node: JaegerNode) -> ServiceStatus:

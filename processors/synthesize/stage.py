@@ -128,6 +128,10 @@ class SynthesizeStage(FaustStage):
             found = NOTHING_CACHED
         return Taken(event, Read(segment, found), first=True, now=found.rendered is not None)
 
+    def firsts_waiting(self) -> int:
+        """First spans read ahead, not yet handed to the model (`ReportsLoad`: admission)."""
+        return self.waiting.firsts() if self.waiting is not None else 0
+
     def _engine_of(self, segment: Segment) -> str:
         """The engine that will speak the segment (for the cost model), best effort."""
         registry = self.renderer.synth.registry

@@ -94,7 +94,7 @@ def _up(args: argparse.Namespace) -> int:
         jaeger = _jaeger()
         jaeger.install(say_stderr)
         jaeger.start(say_stderr)
-        jaeger.wait_ready()
+        jaeger.wait_ready(args.timeout)
         rows.append(jaeger_status(jaeger))
     _print_status(rows)
     if args.tracing:

@@ -132,10 +132,15 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--out needs --wait")
     if args.tracestate and not args.traceparent:
         raise ConfigError("--tracestate needs --traceparent")
-    if args.traceparent and parse_traceparent(args.traceparent) is None:
-        raise ConfigError(
-            f"--traceparent {args.traceparent[:80]!r} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"
-        )
+    if args.traceparent:
+        caller = parse_traceparent(args.traceparent, args.tracestate)
+        if caller is None:
+            raise ConfigError(
+                f"--traceparent {args.traceparent[:80]!r} is not a W3C traceparent "
+                "(00-<32 hex>-<16 hex>-<2 hex>)"
+            )
+        if args.tracestate and not caller.state:
+            raise ConfigError(f"--tracestate {args.tracestate[:80]!r} is not a W3C tracestate (k=v,...)")
     parsed = _read_inputs(args)
     if args.out and len(parsed.requests) != 1:
         raise ConfigError("--out writes one file: submit exactly one request")

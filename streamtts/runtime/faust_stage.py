@@ -156,9 +156,22 @@ class FaustStage(DeadLettering):
                 if taken.now:
                     await self.process(taken, manual)
                     continue
-                await queue.put(taken, first=taken.first)
                 if drain.done():  # surface a crashed drain instead of filling the queue
                     drain.result()
+                if len(queue) < queue.maxsize:
+                    await queue.put(taken, first=taken.first)
+                    continue
+                # Full: wait for room or for the drain to end (a put waiting on a queue nobody
+                # empties would stall the stage silently).
+                put = asyncio.ensure_future(queue.put(taken, first=taken.first))
+                try:
+                    await asyncio.wait((put, drain), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not put.done():
+                        put.cancel()
+                if drain.done():
+                    drain.result()
+                    raise RuntimeError(f"{self.group}: the drain task ended")
         finally:
             await cancel_and_wait(drain)
 
@@ -195,12 +208,9 @@ class FaustStage(DeadLettering):
         if self._acks is None:
             await manual.ack(event)
             return
-        for ready in self._acks.done(event.message.tp, event.message.offset):
+        msg = event.message
+        for ready in self._acks.done(msg.tp, msg.offset, msg.generation_id):
             await manual.ack(ready)
-
-    def firsts_waiting(self) -> int:
-        """First records read ahead, not yet handled (`ReportsLoad`)."""
-        return self.waiting.firsts() if self.waiting is not None else 0
 
     async def handle(self, taken: Taken[Any]) -> str | None:
         """Process one record; return an outcome label ("ok", "dead_lettered") or None."""

@@ -119,10 +119,12 @@ class InOrderAcks(Generic[T]):
         pending[offset] = [item, False]
         self._pending[partition] = (generation, pending)
 
-    def done(self, partition: object, offset: int) -> list[T]:
-        """Mark a record finished; returns the items whose acks may go out now, in order."""
+    def done(self, partition: object, offset: int, generation: int | None = None) -> list[T]:
+        """Mark a record finished; returns the items whose acks may go out now, in order.
+        `generation`: the one it was read in; a record read before a rebalance that finishes
+        after its partition was read again must not release the new copy's ack."""
         entry = self._pending.get(partition)
-        if entry is None or offset not in entry[1]:
+        if entry is None or offset not in entry[1] or (generation is not None and generation != entry[0]):
             return []
         pending = entry[1]
         pending[offset][1] = True

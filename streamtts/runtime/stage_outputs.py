@@ -101,6 +101,7 @@ class StageOutputs:
     ) -> Awaitable[Any]:
         """Hand a record for `topic` to the producer; returns its pending delivery."""
         kind = self.kind(topic)
-        pending = await self._transport(topic, key, value, outgoing(headers))
+        # A dead letter keeps the failed record's headers as they were (its trace included).
+        pending = await self._transport(topic, key, value, headers if kind == "dlq" else outgoing(headers))
         self.written[kind] += 1
         return pending

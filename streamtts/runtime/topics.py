@@ -86,7 +86,13 @@ class TopicNames:
             return name
         if not _NEW_ROLE.fullmatch(role):
             raise ValueError(f"unknown topic role {role!r}")
-        return self._n("tts." + role.replace("_", "."))
+        name = self._n("tts." + role.replace("_", "."))
+        # A new role names a new topic: never one the pipeline has (the ledger, the audit
+        # trail), a dead-letter topic or a release's lane, which a spec could then claim.
+        taken = {getattr(self, attr) for attr, value in vars(TopicNames).items() if isinstance(value, _Topic)}
+        if name in taken or name.endswith(".dlq") or self.lane_release(name) is not None:
+            raise ValueError(f"topic role {role!r} would name {name!r}, which the pipeline has already")
+        return name
 
     def lane(self, role: TopicRole, release: str) -> str:
         """`role`'s topic as `release` reads it: its lane for a candidate release, the role's

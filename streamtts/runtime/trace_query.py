@@ -63,7 +63,7 @@ def fetch_trace(ident: str, *, url: str | None = None, lookback_h: int = 24) -> 
                 start_us = int((time.time() - lookback_h * 3600) * 1e6)
                 params = {"service": WORKER_SERVICE, "tags": tags, "limit": "1", "start": str(start_us)}
                 response = client.get("/api/traces", params=params)
-    except httpx.HTTPError as err:
+    except (httpx.HTTPError, httpx.InvalidURL) as err:
         why = type(err).__name__
         raise ConfigError(f"cannot reach the trace query API at {base} ({why}): is it up?") from None
     if response.status_code == 404:
@@ -71,7 +71,12 @@ def fetch_trace(ident: str, *, url: str | None = None, lookback_h: int = 24) -> 
     if response.status_code != 200:
         answer = f"{response.status_code}: {response.text[:200]}"
         raise ConfigError(f"the trace query API at {base} answered {answer}")
-    data = response.json().get("data") or []
+    try:
+        data = response.json().get("data") or []
+        if data:
+            data[0]["traceID"]  # the shape of Jaeger's answer, checked
+    except (ValueError, AttributeError, LookupError, TypeError):
+        raise ConfigError(f"{base} did not answer as Jaeger's query API does") from None
     if not data:
         raise TraceNotFound(
             f"no trace for {ident!r} at {base} (spans are indexed a few seconds after they end)"

@@ -192,7 +192,10 @@ class Tracing:
         ctx = trace.get_current_span().get_span_context()
         if not ctx.is_valid:
             return None
-        return TraceContext(f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}", f"{int(ctx.trace_flags):02x}")
+        state = ctx.trace_state.to_header() if ctx.trace_state else ""
+        return TraceContext(
+            f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}", f"{int(ctx.trace_flags):02x}", state
+        )
 
     def shutdown(self) -> None:
         """Export what is buffered, then stop (at process stop)."""

@@ -61,6 +61,16 @@ def test_a_rebalance_forgets_what_the_old_generation_read() -> None:
     assert acks.done("p0", 10) == ["new"]
 
 
+def test_a_record_of_the_old_generation_finishing_late_does_not_ack_its_new_copy() -> None:
+    from streamtts.runtime.read_ahead import InOrderAcks
+
+    acks: InOrderAcks[str] = InOrderAcks()
+    acks.track("p0", 1, 10, "old")
+    acks.track("p0", 2, 10, "new")  # the partition read again while "old" was still in flight
+    assert acks.done("p0", 10, generation=1) == [], "the old copy finishing says nothing of the new"
+    assert acks.done("p0", 10, generation=2) == ["new"]
+
+
 async def test_the_drain_runs_one_item_per_request_within_each_kinds_cap() -> None:
     from streamtts.runtime.read_ahead import drain_in_request_order
 

@@ -71,3 +71,23 @@ def test_a_role_the_stage_does_not_declare_is_refused_by_name() -> None:
         outputs.role("audio")
     with pytest.raises(UndeclaredOutput):
         outputs.lane("canary", "short")  # synthesize has no lanes to write
+
+
+@pytest.mark.parametrize("role", ["replay_ledger", "audit", "encode_dlq", "release_v2_segments"])
+def test_a_new_role_never_names_a_topic_the_pipeline_has(role: str) -> None:
+    with pytest.raises(ValueError, match="has already"):
+        TOPICS.role(role)  # type: ignore[arg-type]
+    assert TOPICS.role("pcm_raw") == TOPICS.prefix + "tts.pcm.raw"  # type: ignore[arg-type]
+
+
+def test_only_the_synthesize_stage_reports_its_waiting_first_spans() -> None:
+    from streamtts.processors.encode.stage import EncodeStage
+    from streamtts.runtime.pipeline_settings import PipelineSettings
+    from streamtts.runtime.settings import KafkaSettings
+    from streamtts.runtime.stage import ReportsLoad
+
+    encode = EncodeStage(KafkaSettings(), PipelineSettings())
+    try:
+        assert not isinstance(encode, ReportsLoad), "encode's queue is not the model's: not admission's"
+    finally:
+        encode.release()
