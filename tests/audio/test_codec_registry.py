@@ -140,7 +140,7 @@ class _LoopbackProducer:
         self.gw = gw
         self.requests: list[TTSRequest] = []
 
-    async def submit(self, request: TTSRequest) -> None:
+    async def submit(self, request: TTSRequest, **kwargs: object) -> None:  # trace=: the gateway's
         self.requests.append(request)
         pcm = PcmChunk(
             request_id=request.request_id,
