@@ -12,6 +12,7 @@ travels on every record.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 from collections.abc import Iterator, Mapping
@@ -206,12 +207,11 @@ class Tracing:
 def outgoing(headers: list[tuple[str, bytes]] | None) -> list[tuple[str, bytes]] | None:
     """`headers` of a record written inside a span: the span becomes its parent (the carried
     traceparent is replaced). Outside a recording span, `headers` as they are."""
-    ctx = trace.get_current_span().get_span_context()
-    if not ctx.is_valid or headers is None:
+    mine = Tracing.current()
+    if mine is None or headers is None:
         return headers
-    carried = trace_of(headers)
-    state = carried.state if carried is not None else ""
-    mine = TraceContext(f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}", f"{int(ctx.trace_flags):02x}", state)
+    carried = trace_of(headers)  # its tracestate is the record's, passed on as it came
+    mine = dataclasses.replace(mine, state=carried.state if carried is not None else "")
     kept = [(k, v) for k, v in header_pairs(headers) if k not in (TRACEPARENT, TRACESTATE)]
     return [*kept, *mine.headers()]
 
