@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from aiokafka.structs import RecordMetadata
 
 from streamtts.runtime.kafka import make_producer
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import ControlMessage, TTSRequest, wire
@@ -49,11 +49,7 @@ class RequestProducer(AsyncLifecycle):
         ]
 
     async def start(self) -> None:
-        try:
-            await self._producer.start()
-        except BaseException:
-            await self._producer.stop()  # release the half-open client, then report
-            raise
+        await start_or_release(self._producer)
 
     async def stop(self) -> None:
         await self._producer.stop()

@@ -20,7 +20,7 @@ from aiokafka import TopicPartition
 
 from streamtts.errors import StreamTTSError
 from streamtts.runtime.kafka import make_consumer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, RequestContext, TTSRequest, wire
@@ -46,11 +46,7 @@ class ResultWaiter(AsyncLifecycle):
         self._consumer = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
 
     async def start(self) -> None:
-        try:
-            await self._consumer.start()
-        except BaseException:
-            await self._consumer.stop()
-            raise
+        await start_or_release(self._consumer)
         partitions = await topic_partitions(self._kafka, self._topic)
         if not partitions:
             raise StreamTTSError(

@@ -16,6 +16,7 @@ import logging
 
 from streamtts.gateway.request_state import RequestState
 from streamtts.runtime.kafka import make_producer
+from streamtts.runtime.lifecycle import start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import wire
@@ -34,11 +35,7 @@ class HeardResults:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        try:
-            await self._producer.start()
-        except BaseException:
-            await self._producer.stop()
-            raise
+        await start_or_release(self._producer)
 
     async def stop(self) -> None:
         for task in list(self._tasks):

@@ -1,5 +1,6 @@
 """One async lifecycle shape for clients: `async with x:` means `await x.start()` … `x.stop()`;
-and how a client's `stop()` ends a background task it started (`cancel_and_wait`)."""
+how a start that fails releases the client (`start_or_release`); and how a client's `stop()`
+ends a background task it started (`cancel_and_wait`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,24 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 T = TypeVar("T")
+
+
+class Startable(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+async def start_or_release(client: Startable) -> None:
+    """`await client.start()`; if that fails, stop the half-open client (an aiokafka client
+    keeps its connections and tasks) before the error goes on to the caller."""
+    try:
+        await client.start()
+    except BaseException:
+        await client.stop()
+        raise
 
 
 async def cancel_and_wait(task: asyncio.Future[Any] | None, timeout_s: float | None = None) -> bool:

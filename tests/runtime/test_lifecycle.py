@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from streamtts.runtime.lifecycle import cancel_and_wait
+import pytest
+
+from streamtts.runtime.lifecycle import cancel_and_wait, start_or_release
 
 
 async def test_a_task_that_unwinds_is_awaited() -> None:
@@ -46,3 +48,30 @@ async def test_a_task_that_swallows_the_cancel_holds_the_caller_at_most_the_boun
 
 async def test_none_means_nothing_was_started() -> None:
     assert await cancel_and_wait(None)
+
+
+class _Client:
+    def __init__(self, fails: bool) -> None:
+        self.fails = fails
+        self.calls: list[str] = []
+
+    async def start(self) -> None:
+        self.calls.append("start")
+        if self.fails:
+            raise ConnectionError("no broker")
+
+    async def stop(self) -> None:
+        self.calls.append("stop")
+
+
+async def test_a_failed_start_releases_the_client_and_raises() -> None:
+    client = _Client(fails=True)
+    with pytest.raises(ConnectionError):
+        await start_or_release(client)
+    assert client.calls == ["start", "stop"]
+
+
+async def test_a_good_start_leaves_the_client_running() -> None:
+    client = _Client(fails=False)
+    await start_or_release(client)
+    assert client.calls == ["start"]

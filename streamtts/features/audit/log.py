@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter
 from streamtts.errors import ConfigError
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer, topic_partitions
-from streamtts.runtime.lifecycle import AsyncLifecycle
+from streamtts.runtime.lifecycle import AsyncLifecycle, start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
@@ -99,11 +99,7 @@ class AuditLog(AsyncLifecycle):
                 "(create it with `streamtts topics apply`)"
             )
         self._producer = make_producer(self._kafka, linger_ms=20)
-        try:
-            await self._producer.start()
-        except BaseException:
-            await self._producer.stop()
-            raise
+        await start_or_release(self._producer)
         self._task = asyncio.create_task(self._drain(), name="audit-drain")
 
     def record(self, event: AuditEvent) -> None:
