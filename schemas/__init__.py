@@ -2,7 +2,7 @@
 
 from streamtts.schemas.audit import AuditEvent
 from streamtts.schemas.base import SCHEMA_VERSION, Contract
-from streamtts.schemas.chunks import AudioChunk, Degradation, PcmChunk, WordTiming
+from streamtts.schemas.chunks import AudioChunk, Degradation, FilePart, PcmChunk, WordTiming
 from streamtts.schemas.context import RequestContext
 from streamtts.schemas.control import ControlMessage
 from streamtts.schemas.dead_letter import DeadLetter
@@ -21,6 +21,7 @@ CONTRACTS: dict[str, type[Contract]] = {
         Segment,
         PcmChunk,
         AudioChunk,
+        FilePart,
         CompletionResult,
         ControlMessage,
         Lexicon,
@@ -46,6 +47,7 @@ __all__ = [
     "DeadLetter",
     "Degradation",
     "Delivery",
+    "FilePart",
     "GuardLimits",
     "Lexicon",
     "LexiconEntry",

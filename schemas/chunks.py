@@ -1,4 +1,5 @@
-"""Chunk contracts: PCM from synthesis (`tts.pcm`) and encoded audio for subscribers.
+"""Chunk contracts: PCM from synthesis (`tts.pcm`), encoded audio for subscribers, and the
+parts of a request's stored file for the completion sink (`tts.file.parts`).
 
 A segment may yield several chunks (`part` 0..n) so that no record nears Kafka's ~1 MB limit.
 Order within a request is (seq, part); `last_part` closes a segment and `last` closes the
@@ -80,10 +81,9 @@ class MarkTiming(BaseModel):
     time_ms: float = Field(ge=0)
 
 
-class PcmChunk(SpanRecord):
-    """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
-
-    contract_name: ClassVar[str] = "pcm_chunk"
+class ChunkRecord(SpanRecord):
+    """What a chunk of one request's synthesized audio says about it, whatever form its audio
+    travels in: PCM from synthesis (`PcmChunk`), or its part of the stored file (`FilePart`)."""
 
     part: int = Field(default=0, ge=0, lt=MAX_PARTS)
     last_part: bool = True
@@ -91,7 +91,6 @@ class PcmChunk(SpanRecord):
     lang: SpanLanguage
     voice_used: str
     sample_rate: int = Field(ge=8000, le=48000)
-    pcm: AudioBytes
     degradation: Degradation | None = None
     synth_ms: float = Field(default=0.0, ge=0)
     cache: CacheState | None = None
@@ -111,15 +110,83 @@ class PcmChunk(SpanRecord):
     synthesized_at: AwareDatetime
 
     @model_validator(mode="after")
-    def _consistent(self) -> Self:
+    def _in_order(self) -> Self:
         _check_order(self.seq, self.total, self.last, self.last_part)
+        return self
+
+    @property
+    def n_samples(self) -> int:
+        """How many samples of the request's audio this chunk holds."""
+        raise NotImplementedError
+
+    @property
+    def duration_ms(self) -> float:
+        return self.n_samples / self.sample_rate * 1000.0
+
+
+class PcmChunk(ChunkRecord):
+    """Synthesized audio of (part of) one segment: signed 16-bit little-endian mono PCM."""
+
+    contract_name: ClassVar[str] = "pcm_chunk"
+
+    pcm: AudioBytes
+
+    @model_validator(mode="after")
+    def _whole_samples(self) -> Self:
         if len(self.pcm) % 2:
             raise ValueError("pcm must hold whole 16-bit samples (even byte count)")
         return self
 
     @property
-    def duration_ms(self) -> float:
-        return len(self.pcm) / 2 / self.sample_rate * 1000.0
+    def n_samples(self) -> int:
+        return len(self.pcm) // 2
+
+
+FileCarries = Literal["frames", "pcm", "none"]
+"""What a `FilePart` carries of its chunk's audio (see `FilePart.carries`)."""
+StreamUse = Literal["alone", "opened", "continued", "reopened"]
+"""How a chunk's frames were encoded: alone (no stream), first of a stream, next in its stream,
+or the first of a new stream opened mid-request (the old one lost: a restart or a re-read)."""
+
+
+class FilePart(ChunkRecord):
+    """A chunk as the completion sink needs it (`tts.file.parts`, written by the encode stage):
+    everything its PCM chunk says, and its audio in the form the stored file is built from.
+
+    Where the format's streamed frames join into a valid file, the part carries those frames,
+    so a request is encoded once (the stream's frames are the file); where they do not (Opus:
+    one Ogg link per chunk; FLAC: one STREAMINFO per chunk), it carries the PCM and the sink
+    encodes the file as before. A request that stores nothing carries no audio at all."""
+
+    contract_name: ClassVar[str] = "file_part"
+
+    carries: FileCarries
+    """"frames": `audio` is the chunk's payload as streamed, in the request's format;
+    "pcm": `audio` is its s16le PCM; "none": no audio (the request stores no file)."""
+    audio: AudioBytes
+    sample_count: int = Field(ge=0)
+    """Samples of the chunk's audio (its duration, whatever `audio` holds)."""
+    stream: StreamUse | None = None
+    """With frames: how they were encoded (a file joins one stream's frames, or one chunk's)."""
+
+    @model_validator(mode="after")
+    def _carried(self) -> Self:
+        if self.carries == "pcm" and len(self.audio) != 2 * self.sample_count:
+            raise ValueError("a part carrying pcm must hold sample_count 16-bit samples")
+        if self.carries == "none" and self.audio:
+            raise ValueError("a part carrying none must have no audio")
+        if self.carries == "frames" and self.stream is None:
+            raise ValueError("a part carrying frames must say how they were encoded (stream)")
+        return self
+
+    @property
+    def n_samples(self) -> int:
+        return self.sample_count
+
+    @property
+    def pcm(self) -> bytes:
+        """Its PCM (empty unless it carries pcm)."""
+        return self.audio if self.carries == "pcm" else b""
 
 
 class AudioChunk(Contract):

@@ -24,6 +24,12 @@ class StorageRef(BaseModel):
     content_type: str
     url: str | None = None
     """Presigned GET URL when the request asked for one."""
+    made_from: Literal["streamed", "pcm", "decoded"] | None = None
+    """How the stored audio was made: "streamed" — it is the frames that were streamed (the
+    request was encoded once); "pcm" — encoded from the PCM as a whole file (a format whose
+    chunks do not join into one: opus, flac); "decoded" — the streamed frames could not be
+    joined (a stream reopened after a failover) and were decoded and encoded again. None on
+    captions, and from sinks before this field."""
 
 
 class Captions(BaseModel):

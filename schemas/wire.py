@@ -30,7 +30,7 @@ import orjson
 from pydantic import BaseModel
 
 from streamtts.schemas.base import Contract
-from streamtts.schemas.chunks import AudioChunk, PcmChunk
+from streamtts.schemas.chunks import AudioChunk, FilePart, PcmChunk
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.request import TTSRequest
@@ -95,6 +95,9 @@ class BinaryLayout:
 BINARY: Final[dict[str, BinaryLayout]] = {
     PcmChunk.contract_name: BinaryLayout("pcm", "synthesized_at", SOURCE_PREFIX + "/synthesize"),
     AudioChunk.contract_name: BinaryLayout("audio", "encoded_at", SOURCE_PREFIX + "/encode"),
+    # A file part's value is its audio in whichever form it carries: `content-type` says which
+    # (the format's, or audio/L16 for PCM; a part carrying none is written as an empty PCM).
+    FilePart.contract_name: BinaryLayout("audio", "synthesized_at", SOURCE_PREFIX + "/encode"),
 }
 SUBJECT_FIELD: Final = "request_id"
 """The field that is `ce_subject` (every chunk's request)."""

@@ -1,4 +1,5 @@
-"""Reassembles each request's PCM chunks in (seq, part) order (pure, no I/O).
+"""Reassembles each request's chunks in (seq, part) order (pure, no I/O): PCM chunks, or the
+file parts the encode stage writes for the sink (streamed frames, PCM, or no audio).
 
 It also answers the at-least-once question "which offsets may be committed?": a record may
 be committed only when every record before it on its partition belongs to a request that is
@@ -15,9 +16,9 @@ from functools import cached_property
 
 import numpy as np
 
-from streamtts.schemas import Degradation, PcmChunk, RequestContext, WordTiming
+from streamtts.schemas import Degradation, RequestContext, WordTiming
 from streamtts.schemas.captions import retimed
-from streamtts.schemas.chunks import MarkTiming
+from streamtts.schemas.chunks import ChunkRecord, FileCarries, FilePart, MarkTiming, PcmChunk, StreamUse
 
 TopicPart = tuple[str, int]
 RequestKey = tuple[str, str]
@@ -29,7 +30,7 @@ class _Pending:
     ctx: RequestContext
     total: int
     sample_rate: int
-    parts: dict[tuple[int, int], PcmChunk] = field(default_factory=dict)
+    parts: dict[tuple[int, int], ChunkRecord] = field(default_factory=dict)
     last_part_of: dict[int, int] = field(default_factory=dict)
     first_offset: dict[TopicPart, int] = field(default_factory=dict)
     records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]] = field(default_factory=list)
@@ -54,11 +55,23 @@ class _Pending:
 
 
 @dataclass(frozen=True)
+class StreamedPart:
+    """One part of a request that came as a `FilePart` (what the stored file is built from)."""
+
+    carries: FileCarries
+    audio: bytes
+    """Its streamed payload ("frames"), its PCM ("pcm"), or nothing ("none")."""
+    n_samples: int
+    stream: StreamUse | None
+
+
+@dataclass(frozen=True)
 class AssembledRequest:
     ctx: RequestContext
     sample_rate: int
     pcm: bytes
-    """All s16le samples in order."""
+    """The s16le samples of every part that carried PCM, in order: all of them when the
+    request came as PCM chunks (`streamed` empty)."""
     chunks: int
     degraded: list[Degradation]
     records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]]
@@ -72,6 +85,8 @@ class AssembledRequest:
     """SSML marks, timed from the assembled audio's start."""
     first_synthesized_at: datetime | None = None
     """When the request's first chunk (seq 0, part 0) was synthesized."""
+    streamed: tuple[StreamedPart, ...] = ()
+    """Its parts in order, when it came as file parts (see `sinks.stored_audio`)."""
 
     @cached_property
     def samples(self) -> np.ndarray:
@@ -79,8 +94,15 @@ class AssembledRequest:
         return np.frombuffer(self.pcm, dtype="<i2")
 
     @property
+    def n_samples(self) -> int:
+        """Samples of the whole audio, whatever form its parts came in."""
+        if self.streamed:
+            return sum(p.n_samples for p in self.streamed)
+        return len(self.pcm) // 2
+
+    @property
     def duration_ms(self) -> float:
-        return len(self.samples) / self.sample_rate * 1000.0
+        return self.n_samples / self.sample_rate * 1000.0
 
     @property
     def first_headers(self) -> tuple[tuple[str, bytes], ...]:
@@ -96,7 +118,7 @@ class AssembledRequest:
         return round(max(0.0, (self.first_synthesized_at - self.ctx.created_at).total_seconds() * 1000), 1)
 
 
-def retimed_marks(ordered: list[PcmChunk]) -> list[MarkTiming] | None:
+def retimed_marks(ordered: list[ChunkRecord]) -> list[MarkTiming] | None:
     """Marks re-timed on the assembled audio: a chunk's marks keep their distance from the
     chunk's start, whatever the chunk's own offset said."""
     out: list[MarkTiming] = []
@@ -123,7 +145,7 @@ class RequestAssembler:
         tp: TopicPart,
         offset: int,
         raw: bytes,
-        chunk: PcmChunk,
+        chunk: ChunkRecord,
         headers: tuple[tuple[str, bytes], ...] = (),
     ) -> AssembledRequest | None:
         """Record one chunk; returns the assembled request when it just became complete."""
@@ -147,7 +169,7 @@ class RequestAssembler:
         return AssembledRequest(
             ctx=p.ctx,
             sample_rate=p.sample_rate,
-            pcm=b"".join(c.pcm for c in ordered),
+            pcm=b"".join(_pcm_of(c) for c in ordered),
             chunks=len(ordered),
             degraded=[c.degradation for c in ordered if c.degradation is not None],
             records=p.records,
@@ -158,6 +180,11 @@ class RequestAssembler:
             marks=retimed_marks(ordered) if p.ctx.marks else None,
             played_ms=next((c.played_ms for c in ordered if c.played_ms is not None), None),
             first_synthesized_at=ordered[0].synthesized_at,
+            streamed=tuple(
+                StreamedPart(c.carries, c.audio, c.n_samples, c.stream)
+                for c in ordered
+                if isinstance(c, FilePart)
+            ),
         )
 
     def skip(self, tp: TopicPart, offset: int) -> None:
@@ -195,3 +222,8 @@ class RequestAssembler:
                 if tp in out:
                     out[tp] = min(out[tp], first)
         return out
+
+
+def _pcm_of(chunk: ChunkRecord) -> bytes:
+    """A PCM chunk's samples, or a file part's when it carries PCM."""
+    return chunk.pcm if isinstance(chunk, PcmChunk | FilePart) else b""

@@ -1,4 +1,5 @@
-"""Completion sink (aiokafka + minio): tts.pcm → assembled file in object storage → tts.results.
+"""Completion sink (aiokafka + minio): tts.file.parts → assembled file in object storage →
+tts.results.
 
 The sink is driven, not a driver (like quix-streams' `Checkpoint` driving `BaseSink.flush()`):
 this module is the consume loop that decides *when*; the parts that know *how* are
@@ -7,7 +8,8 @@ the result), `build_result` (the one result shape) and `SinkCheckpoint` (outputs
 made durable together).
 
 Per request, once every (seq, part) has arrived:
-1. assemble the PCM in order and encode the whole file once (proper headers, one stream);
+1. assemble the parts in order and make the file (`stored_audio`): the streamed frames where
+   they join into one (the request is encoded once), else encoded from the PCM;
 2. upload it under a deterministic key (transient faults retried with capped backoff; a
    permanent refusal dead-letters the request at once, without holding up the others);
 3. publish the completion result (claim check) and remember the request as finished;
@@ -42,7 +44,7 @@ from streamtts.runtime.stage_outputs import DELIVERED, Delivered, StageOutputs
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import stage_spec
-from streamtts.schemas import CompletionResult, ContractError, PcmChunk, wire
+from streamtts.schemas import CompletionResult, ContractError, FilePart, wire
 from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import SinkCheckpoint
@@ -61,7 +63,7 @@ REREAD_PAUSE_S = 1.0
 
 
 class CompletionSink(DeadLettering):
-    """The sink stage (a `Stage`): one aiokafka consumer of tts.pcm, one loop."""
+    """The sink stage (a `Stage`): one aiokafka consumer of tts.file.parts, one loop."""
 
     name = "sink"
     group = "sink"
@@ -115,7 +117,7 @@ class CompletionSink(DeadLettering):
         self._results_read_to: dict[int, int] | None = None
         """tts.results partition → the end offset the last finished read reached."""
         self._task: asyncio.Task[None] | None = None
-        self._tp: TopicPart = (self.topics.pcm, 0)
+        self._tp: TopicPart = (self.topics.file_parts, 0)
         """The partition whose record is being handled: its outputs join its checkpoint."""
         self._epoch = 0
         """The assignment `_tp` had when its record was read (see SinkCheckpoint.send)."""
@@ -321,13 +323,13 @@ class CompletionSink(DeadLettering):
         offset = record.offset
         headers = header_pairs(record.headers)
         try:
-            chunk = wire.decode(PcmChunk, raw, headers)
+            chunk = wire.decode(FilePart, raw, headers)
         except ContractError as err:
             await self.dead_letter(SourceRecord(tp[0], tp[1], offset, record.key, raw, headers), err)
             self.assembler.skip(tp, offset)
             return
         if aimed_elsewhere(headers, self.name):
-            self.assembler.skip(tp, offset)  # a replay aimed at another consumer of tts.pcm
+            self.assembler.skip(tp, offset)  # a replay aimed at another consumer of its topic
             return
         if self.finished.has(rendering_of(chunk.request, headers)) and not _redriven(headers):
             # A finished rendering's chunk read again (after a restart or rebalance, or

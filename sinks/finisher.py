@@ -72,7 +72,7 @@ class RequestFinisher:
         started = time.perf_counter()
         stored: StoredFiles | None = None
         # A cancelled request keeps its audio only when asked to and when some was spoken.
-        keep = not req.cancelled or (ctx.delivery.keep_on_cancel and len(req.samples) > 0)
+        keep = not req.cancelled or (ctx.delivery.keep_on_cancel and req.n_samples > 0)
         if ctx.delivery.storage and keep:
             try:
                 # 1. Write the files (audio, expiry marker, captions) before the result names them.

@@ -1,5 +1,6 @@
-"""Writes one assembled request's files to object storage: the audio (encoded once), its
-expiry marker and its captions, each upload retried through transient faults.
+"""Writes one assembled request's files to object storage: the audio (the streamed frames where
+they make the file, see `stored_audio`), its expiry marker and its captions, each upload
+retried through transient faults.
 
 The minio SDK and the encoders are synchronous: they run on this writer's small thread pool,
 so the sink's loop keeps heartbeating and the rebalance listener keeps answering.
@@ -14,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from streamtts.audio.codecs import encode_file
 from streamtts.features.retention.policy import RetentionPolicy, expiry_marker_key
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import S3Settings
@@ -23,6 +23,7 @@ from streamtts.schemas import captions as caption_files
 from streamtts.sinks.assembler import AssembledRequest
 from streamtts.sinks.exceptions import StorageRejected, StorageUnavailable
 from streamtts.sinks.object_store import ObjectStore, is_transient_storage_error
+from streamtts.sinks.stored_audio import stored_audio
 from streamtts.sinks.telemetry import SinkTelemetry
 
 CAPTION_FILES = (("vtt", ".vtt"), ("srt", ".srt"), ("json", ".words.json"))
@@ -89,14 +90,9 @@ class StorageWriter:
 
     async def _put_audio(self, req: AssembledRequest) -> StorageRef:
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(
-            self.pool,
-            functools.partial(encode_file, codec=req.ctx.codec),
-            req.samples,
-            req.sample_rate,
-            req.ctx.format,
-        )
-        return await self._retrying(
+        data, made_from = await loop.run_in_executor(self.pool, stored_audio, req)
+        self.telemetry.file_made(req.ctx, made_from)
+        ref = await self._retrying(
             req.ctx,
             lambda: self.store.put_audio(
                 req.ctx,
@@ -108,6 +104,7 @@ class StorageWriter:
                 tags=self.retention.tags_for(req.ctx.tenant),
             ),
         )
+        return ref.model_copy(update={"made_from": made_from})
 
     async def _mark_expiry(self, ctx: RequestContext, audio: StorageRef, expires_at: datetime) -> None:
         """A zero-byte marker of when the file expires (see `features.retention.policy`): without it an

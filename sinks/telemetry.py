@@ -63,6 +63,20 @@ class SinkTelemetry:
         log_event(log, "storage_retry", logging.WARNING, request_id=request_id, attempt=attempt, error=error)
         self.telemetry.retries.labels(self.stage, "storage").inc()
 
+    def file_made(self, ctx: RequestContext, made_from: str) -> None:
+        """How a stored file was made (`stored_audio.MadeFrom`): counted per format; a file
+        decoded and encoded again (a stream reopened after a failover) is also logged."""
+        self.telemetry.stored_files.labels(ctx.format, made_from).inc()
+        if made_from == "decoded":
+            log_event(
+                log,
+                "stored_file_decoded",
+                logging.WARNING,
+                request_id=ctx.request_id,
+                tenant=ctx.tenant,
+                format=ctx.format,
+            )
+
     def expiry_marker_failed(self, ctx: RequestContext, err: BaseException) -> None:
         log_event(
             log,

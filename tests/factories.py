@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
-from streamtts.schemas import PcmChunk, RequestContext, Segment, TTSRequest
+from streamtts.schemas import FilePart, PcmChunk, RequestContext, Segment, TTSRequest
 
 
 def request(text: str = "Hello there. How are you?", **kw: object) -> TTSRequest:
@@ -53,3 +54,11 @@ def pcm_chunk(
         request=RequestContext.of(req),
         synthesized_at=datetime.now(UTC),
     )
+
+
+def file_part(req: TTSRequest, seq: int, total: int, **kw: Any) -> FilePart:
+    """The sink's record of `pcm_chunk(req, seq, total, **kw)`: a file part carrying its PCM
+    (what the encode stage writes for a format whose file is encoded from the PCM)."""
+    from streamtts.processors.encode.stage import file_part as part_of  # processors: above schemas
+
+    return part_of(pcm_chunk(req, seq, total, **kw), "pcm", b"", "alone")

@@ -1,10 +1,16 @@
-"""Encode stage: tts.pcm → audio chunks on tts.audio and the request's reply topic (faust).
+"""Encode stage: tts.pcm → audio chunks on tts.audio and the request's reply topic, and each
+chunk's part of the stored file on tts.file.parts (faust).
 
 A request's chunks are encoded by one continuous encoder where the format has one (mp3), so
 they join into one gapless stream; otherwise, and for a one-chunk request, each chunk is
 encoded on its own (stateless). Either way every payload decodes alone and the concatenation
 of a request's chunks plays (see `streamtts.audio.formats`, and `streams` for what a
 failover mid-request costs a stream).
+
+The sink stores what was streamed: each chunk's file part carries the payload subscribers got
+where the format's payloads make the file (one continuous mp3 stream, raw samples, WAV), so a
+request is encoded once; otherwise (opus, flac) it carries the PCM, and the sink encodes the
+file. A request that stores nothing gets parts without audio (its result needs only lengths).
 
 A request's first chunk is what its caller waits for, so it does not queue behind other
 requests' later chunks: the stage reads ahead (`encode_lookahead` records, ≤ 5 s of audio
@@ -38,7 +44,8 @@ from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec
-from streamtts.schemas import AudioChunk, ContractError, PcmChunk, wire
+from streamtts.schemas import AudioChunk, ContractError, FilePart, PcmChunk, wire
+from streamtts.schemas.chunks import ChunkRecord, FileCarries, StreamUse
 from streamtts.schemas.headers import carried_headers
 
 ENCODES = {True: 1, False: 1}
@@ -126,6 +133,9 @@ class EncodeStage(FaustStage):
         self.streams = OpenStreams(idle_s=pipeline.storage.sink_stale_s)
         delivery = pipeline.delivery
         self._reads_ahead = delivery.encode_lookahead > 0 and delivery.processing_guarantee != "exactly_once"
+        # A topology without the sink (in memory: `streamtts synth`, the bench baseline) has
+        # no file parts to write.
+        self._feeds_sink = "file_parts" in self.spec.outputs
 
     def read_ahead(self) -> ReadAhead | None:
         """`encode_lookahead` records ahead, first chunks first, `ENCODES` at once; none under
@@ -148,40 +158,54 @@ class EncodeStage(FaustStage):
         event, chunk = taken.event, taken.value
         if chunk is None:
             return await self.dead_letter(source_of(event), taken.error or ValueError("unreadable chunk"))
+        live = self.topics.chunk_topics(chunk.request.delivery)
+        carries = self._carries(chunk)
+        stream: StreamStep | None = None
+        audio: AudioChunk | None = None
         try:
-            # On the loop: a request's chunks come one after another, so its stream is fed by
-            # one pool thread at a time.
-            stream = self.streams.step(chunk)
-            audio = await asyncio.get_running_loop().run_in_executor(
-                self.pool,
-                encode_pcm_chunk,
-                chunk,
-                self.encoded if chunk.cache == "hit" or chunk.cache == "miss" else None,
-                stream,
-            )
+            if live or carries == "frames":
+                # On the loop: a request's chunks come one after another, so its stream is fed
+                # by one pool thread at a time.
+                stream = self.streams.step(chunk)
+                audio = await asyncio.get_running_loop().run_in_executor(
+                    self.pool,
+                    encode_pcm_chunk,
+                    chunk,
+                    self.encoded if chunk.cache == "hit" or chunk.cache == "miss" else None,
+                    stream,
+                )
         except (EncodingError, ValueError) as err:
             self.streams.drop(chunk)  # its stream has a hole now: the next chunk opens another
             return await self.dead_letter(
                 source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
             )
-        record = wire.encode(
-            audio,
-            self.pipeline.delivery.wire_format,
-            content_type=formats.get(audio.format).media_type(audio.sample_rate),
-        )
         key = chunk.request_id.encode()
-        out = [*carried_headers(event.message.headers), *record.headers] or None
-        sends = [
-            await self.outputs.send(name, key, record.value, out)
-            for name in self.topics.chunk_topics(chunk.request.delivery)
-        ]
+        carried = carried_headers(event.message.headers)
+        sends = []
+        if audio is not None and live:
+            record = wire.encode(
+                audio,
+                self.pipeline.delivery.wire_format,
+                content_type=formats.get(audio.format).media_type(audio.sample_rate),
+            )
+            out = [*carried, *record.headers] or None
+            sends = [await self.outputs.send(name, key, record.value, out) for name in live]
+        use: StreamUse = stream.use if stream is not None else "alone"
+        if self._feeds_sink:
+            part = file_part(chunk, carries, audio.audio if audio is not None else b"", use)
+            record = wire.encode(part, self.pipeline.delivery.wire_format, content_type=_part_type(part))
+            # After the live chunks: a subscriber's audio never waits for the sink's copy.
+            await self.outputs.send(
+                self.topics.file_parts, key, record.value, [*carried, *record.headers] or None
+            )
         if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:
             # Time to first audio: acked by the broker, i.e. a subscriber can now read it.
             for pending in sends:
                 await pending
             ttfa = (datetime.now(UTC) - chunk.request.created_at).total_seconds()
-            self.telemetry.ttfa.labels(audio.format).observe(max(0.0, ttfa))
-        self.telemetry.chunk_bytes.labels(audio.format).observe(len(audio.audio))
+            self.telemetry.ttfa.labels(chunk.request.format).observe(max(0.0, ttfa))
+        if audio is not None:
+            self.telemetry.chunk_bytes.labels(audio.format).observe(len(audio.audio))
         self.log_record(
             "encoded",
             started,
@@ -193,16 +217,48 @@ class EncodeStage(FaustStage):
             seq=chunk.seq,
             part=chunk.part,
             last=chunk.last,
-            format=audio.format,
-            bytes=len(audio.audio),
-            stream=stream.use if stream is not None else "alone",
+            format=chunk.request.format,
+            bytes=len(audio.audio) if audio is not None else 0,
+            stream=use if audio is not None else "none",
+            file_part=carries,
             # A stream opened mid-request has the encoder's delay at this boundary again.
             level=logging.WARNING if stream is not None and stream.use == "reopened" else logging.INFO,
         )
         return "ok"
 
+    def _carries(self, chunk: PcmChunk) -> FileCarries:
+        """What `chunk`'s file part carries: nothing when the request stores no file (or
+        this is a cancel marker), its streamed frames where they make the file, else PCM."""
+        if chunk.cancelled or not chunk.request.delivery.storage or not self._feeds_sink:
+            return "none"
+        codec = formats.get(chunk.request.format)
+        if self.pipeline.storage.store_streamed_frames and codec.stores_streamed_frames:
+            return "frames"
+        return "pcm"
+
     def release(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def file_part(chunk: PcmChunk, carries: FileCarries, payload: bytes, use: StreamUse) -> FilePart:
+    """`chunk`'s part of its request's stored file (see `schemas.chunks.FilePart`)."""
+    # The chunk's own (validated) values, not validated again: a part per chunk is hot.
+    fields = {name: getattr(chunk, name) for name in ChunkRecord.model_fields}
+    audio = {"frames": payload, "pcm": chunk.pcm, "none": b""}[carries]
+    return FilePart.model_construct(
+        **fields,
+        carries=carries,
+        audio=audio,
+        sample_count=chunk.n_samples,
+        stream=use if carries == "frames" else None,
+    )
+
+
+def _part_type(part: FilePart) -> str:
+    """A file part's content type: its format's where it carries frames, else PCM's."""
+    if part.carries == "frames":
+        return formats.get(part.request.format).media_type(part.sample_rate)
+    return wire.pcm_content_type(part.sample_rate)
 
 
 def _first_chunk(chunk: PcmChunk) -> bool:

@@ -42,6 +42,10 @@ Decoder = Callable[[bytes, int | None], tuple[np.ndarray, int]]
 """(bytes, rate of headerless data or None) → (float32 samples in [-1, 1], sample rate)."""
 Assembler = Callable[[Sequence[bytes]], bytes]
 """Non-empty chunk payloads, in order → one file."""
+StreamFiler = Callable[[bytes, int, int], bytes]
+"""(the joined payloads of one continuous stream, the samples it encoded, their rate) → one
+file of those frames, with the header a whole file has (raises DecodeError when they are not
+one whole stream)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,13 @@ class AudioCodec:
     """Other file extensions that mean this format (`streamtts synth --out speech.ogg`)."""
     open_stream: StreamOpener | None = None
     """A continuous encoder whose payloads join gaplessly (None: chunks are encoded alone)."""
+    joins_losslessly: bool = False
+    """Whether the file `assemble` (or the concatenation) makes of chunk payloads is the file
+    `encode_file` makes of their samples: raw samples, WAV. The stored file is then the
+    streamed chunks joined (one encode per request)."""
+    file_from_stream: StreamFiler | None = None
+    """Where the payloads of one stream (`open_stream`, or one chunk) are a file once headed
+    (mp3: an Info frame): the stored file is then the frames that were streamed."""
 
     def __post_init__(self) -> None:
         # Paranoid: a format that cannot be joined must say how its file is built.
@@ -110,6 +121,12 @@ class AudioCodec:
     def media_type(self, sample_rate: int) -> str:
         """The Content-Type of this format's audio at `sample_rate`."""
         return self.content_type + self.content_type_params.format(rate=sample_rate)
+
+    @property
+    def stores_streamed_frames(self) -> bool:
+        """Whether a request's stored file can be made of its streamed payloads, so it is not
+        encoded a second time (otherwise the file is encoded from the PCM)."""
+        return self.joins_losslessly or self.file_from_stream is not None
 
     @property
     def live_stream(self) -> LiveStream | None:

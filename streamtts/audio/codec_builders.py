@@ -3,13 +3,21 @@ FFmpeg encodes, headerless samples (raw PCM, G.711), and the pieces WAV, Ogg and
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from streamtts.audio import ffmpeg, wav
-from streamtts.audio.audio_codec import Assembler, AudioCodec, ChunkEncoder, Decoder, StreamEncoder
+from streamtts.audio import ffmpeg, mp3_frames, wav
+from streamtts.audio.audio_codec import (
+    Assembler,
+    AudioCodec,
+    ChunkEncoder,
+    Decoder,
+    StreamEncoder,
+    StreamFiler,
+)
 from streamtts.audio.exceptions import DecodeError
 from streamtts.audio.pcm import to_int16
 
@@ -23,6 +31,7 @@ def av_codec(
     encode_chunk: ChunkEncoder | None = None,
     assemble: Assembler | None = None,
     suffixes: tuple[str, ...] = (),
+    file_from_stream: StreamFiler | None = None,
 ) -> AudioCodec:
     """A format FFmpeg encodes and decodes: its name, demuxer and encoders come from `encoding`
     (`encode_chunk` replaces the plain chunk encoder where a chunk needs more)."""
@@ -52,6 +61,7 @@ def av_codec(
         openai_name=encoding.name,
         suffixes=suffixes,
         open_stream=open_stream,
+        file_from_stream=file_from_stream,
     )
 
 
@@ -111,6 +121,7 @@ def headerless_codec(
         sample_width=sample_width,
         silence=silence,
         suffixes=suffixes,
+        joins_losslessly=True,  # raw samples: the joined chunks are the file
     )
 
 
@@ -167,3 +178,22 @@ def lossless_reencoder(encoding: ffmpeg.AvEncoding) -> Assembler:
         return ffmpeg.encode(encoding, np.concatenate(pieces), rate, chunk=False)
 
     return assemble
+
+
+def mp3_stream_filer(encoding: ffmpeg.AvEncoding) -> StreamFiler:
+    """An MP3 file of one stream's frames: the frames behind the Info frame (encoder delay and
+    padding) that a file of this encoding would begin with (see `mp3_frames`)."""
+
+    @functools.cache
+    def reference(sample_rate: int) -> mp3_frames.LameTag:
+        # Pure memoization of a constant per rate: what this encoder's own whole file says.
+        whole = ffmpeg.encode(encoding, np.zeros(1152, np.int16), sample_rate, chunk=False)
+        tag = mp3_frames.read_lame_tag(whole)
+        if tag is None:
+            raise DecodeError(f"{encoding.name}: the file encoder wrote no LAME tag")
+        return tag
+
+    def file_from_stream(frames_data: bytes, n_samples: int, sample_rate: int) -> bytes:
+        return mp3_frames.file_from_frames(frames_data, n_samples, sample_rate, reference(sample_rate))
+
+    return file_from_stream

@@ -40,6 +40,7 @@ from streamtts.audio.codec_builders import (
     av_decoder,
     headerless_codec,
     lossless_reencoder,
+    mp3_stream_filer,
     ogg_chunks,
     s16le_bytes,
     s16le_samples,
@@ -166,6 +167,7 @@ for _codec in (
         assemble=wav.assemble,
         live=LiveStream(wav.live_header, wav.live_samples),
         openai_name="wav",
+        joins_losslessly=True,  # `assemble` puts the chunks' samples under one header
     ),
     headerless_codec(
         "pcm",
@@ -181,7 +183,14 @@ for _codec in (
         silence=b"\x00\x00",
         suffixes=(".raw",),
     ),
-    av_codec(_MP3, content_type="audio/mpeg", extension=".mp3", concatenable=True),
+    av_codec(
+        _MP3,
+        content_type="audio/mpeg",
+        extension=".mp3",
+        concatenable=True,
+        # The stored file is the streamed frames behind an Info frame (one encode a request).
+        file_from_stream=mp3_stream_filer(_MP3),
+    ),
     av_codec(
         _OPUS,
         content_type="audio/ogg; codecs=opus",

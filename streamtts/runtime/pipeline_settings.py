@@ -208,6 +208,10 @@ class StorageSettings(SettingsGroup):
     many days (0: kept until deleted by hand); applied by `streamtts storage apply`."""
     tenant_retention_days: tuple[str, ...] = ()
     """Per-tenant retention, `tenant=days` (0: kept), over `retention_days`."""
+    store_streamed_frames: bool = True
+    """Store the frames that were streamed as the file where they join into one (mp3, wav,
+    pcm, G.711): each request is encoded once. Off: the encode stage hands the sink the PCM
+    and the sink encodes every file again (the behaviour before; for comparison)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -46,6 +46,8 @@ class TopicNames:
     """Segments of long/batch requests, read by the long-text synthesize pool."""
     pcm = _Topic("tts.pcm")
     audio = _Topic("tts.audio")
+    file_parts = _Topic("tts.file.parts")
+    """Each chunk's part of its request's stored file (encode → the completion sink)."""
     results = _Topic("tts.results")
     control = _Topic("tts.control")
     """Cancels (barge-in), keyed by request_id; every worker reads all of it."""

@@ -27,6 +27,7 @@ TopicRole = Literal[
     "segments_long",
     "pcm",
     "audio",
+    "file_parts",
     "results",
     "control",
     "lexicons",
@@ -118,12 +119,14 @@ TOPOLOGY: tuple[StageSpec, ...] = (
               outputs=("pcm",),
               services=("model", "cancels", "canary", "load_reports"),
               release_lanes=True),
+    # Encode writes each chunk's part of the stored file beside its live audio, so the sink
+    # stores the frames that were streamed (one encode per request, see `schemas.chunks.FilePart`).
     StageSpec("encode",
               groups=(GroupSpec(("pcm",)),),
-              outputs=("audio",),
+              outputs=("audio", "file_parts"),
               dynamic=("reply",)),
     StageSpec("sink",
-              groups=(GroupSpec(("pcm",)),),
+              groups=(GroupSpec(("file_parts",)),),
               outputs=("results",)),
 )
 # fmt: on

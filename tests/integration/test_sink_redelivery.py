@@ -13,9 +13,9 @@ from streamtts.runtime.kafka import client_kwargs, make_consumer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, PcmChunk, TTSRequest
+from streamtts.schemas import CompletionResult, FilePart, TTSRequest
 from streamtts.worker import Worker
-from tests.factories import pcm_chunk, request
+from tests.factories import file_part, request
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -57,15 +57,15 @@ def _statuses(seen: list[CompletionResult]) -> dict[str, list[str]]:
     return out
 
 
-def _two_requests(finished_text: str) -> tuple[TTSRequest, TTSRequest, list[PcmChunk], list[PcmChunk]]:
+def _two_requests(finished_text: str) -> tuple[TTSRequest, TTSRequest, list[FilePart], list[FilePart]]:
     """An unfinished request (its second chunk comes later) and one finished meanwhile: the
     first holds the partition's commit back, so the second's chunks lie past it."""
     unfinished, finished = request("still coming"), request(finished_text)
     return (
         unfinished,
         finished,
-        [pcm_chunk(unfinished, seq, 2, samples=2400) for seq in range(2)],
-        [pcm_chunk(finished, seq, 2, samples=2400) for seq in range(2)],
+        [file_part(unfinished, seq, 2, samples=2400) for seq in range(2)],
+        [file_part(finished, seq, 2, samples=2400) for seq in range(2)],
     )
 
 
@@ -93,7 +93,9 @@ async def test_no_second_result_for_chunks_read_again_after_a_restart(
 
     async def send(chunk) -> None:  # type: ignore[no-untyped-def]
         # One partition for all: the unfinished request holds the committed offset back.
-        await producer.send_and_wait(topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0)
+        await producer.send_and_wait(
+            topics.file_parts, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0
+        )
 
     try:
         worker = await _sink(kafka_settings, services, pipeline)
@@ -145,13 +147,16 @@ async def test_a_sink_taking_over_a_live_peers_partition_does_not_finish_its_req
                 _, partition = min(owned)
                 for chunk in (c0, f0, f1):  # all on a partition the peer holds
                     await producer.send_and_wait(
-                        topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=partition
+                        topics.file_parts,
+                        chunk.to_bytes(),
+                        key=chunk.request_id.encode(),
+                        partition=partition,
                     )
                 await _results_until(results, seen, finished.request_id)
             finally:
                 await peer.stop()  # commits up to c0: the taker reads f0 and f1 again
             await producer.send_and_wait(
-                topics.pcm, c1.to_bytes(), key=c1.request_id.encode(), partition=partition
+                topics.file_parts, c1.to_bytes(), key=c1.request_id.encode(), partition=partition
             )
             await _results_until(results, seen, unfinished.request_id)  # after its re-read of f0, f1
             await _read_to_end(results, seen)
@@ -179,7 +184,7 @@ async def test_a_request_whose_transaction_was_fenced_is_finished_again_when_rea
 
     pipeline = pipeline_settings.replace(processing_guarantee="exactly_once")
     req = request("fenced before its commit")
-    chunks = [pcm_chunk(req, seq, 2, samples=2400) for seq in range(2)]
+    chunks = [file_part(req, seq, 2, samples=2400) for seq in range(2)]
     producer = AIOKafkaProducer(**client_kwargs(kafka_settings), enable_idempotence=True)
     await producer.start()
     results = make_consumer(kafka_settings, topics.results, group_id=None)
@@ -201,21 +206,21 @@ async def test_a_request_whose_transaction_was_fenced_is_finished_again_when_rea
             sink.checkpoint.commit = hold
             for chunk in chunks:
                 await producer.send_and_wait(
-                    topics.pcm, chunk.to_bytes(), key=req.request_id.encode(), partition=0
+                    topics.file_parts, chunk.to_bytes(), key=req.request_id.encode(), partition=0
                 )
             sent: list[CompletionResult] = []
             await _results_until(uncommitted, sent, req.request_id)  # in the open transaction
             # A newer producer with the partition's transactional id fences the sink's.
             fencer = AIOKafkaProducer(
                 **client_kwargs(kafka_settings),
-                transactional_id=transactional_id(sink._group, (topics.pcm, 0)),
+                transactional_id=transactional_id(sink._group, (topics.file_parts, 0)),
             )
             await fencer.start()
             await fencer.stop()
             # A member joins: the sink's partitions are revoked and the commit on revoke is
             # fenced, while its loop goes on. The peer then leaves: the sink takes every
             # partition back and reads the chunks again.
-            peer = make_consumer(kafka_settings, topics.pcm, group_id=sink._group)
+            peer = make_consumer(kafka_settings, topics.file_parts, group_id=sink._group)
             await peer.start()
             async with asyncio.timeout(60):
                 while not peer.assignment():
@@ -253,7 +258,9 @@ async def test_a_sink_whose_first_assignment_comes_late_reads_the_results_again_
     seen: list[CompletionResult] = []
 
     async def send(chunk) -> None:  # type: ignore[no-untyped-def]
-        await producer.send_and_wait(topics.pcm, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0)
+        await producer.send_and_wait(
+            topics.file_parts, chunk.to_bytes(), key=chunk.request_id.encode(), partition=0
+        )
 
     try:
         peer = await _sink(kafka_settings, services, pipeline)
@@ -317,9 +324,9 @@ async def test_records_wait_while_the_results_cannot_be_read_again_and_are_finis
     monkeypatch.setattr(CompletionSink, "remember_recent_results", fails_once_after_the_seed)
     try:
         for seq in range(2):
-            chunk = pcm_chunk(req, seq, 2, samples=2400)
+            chunk = file_part(req, seq, 2, samples=2400)
             await producer.send_and_wait(
-                topics.pcm, chunk.to_bytes(), key=req.request_id.encode(), partition=0
+                topics.file_parts, chunk.to_bytes(), key=req.request_id.encode(), partition=0
             )
         sink = await _sink(kafka_settings, services, pipeline)
         try:

@@ -13,7 +13,7 @@ from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import TTSRequest
 from streamtts.sinks.completion_sink import CompletionSink
-from tests.factories import pcm_chunk
+from tests.factories import file_part
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -37,9 +37,9 @@ async def test_a_request_whose_audio_stops_coming_fails_visibly(
         try:
             for request, seqs in ((whole, (0, 1, 2)), (broken, (0, 2))):
                 for seq in seqs:
-                    chunk = pcm_chunk(request, seq, 3, pcm=TONE)
+                    chunk = file_part(request, seq, 3, pcm=TONE)
                     await producer.send_and_wait(
-                        topics.pcm, key=request.request_id.encode(), value=chunk.to_bytes()
+                        topics.file_parts, key=request.request_id.encode(), value=chunk.to_bytes()
                     )
             results = await waiter.wait([whole.request_id, broken.request_id], timeout_s=60)
         finally:
