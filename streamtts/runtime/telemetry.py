@@ -109,6 +109,13 @@ class Telemetry:
         self.pending_requests = Gauge(
             "streamtts_sink_pending_requests", "Requests the sink is assembling", registry=r
         )
+        self.stored_files = Counter(
+            "streamtts_stored_files",
+            "Stored audio files, by how they were made: streamed (the streamed frames), pcm"
+            " (encoded from PCM), decoded (streamed frames decoded and encoded again)",
+            ["format", "made_from"],
+            registry=r,
+        )
         self.lag = Gauge(
             "streamtts_consumer_lag",
             "End offset minus committed offset",
