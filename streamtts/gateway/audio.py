@@ -70,8 +70,7 @@ async def audio_response(
         first, chunks = await _started(gw, state, delivery)
     except StreamIncomplete:
         return await _stored(gw, state)
-    if state.first_chunk_at is not None:
-        gw.metrics.ttfa.labels(endpoint).observe(state.first_chunk_at - state.submitted_at)
+    gw.observe_first_audio(endpoint, state)
     live = formats.get(state.format).live_stream
     if live is None:
         # Chunks that are whole files and cannot be joined on the fly (FLAC): answer when complete.

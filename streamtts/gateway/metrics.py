@@ -11,6 +11,7 @@ import hashlib
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from streamtts.runtime.exemplars import negotiated
 from streamtts.runtime.telemetry import LATENCY_BUCKETS
 
 
@@ -83,3 +84,8 @@ class GatewayMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    def exposition_for(self, accept: str | None) -> tuple[bytes, str]:
+        """What /metrics answers: OpenMetrics (with exemplars) if `accept` asks for it, else
+        Prometheus text (see `runtime.exemplars`)."""
+        return negotiated(self.registry, accept)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import time
 from importlib import resources
 from typing import Any
@@ -46,7 +47,8 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    """Prometheus text; with STREAMTTS_METRICS_TOKEN set, only for `Bearer <token>`."""
+    """Prometheus text, or OpenMetrics (exemplars) when the Accept header asks for it; with
+    STREAMTTS_METRICS_TOKEN set, only for `Bearer <token>`."""
     gw = gateway(request)
     token = gw.pipeline.metrics_token
     if token and not bearer_matches(request.headers.get("authorization"), token):
@@ -56,7 +58,8 @@ async def metrics(request: Request) -> Response:
             "/metrics needs Authorization: Bearer <metrics token>",
             {"WWW-Authenticate": 'Bearer realm="metrics"'},
         )
-    return Response(gw.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    body, content_type = gw.metrics.exposition_for(request.headers.get("accept"))
+    return Response(body, headers={"Content-Type": content_type})
 
 
 async def voices(request: Request) -> Response:
@@ -79,9 +82,21 @@ async def openapi(request: Request) -> Response:
     return JSONResponse(openapi_document(gw.settings, gw.voices.ids))
 
 
+TRACE_UI_MARK = "__STREAMTTS_TRACE_UI__"
+"""Where the page's `<meta name="streamtts-trace-ui">` gets the tracing UI's URL."""
+
+
 async def index(request: Request) -> Response:
+    gw = gateway(request)
+    # A trace link only where this gateway's spans go somewhere (else it would lead nowhere).
+    trace_ui = gw.settings.trace_ui_url if gw.tracing.recording else ""
+    return HTMLResponse(page_html(trace_ui), headers={"Cache-Control": "no-cache"})
+
+
+def page_html(trace_ui: str) -> str:
+    """The web page, told which tracing UI to link finished requests' traces in ("": none)."""
     page = resources.files("streamtts.gateway").joinpath("static/index.html").read_text(encoding="utf-8")
-    return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
+    return page.replace(TRACE_UI_MARK, html.escape(trace_ui, quote=True))
 
 
 PIPELINE_CACHE_S = 1.0

@@ -36,7 +36,7 @@ from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import Settings
 from streamtts.runtime.tracing import Tracing
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
-from streamtts.schemas.trace import TraceContext
+from streamtts.schemas.trace import TraceContext, parse_traceparent
 from streamtts.sinks.object_store import ObjectStore
 
 MISS_MEMORY_S = 10.0
@@ -267,6 +267,21 @@ class Gateway:
                 ) from None
         self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
+
+    def trace_id(self, state: RequestState) -> str | None:
+        """The request's trace id when its spans are recorded (this gateway exports spans and
+        the trace is sampled): what its first-audio exemplar and the page's trace link name."""
+        trace = parse_traceparent(state.traceparent) if self.tracing.recording else None
+        return trace.trace_id if trace is not None and trace.sampled else None
+
+    def observe_first_audio(self, endpoint: str, state: RequestState) -> None:
+        """Submit → first chunk at the gateway, with the request's trace id as its exemplar."""
+        if state.first_chunk_at is None:
+            return
+        trace_id = self.trace_id(state)
+        self.metrics.ttfa.labels(endpoint).observe(
+            state.first_chunk_at - state.submitted_at, exemplar={"trace_id": trace_id} if trace_id else None
+        )
 
     def _first_audio_span(self, trace: TraceContext, submitted_ns: int, attributes: dict[str, str]) -> None:
         """Submit → the first audio chunk at the gateway: what a caller waits for."""

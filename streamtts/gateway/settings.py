@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from streamtts.errors import ConfigError
 from streamtts.gateway.key_files import TENANT_RE, parse_api_keys, tenants_by_key
-from streamtts.runtime.env_vars import env_bool, env_float, env_int
+from streamtts.runtime.env_vars import ENV_PREFIX, env_bool, env_float, env_int
+from streamtts.runtime.trace_query import DEFAULT_QUERY_URL, query_url
 
 PREFIX = "STREAMTTS_GATEWAY_"
 
@@ -84,6 +85,10 @@ class GatewaySettings:
     not queued); all such callers together get 50 times this."""
     hash_tenant_labels: bool = False
     """Write tenants in metric labels as `t-` + 12 hex digits of their SHA-256, not by name."""
+    trace_ui_url: str = DEFAULT_QUERY_URL
+    """A tracing UI the web page links a finished request's trace in (`<url>/trace/<id>`, as
+    Jaeger's UI names it): STREAMTTS_TRACE_UI_URL, else STREAMTTS_TRACE_QUERY_URL, else the
+    local Jaeger; empty: no link. Shown only while the gateway records spans."""
 
     @property
     def ws_max_frame_bytes(self) -> int:
@@ -165,6 +170,7 @@ class GatewaySettings:
                 env_float("UNAUTHENTICATED_AUDIT_BURST", d.unauthenticated_audit_rate.burst, PREFIX),
             ),
             hash_tenant_labels=env_bool("HASH_TENANT_LABELS", d.hash_tenant_labels, PREFIX),
+            trace_ui_url=os.environ.get(ENV_PREFIX + "TRACE_UI_URL", query_url()).strip().rstrip("/"),
         )
 
 

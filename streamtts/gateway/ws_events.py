@@ -56,13 +56,15 @@ def chunk_event(base: Event, chunk: AudioChunk) -> Event:
     }
 
 
-def completed_event(base: Event, state: RequestState) -> Event:
+def completed_event(base: Event, state: RequestState, trace_id: str | None = None) -> Event:
+    """A sentence done; `trace_id`: its trace, where its spans are recorded (the page links it)."""
     return {
         "type": "completed",
         **base,
         "duration_ms": round(state.audio_ms, 1),
         "chunks": len([c for c in state.chunks if not c.cancelled]),
         "cancelled": any(c.cancelled for c in state.chunks),
+        **({"trace_id": trace_id} if trace_id else {}),
     }
 
 

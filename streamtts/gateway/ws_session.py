@@ -373,8 +373,8 @@ class Session:
             async for chunk in state.chunks_in_order(timeout, delivery):
                 if chunk.cancelled:  # a marker: no audio to send (see `completed`)
                     continue
-                if chunk.seq == 0 and chunk.part == 0 and state.first_chunk_at is not None:
-                    self.gw.metrics.ttfa.labels("ws").observe(state.first_chunk_at - state.submitted_at)
+                if chunk.seq == 0 and chunk.part == 0:
+                    self.gw.observe_first_audio("ws", state)
                 if chunk.degradation is not None:
                     await put(degraded_event(base, chunk))
                 if chunk.words is not None:
@@ -395,7 +395,7 @@ class Session:
                 return  # cancelled from elsewhere: the session's barge-in drops the rest
             if framer is not None:  # the sentence's last partial frame, padded
                 await self._send_frames(delivery, framer.flush(), pacer)
-            await put(completed_event(base, state), ends=True)
+            await put(completed_event(base, state, self.gw.trace_id(state)), ends=True)
         except (StreamFailed, StreamIncomplete) as err:
             await put({"type": "error", **base, "code": "request_failed", "message": str(err)}, ends=True)
         except TimeoutError:

@@ -6,6 +6,7 @@ drain on stop), plus dead-lettering, metrics, supervision, start/stop (a `Stage`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -14,11 +15,13 @@ import faust
 from faust.types import EventT, StreamT
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
+from streamtts.runtime.exemplars import trace_exemplar
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
+from streamtts.runtime.redelivery import Redelivery, RedeliveryWatch
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.stage_outputs import StageOutputs, Transport
@@ -84,6 +87,8 @@ class FaustStage(DeadLettering):
         """With read-ahead: the records read, whose acks wait for the earlier ones'."""
         self.waiting: FirstSegmentsFirst[Taken[Any]] | None = None
         """With read-ahead: records read, not yet handled."""
+        self.redeliveries = RedeliveryWatch()
+        """Which records read may have been handled before (their spans say so)."""
         self.app.on_partitions_assigned.connect(self._on_assigned)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
         # The stage's one agent over its sources (`_agent` may be overridden; it runs at start).
         self.app.agent(self.app.topic(*self.sources, value_type=bytes, key_type=bytes), name=self.group)(
@@ -100,6 +105,8 @@ class FaustStage(DeadLettering):
             if tp.topic in self.sources:
                 owned.setdefault(tp.topic, []).append(tp.partition)
         self.owned = {topic: sorted(parts) for topic, parts in owned.items()}
+        held = ((topic, p) for topic, parts in owned.items() for p in parts)
+        self.redeliveries.assigned(held, now_ms=time.time() * 1000)
         self.rebalances += 1
         log_event(
             self.log,
@@ -122,10 +129,11 @@ class FaustStage(DeadLettering):
         if ahead is None:
             self._acks = None
             async for event in manual.events():
+                redelivery = self._redelivery(event)
                 if aimed_elsewhere(event.message.headers, self.name):
                     await manual.ack(event)  # a replay for the other consumer of this topic
                     continue
-                await self.process(await self.take(event), manual)
+                await self.process(self._marked(await self.take(event), redelivery), manual)
             return
         # Reading ahead: records finish out of order, acks leave in offset order, and what
         # is still queued at a rebalance or stop stays unacked for the partition's next owner.
@@ -149,10 +157,11 @@ class FaustStage(DeadLettering):
             async for event in manual.events():
                 msg = event.message
                 acks.track(msg.tp, msg.generation_id, msg.offset, event)
+                redelivery = self._redelivery(event)
                 if aimed_elsewhere(msg.headers, self.name):
                     await self.ack(event, manual)
                     continue
-                taken = await self.take(event)
+                taken = self._marked(await self.take(event), redelivery)
                 if taken.now:
                     await self.process(taken, manual)
                     continue
@@ -175,6 +184,18 @@ class FaustStage(DeadLettering):
         finally:
             await cancel_and_wait(drain)
 
+    def _redelivery(self, event: EventT) -> Redelivery | None:
+        """Note a record as read, in its partition's order (so before any read-ahead queue)."""
+        msg = event.message
+        stamp = getattr(msg, "timestamp", None)  # faust: seconds
+        return self.redeliveries.read(
+            (msg.topic, msg.partition), msg.offset, stamp * 1000 if stamp is not None else None
+        )
+
+    @staticmethod
+    def _marked(taken: Taken[Any], redelivery: Redelivery | None) -> Taken[Any]:
+        return dataclasses.replace(taken, redelivery=redelivery) if redelivery else taken
+
     def read_ahead(self) -> ReadAhead | None:
         """How the stage reads ahead of its work; None: one record at a time, in order."""
         return None
@@ -192,14 +213,19 @@ class FaustStage(DeadLettering):
         waited = {"streamtts.queue_wait_ms": round((started - taken.read_at) * 1000, 2)}
         try:
             with self.telemetry.tracing.consume(
-                self.name, taken.event.message, group=self.group, attributes=waited
+                self.name,
+                taken.event.message,
+                group=self.group,
+                redelivery=taken.redelivery,
+                attributes=waited,
             ) as span:
                 outcome = await self.handle(taken)
                 span.set_attribute("streamtts.outcome", outcome or "ok")
+                exemplar = trace_exemplar()  # taken in the span; observed after the ack
         finally:
             inflight.dec()
         await self.ack(taken.event, manual)
-        self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started)
+        self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started, exemplar)
         self.telemetry.records.labels(self.name, outcome or "ok").inc()
 
     async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:

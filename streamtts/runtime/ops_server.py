@@ -3,7 +3,8 @@
 /healthz answers from the event loop itself, so a blocked loop fails it; it also reports the
 loop's measured lag, and fails for a worker still starting past its start-up bound (it should
 have exited: the supervisor replaces it). /readyz names every unmet condition. /metrics is
-Prometheus text; with a token (`STREAMTTS_METRICS_TOKEN`) it answers only
+Prometheus text, or OpenMetrics (with trace-id exemplars) for a scraper whose Accept header
+asks for `application/openmetrics-text`; with a token (`STREAMTTS_METRICS_TOKEN`) it answers only
 `Authorization: Bearer <token>` (the probes stay open: the orchestrator that calls them has
 no token).
 """
@@ -109,9 +110,7 @@ class OpsServer:
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
             )
+        body, content_type = self.telemetry.exposition_for(request.headers.get("Accept"))
         return web.Response(
-            body=self.telemetry.exposition(),
-            content_type="text/plain",
-            charset="utf-8",
-            headers={"X-Content-Type-Options": "nosniff"},
+            body=body, headers={"Content-Type": content_type, "X-Content-Type-Options": "nosniff"}
         )

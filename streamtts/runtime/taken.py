@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from streamtts.runtime.redelivery import Redelivery
+
 V = TypeVar("V")
 
 
@@ -30,6 +32,8 @@ class Taken(Generic[V]):
     waits for nothing) or one served without work (a render cache hit)."""
     read_at: float = field(default_factory=time.perf_counter)
     """When it was read (its wait in the read-ahead queue is in its span)."""
+    redelivery: Redelivery | None = None
+    """Why it may have been delivered before (see `runtime.redelivery`); its span says so."""
 
     @property
     def key(self) -> bytes:

@@ -1,12 +1,15 @@
 """Prometheus metrics of one worker process, in a registry it owns (no global state).
 
 Latency buckets bracket the 1.2 s P99 target finely so alerts and SLO panels can read it.
+The latency histograms (first audio, end to end, per stage record) are `TracedHistogram`s: an
+observation inside a sampled span carries its trace id as an exemplar (`runtime.exemplars`).
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from streamtts.runtime.exemplars import TracedHistogram, negotiated
 from streamtts.runtime.tracing import Tracing
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
@@ -21,21 +24,21 @@ class Telemetry:
         self.tracing = tracing or Tracing.off()
         """The process's spans (see `runtime.tracing`); off unless an OTLP endpoint is set."""
         r = self.registry = CollectorRegistry()
-        self.e2e_latency = Histogram(
+        self.e2e_latency = TracedHistogram(
             "streamtts_request_latency_seconds",
             "Request created_at → completion result published",
             ["format"],
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.ttfa = Histogram(
+        self.ttfa = TracedHistogram(
             "streamtts_time_to_first_audio_seconds",
             "Request created_at → first audio chunk published",
             ["format"],
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.stage_seconds = Histogram(
+        self.stage_seconds = TracedHistogram(
             "streamtts_stage_seconds",
             "Processing time of one record in a stage",
             ["stage"],
@@ -162,7 +165,7 @@ class Telemetry:
             ["release", "outcome"],
             registry=r,
         )
-        self.release_first_audio = Histogram(
+        self.release_first_audio = TracedHistogram(
             "streamtts_release_first_audio_seconds",
             "Request created_at → first audio synthesized, per release",
             ["release"],
@@ -178,6 +181,11 @@ class Telemetry:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    def exposition_for(self, accept: str | None) -> tuple[bytes, str]:
+        """The exposition a scraper's `Accept` header asks for, and its content type
+        (OpenMetrics, with exemplars, or Prometheus text: see `runtime.exemplars`)."""
+        return negotiated(self.registry, accept)
 
     def metric_names(self) -> set[str]:
         """Every series name the exposition can contain (to check dashboards and alert rules)."""

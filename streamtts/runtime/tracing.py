@@ -123,11 +123,12 @@ class Tracing:
         message: Any,
         *,
         group: str,
-        redelivered: bool = False,
+        redelivery: str | None = None,
         attributes: Mapping[str, Any] | None = None,
     ) -> Iterator[Span]:
         """The span of a stage handling one record (`message`: faust's or the in-memory
-        one: topic, partition, offset, headers), a child of the record's trace context."""
+        one: topic, partition, offset, headers), a child of the record's trace context;
+        `redelivery`: why the record may have been handled before (`runtime.redelivery`)."""
         headers = getattr(message, "headers", None)
         attrs: dict[str, Any] = {
             "messaging.system": "kafka",
@@ -142,8 +143,9 @@ class Tracing:
         key = getattr(message, "key", None)
         if key:
             attrs["messaging.kafka.message.key"] = key.decode("utf-8", "replace")[:128]
-        if redelivered:
+        if redelivery:
             attrs["streamtts.redelivered"] = True
+            attrs["streamtts.redelivery"] = redelivery
         attrs.update(attributes or {})
         links = _replay_link(headers)
         with self._tracer.start_as_current_span(
@@ -197,6 +199,17 @@ class Tracing:
         return TraceContext(
             f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}", f"{int(ctx.trace_flags):02x}", state
         )
+
+    @staticmethod
+    def sampled_trace_id() -> str | None:
+        """The current span's trace id if that span is recorded and sampled (its trace reaches
+        the backend), else None: with tracing off, the span carried from a record's headers is
+        current but recorded nowhere, and a link to it would lead nowhere."""
+        span = trace.get_current_span()
+        ctx = span.get_span_context()
+        if not (span.is_recording() and ctx.is_valid and ctx.trace_flags.sampled):
+            return None
+        return f"{ctx.trace_id:032x}"
 
     def shutdown(self) -> None:
         """Export what is buffered, then stop (at process stop)."""

@@ -58,3 +58,20 @@ def test_the_token_comes_from_the_environment_only(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("STREAMTTS_METRICS_TOKEN", "abc")
     settings = Settings.from_env()
     assert settings.metrics_token == "abc" and "abc" not in repr(settings)
+
+
+async def test_metrics_are_openmetrics_with_exemplars_for_a_scraper_that_asks(open_ops: str) -> None:
+    async with httpx.AsyncClient(base_url=open_ops) as client:
+        plain = await client.get("/metrics")
+        assert plain.headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert b"# EOF" not in plain.content
+        # Prometheus' own Accept header (exemplar storage on): OpenMetrics first.
+        accept = (
+            "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
+            "version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.1"
+        )
+        om = await client.get("/metrics", headers={"Accept": accept})
+        assert om.status_code == 200
+        assert om.headers["content-type"].startswith("application/openmetrics-text; version=1.0.0")
+        assert om.content.rstrip().endswith(b"# EOF") and b"streamtts_stage_seconds" in om.content
+        assert om.headers["x-content-type-options"] == "nosniff"
