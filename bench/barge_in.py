@@ -23,15 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aiokafka import TopicPartition
-
 from streamtts.bench.fresh_workers import workers_on
 from streamtts.bench.loadgen import poisson_schedule
 from streamtts.bench.stats import percentile
 from streamtts.bench.worker_procs import Topology, UsageWindow
 from streamtts.errors import StreamTTSError
 from streamtts.producers.request_producer import RequestProducer
-from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
 from streamtts.runtime.settings import Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, CompletionResult, ContractError, TTSRequest, wire
@@ -138,11 +136,7 @@ async def _scenario(
             for consumer, topic in ((audio, topics.audio), (results, topics.results)):
                 # Attached at the end before anything is sent (fresh topics: nothing is missed).
                 await consumer.start()
-                tps = [TopicPartition(topic, p) for p in sorted(await topic_partitions(kafka, topic))]
-                consumer.assign(tps)
-                await consumer.seek_to_end(*tps)
-                for tp in tps:
-                    await consumer.position(tp)
+                await attach_at_end(consumer, await partitions_of(kafka, [topic]))
             warm = TTSRequest.new("One moment.", voice=voice, format="mulaw")
             await producer.submit(warm)
 

@@ -70,18 +70,11 @@ class PipelineClient:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        from aiokafka import TopicPartition
-
-        from streamtts.runtime.kafka import topic_partitions
+        from streamtts.runtime.kafka import attach_at_end, partitions_of
 
         await self.subscriber.start()
         await self._results.start()
-        parts = await topic_partitions(self.kafka, self.topics.results)
-        tps = [TopicPartition(self.topics.results, p) for p in sorted(parts)]
-        self._results.assign(tps)
-        await self._results.seek_to_end(*tps)
-        for tp in tps:
-            await self._results.position(tp)
+        await attach_at_end(self._results, await partitions_of(self.kafka, [self.topics.results]))
         await self.producer.start()
         self._tasks = [asyncio.create_task(self._read_audio()), asyncio.create_task(self._read_results())]
 

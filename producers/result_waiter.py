@@ -16,10 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from aiokafka import TopicPartition
-
 from streamtts.errors import StreamTTSError
-from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
 from streamtts.runtime.lifecycle import AsyncLifecycle, start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
@@ -47,21 +45,14 @@ class ResultWaiter(AsyncLifecycle):
 
     async def start(self) -> None:
         await start_or_release(self._consumer)
-        partitions = await topic_partitions(self._kafka, self._topic)
-        if not partitions:
+        tps = await partitions_of(self._kafka, [self._topic])
+        if not tps:
             raise StreamTTSError(
                 f"results topic {self._topic!r} does not exist; run `streamtts topics apply`"
             )
-        tps = [TopicPartition(self._topic, p) for p in sorted(partitions)]
         # Without the dead-letter topic (not created yet) a refusal ends in the timeout.
-        refusals = await topic_partitions(self._kafka, self._refusals)
-        tps += [TopicPartition(self._refusals, p) for p in sorted(refusals)]
-        self._consumer.assign(tps)
-        await self._consumer.seek_to_end(*tps)
-        # Resolve the end offsets now (position() forces the lookup), so "end" means
-        # "end before the requests were sent", not "end whenever the first fetch happens".
-        for tp in tps:
-            await self._consumer.position(tp)
+        tps += await partitions_of(self._kafka, [self._refusals])
+        await attach_at_end(self._consumer, tps)
 
     async def stop(self) -> None:
         await self._consumer.stop()

@@ -18,12 +18,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 
 from streamtts.gateway.metrics import GatewayMetrics
 from streamtts.gateway.request_state import RequestState
 from streamtts.gateway.results_history import find_result
-from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
@@ -78,25 +78,20 @@ class Fanout:
         consumer = make_consumer(self.kafka, group_id=None, auto_offset_reset="latest")
         await consumer.start()
         try:
-            tps: list[TopicPartition] = []
             wanted = [
                 self.topics.audio,
                 self.topics.results,
                 self.topics.control,  # cancels from any source stop this gateway's streams too
                 *(self.topics.dlq(s) for s in DLQ_STAGES),
             ]
-            for topic in wanted:
-                tps += [TopicPartition(topic, p) for p in sorted(await topic_partitions(self.kafka, topic))]
+            tps = await partitions_of(self.kafka, wanted)
             if not any(tp.topic == self.topics.audio for tp in tps):
                 from streamtts.errors import StreamTTSError
 
                 raise StreamTTSError(
                     f"audio topic {self.topics.audio!r} does not exist; run `streamtts topics apply`"
                 )
-            consumer.assign(tps)
-            await consumer.seek_to_end(*tps)
-            for tp in tps:  # pin "end" now, before any request is submitted through us
-                await consumer.position(tp)
+            await attach_at_end(consumer, tps)  # before any request is submitted through us
         except BaseException:
             await consumer.stop()
             raise

@@ -4,10 +4,10 @@ the same credentials: aiokafka clients here, faust apps through `faust_credentia
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streamtts.runtime.settings import KafkaSettings
@@ -125,3 +125,21 @@ async def topic_partitions(kafka: KafkaSettings, topic: str) -> set[int]:
     """Partition ids of `topic` (empty if it does not exist), with a short-lived admin client."""
     async with started_admin(kafka) as admin:
         return (await describe_partitions(admin, [topic])).get(topic, set())
+
+
+async def partitions_of(kafka: KafkaSettings, topics: Iterable[str]) -> list[TopicPartition]:
+    """Every partition of `topics`, topic by topic in partition order (a missing topic: none)."""
+    tps: list[TopicPartition] = []
+    for topic in topics:
+        tps += [TopicPartition(topic, p) for p in sorted(await topic_partitions(kafka, topic))]
+    return tps
+
+
+async def attach_at_end(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:
+    """Assign `tps` to a group-less consumer at their end, resolved now (`position()` forces
+    the lookup): "end" means the end before the caller sends anything, not whenever the first
+    fetch happens, so no reply to a request sent after this returns is missed."""
+    consumer.assign(tps)
+    await consumer.seek_to_end(*tps)
+    for tp in tps:
+        await consumer.position(tp)
