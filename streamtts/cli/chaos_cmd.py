@@ -109,15 +109,11 @@ def _run(args: argparse.Namespace) -> int:
             faults=faults,
         )
         prefix = f"chaos{time.strftime('%Y%m%d%H%M%S')}-{guarantee}-"
-        say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-        run = ChaosRun(stack, settings.s3, plan, prefix=prefix, say=say)
+        run = ChaosRun(stack, settings.s3, plan, prefix=prefix, say=_say)
         reports.append(asyncio.run(run.run()))
-        print(markdown(reports[-1:]), file=sys.stderr, flush=True)
+        _say(markdown(reports[-1:]))
     table = markdown(reports)
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table + "\n", encoding="utf-8")
+    _publish(table, args.out)
     bad = [
         r
         for r in reports
@@ -140,8 +136,7 @@ def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace
     from streamtts.worker import Worker
 
     pipeline = PipelineSettings.from_env()
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    say("[startup] loading the model once for every run")
+    _say("[startup] loading the model once for every run")
     renderer = build_renderer(pipeline)
     kafka = replace(settings.kafka, topic_prefix=f"startup{time.strftime('%Y%m%d%H%M%S')}-")
 
@@ -151,20 +146,16 @@ def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace
 
     async def sweep() -> list[StepOutcome]:
         await apply_topics(kafka)
-        runs = StartupFaultSweep(stack, kafka, make_worker, down_s=args.broker_down, say=say)
+        runs = StartupFaultSweep(stack, kafka, make_worker, down_s=args.broker_down, say=_say)
         steps = await runs.steps()
-        say(f"[startup] {len(steps)} steps: {', '.join(steps)}")
+        _say(f"[startup] {len(steps)} steps: {', '.join(steps)}")
         return await runs.run(steps)
 
     try:
         outcomes = asyncio.run(sweep())
     finally:
         renderer.close()
-    table = markdown(outcomes)
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table + "\n", encoding="utf-8")
+    _publish(markdown(outcomes), args.out)
     return 0 if all(o.ok for o in outcomes) else 1
 
 
@@ -189,7 +180,6 @@ def _run_hosts(settings: Settings, args: argparse.Namespace) -> int:
         if len(stack.brokers) < 3 and NEEDS_QUORUM & set(names):
             raise ConfigError(f"{', '.join(sorted(NEEDS_QUORUM & set(names)))} needs three brokers")
         steps = fixed_schedule(names, start_s=8.0, duration_s=args.fault_s, gap_s=args.gap)
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     out_dir = args.out.parent if args.out else Path("results") / f"net-chaos-{time.strftime('%Y%m%d-%H%M%S')}"
     sections, ok = [], True
     for guarantee in GUARANTEES if args.guarantee == "both" else (args.guarantee,):
@@ -201,15 +191,24 @@ def _run_hosts(settings: Settings, args: argparse.Namespace) -> int:
             session_timeout_s=args.session_timeout,
         )
         prefix = f"net{time.strftime('%Y%m%d%H%M%S')}-{guarantee}-"
-        run = NetChaosRun(stack, settings.s3, plan, prefix=prefix, say=say, log_dir=out_dir / guarantee)
+        run = NetChaosRun(stack, settings.s3, plan, prefix=prefix, say=_say, log_dir=out_dir / guarantee)
         report = asyncio.run(run.run())
         name = f"net-chaos-{guarantee}.png"
         sections.append(markdown(report, name if plot(report, out_dir / name) else None))
-        print(sections[-1], file=sys.stderr, flush=True)
+        _say(sections[-1])
         ok = ok and report.ok
-    text = "\n".join(sections)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+    _publish("\n".join(sections), args.out, end="")
     return 0 if ok else 1
+
+
+def _say(message: str) -> None:
+    """Progress of a run: on stderr, so stdout holds only the report."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def _publish(report: str, out: Path | None, *, end: str = "\n") -> None:
+    """The report on stdout and, with --out, in that file too (its folder made)."""
+    print(report)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report + end, encoding="utf-8")
