@@ -4,10 +4,11 @@ land back in the DLQ) are not read, so a replay can never loop on its own output
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from datetime import datetime
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from streamtts.errors import ConfigError
@@ -51,27 +52,35 @@ async def snapshot(
             if from_offsets is not None and tp.partition in from_offsets:
                 earliest = (await consumer.beginning_offsets([tp]))[tp]
                 starts[tp] = min(max(from_offsets[tp.partition], earliest), ends[tp])
-        pending = {tp for tp in tps if starts[tp] < ends[tp]}
-        for tp in pending:
-            consumer.seek(tp, starts[tp])
-        if pending:
-            consumer.assign(sorted(pending, key=lambda t: t.partition))
-            for tp in pending:
-                consumer.seek(tp, starts[tp])
-        while pending:
-            batch = await consumer.getmany(*pending, timeout_ms=1000)
-            for tp, records in batch.items():
-                for record in records:
-                    if record.offset >= ends[tp]:
-                        break
-                    yield record
-                if await consumer.position(tp) >= ends[tp]:
-                    pending.discard(tp)
-            if not batch:  # positions may already sit at the end (e.g. aborted tx markers)
-                for tp in list(pending):
-                    if await consumer.position(tp) >= ends[tp]:
-                        pending.discard(tp)
+        async with aclosing(read_ranges(consumer, starts, ends)) as records:
+            async for record in records:
+                yield record
         if reached is not None:
             reached.update({tp.partition: ends[tp] for tp in tps})
     finally:
         await consumer.stop()
+
+
+async def read_ranges(
+    consumer: AIOKafkaConsumer,
+    starts: Mapping[TopicPartition, int],
+    ends: Mapping[TopicPartition, int],
+) -> AsyncGenerator[ConsumerRecord, None]:
+    """The records at start ≤ offset < end of each partition in `starts`, read by a started
+    group-less `consumer` (assigned here: only the partitions with something to read)."""
+    pending = {tp for tp in starts if starts[tp] < ends[tp]}
+    if not pending:
+        return
+    consumer.assign(sorted(pending, key=lambda t: (t.topic, t.partition)))
+    for tp in pending:
+        consumer.seek(tp, starts[tp])
+    while pending:
+        batch = await consumer.getmany(*pending, timeout_ms=1000)
+        for tp, records in batch.items():
+            for record in records:
+                if record.offset >= ends[tp]:
+                    break
+                yield record
+        # The position, not the last record, says a partition is done: transaction markers
+        # (commits, aborts) sit below the end offset without being records.
+        pending = {tp for tp in pending if await consumer.position(tp) < ends[tp]}

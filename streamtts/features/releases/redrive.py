@@ -35,7 +35,7 @@ from streamtts.features.releases.lane_health import LaneHealth, lane_group, resu
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import describe_partitions, make_consumer, make_producer, started_admin
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.runtime.snapshot import snapshot
+from streamtts.runtime.snapshot import read_ranges, snapshot
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult, ContractError, Segment
 from streamtts.schemas.names import POOLS
@@ -172,18 +172,8 @@ async def _unread(
         starts: dict[TopicPartition, int] = {}
         for tp in tps:
             starts[tp] = resume_at(committed, tp, begins[tp])
-        pending = [tp for tp in tps if starts[tp] < ends[tp]]
-        if not pending:
-            return [], {}
-        consumer.assign(pending)
-        for tp in pending:
-            consumer.seek(tp, starts[tp])
-        while pending:
-            batch = await consumer.getmany(*pending, timeout_ms=1000)
-            for tp, records in batch.items():
-                out += [_lane_record(tp, r) for r in records if r.offset < ends[tp]]
-            # Transaction markers sit below the end offset without being records.
-            pending = [tp for tp in pending if await consumer.position(tp) < ends[tp]]
+        async for record in read_ranges(consumer, starts, ends):
+            out.append(_lane_record(TopicPartition(record.topic, record.partition), record))
         return out, {tp: ends[tp] for tp in tps if starts[tp] < ends[tp]}
     finally:
         await consumer.stop()
