@@ -104,12 +104,18 @@ async def submit(request: Request) -> Response:
 async def status(request: Request) -> Response:
     tenant = authenticate(request)
     state = await gateway(request).lookup(tenant, request.path_params["request_id"])
+    await _long_poll(request, state)
+    return JSONResponse(status_body(state))
+
+
+async def _long_poll(request: Request, state: RequestState) -> bool:
+    """`?wait=S`: answer as soon as the request finishes, or after S seconds with what is
+    known then. Returns whether the caller asked to wait."""
     wait = _wait_s(request)
     if wait and not state.terminal:
-        # Long poll: answer as soon as the request finishes, or with the current status.
         with contextlib.suppress(TimeoutError):
             await state.wait_terminal(wait)
-    return JSONResponse(status_body(state))
+    return bool(wait)
 
 
 def _wait_s(request: Request) -> float:
@@ -160,12 +166,8 @@ async def cancel(request: Request) -> Response:
     state = await gw.lookup(tenant, request.path_params["request_id"])
     if not await gw.cancel(state, played):
         return JSONResponse({**status_body(state), "cancelled": False, "message": f"already {state.status}"})
-    wait = _wait_s(request)
-    if wait:
-        with contextlib.suppress(TimeoutError):
-            await state.wait_terminal(wait)
-        if state.terminal:
-            return JSONResponse({**status_body(state), "cancelled": state.status == "cancelled"})
+    if await _long_poll(request, state) and state.terminal:
+        return JSONResponse({**status_body(state), "cancelled": state.status == "cancelled"})
     return JSONResponse({**status_body(state), "status": "cancelling", "cancelled": True}, status_code=202)
 
 
@@ -193,10 +195,7 @@ async def captions(request: Request) -> Response:
         raise ApiError(400, "invalid_request", f"format must be one of {', '.join(CAPTION_FORMATS)}")
     gw = gateway(request)
     state = await gw.lookup(tenant, request.path_params["request_id"])
-    wait = _wait_s(request)
-    if wait and not state.terminal:
-        with contextlib.suppress(TimeoutError):
-            await state.wait_terminal(wait)
+    await _long_poll(request, state)
     body = await stored_files.captions(gw.store, state, fmt)
     return Response(body, media_type=CAPTION_CONTENT_TYPES[fmt], headers={"X-Request-Id": state.request_id})
 
