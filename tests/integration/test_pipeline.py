@@ -88,12 +88,19 @@ async def test_requests_in_four_languages_and_formats_stream_and_store(
             assert diff.size == 0, (req.format, diff[:10], len(from_chunks))
         else:
             assert abs(len(from_object) - len(from_chunks)) / rate <= tolerance_s
+        # One encode per request: where the format's streamed payloads make a file, the stored
+        # object is those very bytes (mp3: behind one Info frame) and decodes to the result's
+        # duration to the sample; opus and flac are encoded from the PCM.
+        assert result.storage.made_from == ("pcm" if req.format in ("opus", "flac") else "streamed")
+        if req.format == "mp3":
+            assert stored.endswith(audio.data) and len(stored) - len(audio.data) < 1_000
+            assert len(from_object) == round(result.duration_ms * rate / 1000)
     # What each stage wrote is what its spec declares (no request failed: no dead letters;
     # results of requests a test before this one left unfinished may come too).
     wrote = {stage.group: dict(stage.outputs.written) for stage in running_pipeline.services}
     assert set(wrote["segment"]) == {"segments"}  # four short requests: the short pool only
     assert set(wrote["synthesize"]) == {"pcm"} and not wrote["synthesize-long"]
-    assert set(wrote["encode"]) == {"audio"}
+    assert set(wrote["encode"]) == {"audio", "file_parts"}
     assert set(wrote["sink"]) == {"results"} and wrote["sink"]["results"] >= len(requests)
 
 

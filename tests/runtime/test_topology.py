@@ -67,8 +67,8 @@ def test_the_topic_check_finds_a_missing_topic_and_a_dead_letter_topic_too_small
         for s in specs
     ]
     gaps = topology_gaps(small, TOPICS)
-    assert f"{TOPICS.dlq('sink')}: max.message.bytes below its source {TOPICS.pcm}'s" in gaps
-    assert f"{TOPICS.dlq('sink')}: retention.ms shorter than its source {TOPICS.pcm}'s" in gaps
+    assert f"{TOPICS.dlq('sink')}: max.message.bytes below its source {TOPICS.file_parts}'s" in gaps
+    assert f"{TOPICS.dlq('sink')}: retention.ms shorter than its source {TOPICS.file_parts}'s" in gaps
 
 
 def test_every_stage_and_side_service_has_its_factory_in_the_worker() -> None:
@@ -115,7 +115,8 @@ async def test_each_built_stage_has_the_group_sources_and_dlq_of_its_spec(releas
     else:
         assert groups["synthesize"] == ["p.tts.segments"]
         assert groups["synthesize-long"] == ["p.tts.segments.long"]
-    assert groups["segment"] == ["p.tts.requests"] and groups["sink"] == groups["encode"] == ["p.tts.pcm"]
+    assert groups["segment"] == ["p.tts.requests"] and groups["encode"] == ["p.tts.pcm"]
+    assert groups["sink"] == ["p.tts.file.parts"]
     for _, _, stage in built:  # built, never started: only the sink's consumer holds resources
         if hasattr(stage, "consumer"):
             await stage.consumer.stop()
