@@ -13,9 +13,16 @@ from streamtts.bench.worker_procs import ProcUsage
 
 SUSTAIN_RATE = 1.2
 """100 000 requests/day ≈ 1.16 req/s."""
-WIRE_ARMS = (("v1", "mp3"), ("cloudevents", "mp3"), ("cloudevents", "pcm"))
-"""The wire section's arms (wire format, requested audio format), the first the baseline; the
-pcm arm runs no encoder anywhere (its difference to mp3 bounds what encoder work can save)."""
+WIRE_ARMS = (
+    ("two encodes", "cloudevents", "mp3", False),
+    ("one encode", "cloudevents", "mp3", True),
+    ("v1, one encode", "v1", "mp3", True),
+    ("no encoder", "cloudevents", "pcm", True),
+)
+"""The wire section's arms (name, wire format, requested audio format, whether the sink stores
+the streamed frames), the first the baseline: mp3 encoded twice (chunks, then the file, as
+before one encode per request), once, once with the v1 wire format, and pcm, which runs no
+encoder anywhere (its difference to mp3 bounds what encoder work can save)."""
 WIRE_IDLE_S = 15.0
 """Seconds each wire arm measures the pipeline idle before its load."""
 

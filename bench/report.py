@@ -287,8 +287,8 @@ def _scale_out(result: BenchResult) -> list[str]:
 
 
 def _wire_table(result: BenchResult) -> list[str]:
-    """v1 vs cloudevents (`--sections wire`), and cloudevents asking for pcm (no encoder): per
-    request and per audio second, side by side."""
+    """The wire section's arms (`--sections wire`, `bench_plan.WIRE_ARMS`): mp3 encoded twice
+    and once, v1, and pcm (no encoder), per request and per audio second, side by side."""
     runs = [r for r in result.runs if r.section == "wire" and r.extra]
     if not runs:
         return []
@@ -338,7 +338,7 @@ def _wire_table(result: BenchResult) -> list[str]:
     names = [str(r.extra.get("arm") or r.topology.split()[-1]) for r in runs]
     counts = ", ".join(f"{n}: {r.summary.completed} requests" for n, r in zip(names, runs, strict=True))
     return _titled(
-        f"Wire formats side by side ({base.voice}, {base.mode}, same texts, {counts})",
+        f"Wire formats and encodes side by side ({base.voice}, {base.mode}, same texts, {counts})",
         ["measure", *names, *(f"{n} vs {names[0]}" for n in names[1:])],
         rows,
     )

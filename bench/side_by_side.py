@@ -64,20 +64,24 @@ async def wire_formats(bench: Bench) -> None:
 
     Two more measures say where the CPU outside inference goes: each arm first measures
     the pipeline idle (its CPU per second with workers up and no request: polling,
-    heartbeats, commits), and a third arm asks for `pcm` instead of mp3, so no stage runs
-    an encoder (what any encoder work saves is bounded by the difference)."""
+    heartbeats, commits), and the last arm asks for `pcm` instead of mp3, so no stage runs
+    an encoder (what any encoder work saves is bounded by the difference). The first two arms
+    are mp3 encoded twice (the stored file encoded again from PCM) and once (the stored file
+    is the streamed frames): `WIRE_ARMS`."""
     plan = bench.plan
     voice = plan.voices[0]
     n = 3 * bench.n_for(voice)
     items = draw_mix(bench.pools[voice], n, bench.rng)
     per_item = bench.per_item_s(voice)
     duration = n * per_item * 1.5 + 10
-    if not bench.fits("wire formats (three arms)", len(WIRE_ARMS) * (30 + WIRE_IDLE_S + duration)):
+    if not bench.fits(
+        f"wire formats ({len(WIRE_ARMS)} arms)", len(WIRE_ARMS) * (30 + WIRE_IDLE_S + duration)
+    ):
         return
-    for fmt, audio_format in WIRE_ARMS:
-        topo = Topology(1, 1, warm_voices=(voice,), wire_format=fmt)
-        arm = fmt if audio_format == "mp3" else f"{fmt} {audio_format}"
-        async with pipeline_up(bench, f"wire-{fmt}-{audio_format}", topo) as pipe:
+    for arm, fmt, audio_format, streamed in WIRE_ARMS:
+        topo = Topology(1, 1, warm_voices=(voice,), wire_format=fmt, store_streamed_frames=streamed)
+        label = f"wire-{fmt}-{audio_format}-{'once' if streamed else 'twice'}"
+        async with pipeline_up(bench, label, topo) as pipe:
             workers = pipe.workers
             idle = UsageWindow(bench.pids(workers)).start()
             await asyncio.sleep(WIRE_IDLE_S)  # the measure is time itself: nothing to await

@@ -42,6 +42,9 @@ class Topology:
     warm_voices: tuple[str, ...] = ("en_joe", "jm_kumo")
     wire_format: str | None = None
     """The stages' `wire_format` (None: the setting's default)."""
+    store_streamed_frames: bool | None = None
+    """Whether the sink stores the streamed frames (one encode per request; None: the
+    setting's default)."""
     sink_alone: bool = False
     """The sink in a process of its own ("front-sink"): its file encoding and uploads then
     share no interpreter (GIL) with the encode stage's first chunks."""
@@ -58,6 +61,8 @@ class Topology:
     @property
     def label(self) -> str:
         wire = f" {self.wire_format}" if self.wire_format else ""
+        if self.store_streamed_frames is not None:
+            wire += " one-encode" if self.store_streamed_frames else " two-encodes"
         alone = ""
         if self.sink_alone:
             alone = " sink-alone" + (f" nice {self.sink_nice}" if self.sink_nice else "")
@@ -249,6 +254,8 @@ class WorkerSet:
         }
         if t.wire_format:
             common["STREAMTTS_WIRE_FORMAT"] = t.wire_format
+        if t.store_streamed_frames is not None:
+            common["STREAMTTS_STORE_STREAMED_FRAMES"] = "true" if t.store_streamed_frames else "false"
         if t.sink_alone:
             self._spawn("front", tuple(s for s in FRONT_STAGES if s != "sink"), common)
             self._spawn("front-sink", ("sink",), common, nice=t.sink_nice)
