@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Protocol
 
+from streamtts.audio.exceptions import EncodingError
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.tracing import Tracing
 from streamtts.schemas import CompletionResult, RequestContext, wire
@@ -78,9 +79,11 @@ class RequestFinisher:
                 # 1. Write the files (audio, expiry marker, captions) before the result names them.
                 with self.tracing.span("sink upload", attributes={"streamtts.format": ctx.format}):
                     stored = await self.writer.write(req)
-            except (StorageUnavailable, StorageRejected) as err:
+            except (StorageUnavailable, StorageRejected, EncodingError) as err:
                 # 2. Dead-letter the request's records for replay (`streamtts replay dlq`), then
                 #    tell waiting clients it failed; the stage goes on with the next request.
+                #    (An EncodingError: its parts' audio cannot make a file — e.g. frames that
+                #    are not the format's, written by a producer other than the encode stage.)
                 await self._dead_letter(req, err)
                 failed = build_result(ctx, req, completed_at=datetime.now(UTC), error=str(err))
                 await self._publish(failed, req.first_headers)

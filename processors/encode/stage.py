@@ -176,10 +176,15 @@ class EncodeStage(FaustStage):
                 )
         except (EncodingError, ValueError) as err:
             self.streams.drop(chunk)  # its stream has a hole now: the next chunk opens another
+            if self._feeds_sink:
+                # The sink still gets the chunk, as PCM: its request finishes now (its file
+                # made from what it has, or failed with the reason), not after the stale timeout.
+                fallback: FileCarries = "none" if carries == "none" else "pcm"
+                await self._send_part(key_of(chunk), event, file_part(chunk, fallback, b"", "alone"))
             return await self.dead_letter(
                 source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
             )
-        key = chunk.request_id.encode()
+        key = key_of(chunk)
         carried = carried_headers(event.message.headers)
         sends = []
         if audio is not None and live:
@@ -192,12 +197,9 @@ class EncodeStage(FaustStage):
             sends = [await self.outputs.send(name, key, record.value, out) for name in live]
         use: StreamUse = stream.use if stream is not None else "alone"
         if self._feeds_sink:
-            part = file_part(chunk, carries, audio.audio if audio is not None else b"", use)
-            record = wire.encode(part, self.pipeline.delivery.wire_format, content_type=_part_type(part))
             # After the live chunks: a subscriber's audio never waits for the sink's copy.
-            await self.outputs.send(
-                self.topics.file_parts, key, record.value, [*carried, *record.headers] or None
-            )
+            part = file_part(chunk, carries, audio.audio if audio is not None else b"", use)
+            await self._send_part(key, event, part)
         if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:
             # Time to first audio: acked by the broker, i.e. a subscriber can now read it.
             for pending in sends:
@@ -226,6 +228,11 @@ class EncodeStage(FaustStage):
         )
         return "ok"
 
+    async def _send_part(self, key: bytes, event: EventT, part: FilePart) -> None:
+        record = wire.encode(part, self.pipeline.delivery.wire_format, content_type=_part_type(part))
+        headers = [*carried_headers(event.message.headers), *record.headers] or None
+        await self.outputs.send(self.topics.file_parts, key, record.value, headers)
+
     def _carries(self, chunk: PcmChunk) -> FileCarries:
         """What `chunk`'s file part carries: nothing when the request stores no file (or
         this is a cancel marker), its streamed frames where they make the file, else PCM."""
@@ -252,6 +259,11 @@ def file_part(chunk: PcmChunk, carries: FileCarries, payload: bytes, use: Stream
         sample_count=chunk.n_samples,
         stream=use if carries == "frames" else None,
     )
+
+
+def key_of(chunk: PcmChunk) -> bytes:
+    """A chunk's record key: its request (one request, one partition, in order)."""
+    return chunk.request_id.encode()
 
 
 def _part_type(part: FilePart) -> str:

@@ -11,10 +11,11 @@ import pytest
 from streamtts.runtime.dead_letters import DeadLetterPublisher
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.schemas import CompletionResult, DeadLetter, RequestContext, StorageRef
-from streamtts.sinks.assembler import AssembledRequest
+from streamtts.sinks.assembler import AssembledRequest, StreamedPart
 from streamtts.sinks.exceptions import PartitionRevoked, StorageUnavailable
 from streamtts.sinks.finisher import RequestFinisher
 from streamtts.sinks.storage_writer import StoredFiles
+from streamtts.sinks.stored_audio import stored_audio
 from streamtts.sinks.telemetry import SinkTelemetry
 from tests.factories import request
 
@@ -164,3 +165,38 @@ async def test_a_stale_request_fails_visibly() -> None:
     assert result.completed_at <= datetime.now(UTC)
     labels = {"release": "stable", "outcome": "failed"}
     assert telemetry.registry.get_sample_value("streamtts_release_requests_total", labels) == 1
+
+
+class _EncodingWriter(_Writer):
+    """Makes the file as the storage writer does (`stored_audio`), then stores it."""
+
+    async def write(self, req: AssembledRequest) -> StoredFiles:
+        stored_audio(req)
+        return await super().write(req)
+
+
+async def test_parts_whose_frames_make_no_file_dead_letter_the_request_and_fail_it() -> None:
+    """A hostile producer's file parts, "frames" that are not mp3: the request fails at once
+    with the reason, its records go to the DLQ, and the sink goes on (nothing raised)."""
+    outputs = _Outputs()
+    finisher, _ = _finisher(_EncodingWriter(), outputs)
+    req = AssembledRequest(
+        ctx=RequestContext.of(request(tenant="acme", format="mp3")),
+        sample_rate=24000,
+        pcm=b"",
+        chunks=2,
+        degraded=[],
+        records=[(TP, offset, b"raw-%d" % offset, ()) for offset in range(2)],
+        streamed=(
+            StreamedPart("frames", b"not mp3 at all", 1200, "opened"),
+            StreamedPart("frames", b"\xff\xfb\x90\x00 nor this", 1200, "continued"),
+        ),
+    )
+    result = await finisher.finish(req)
+    assert [t for t, _, _ in outputs.sent] == ["tts.dlq.sink"] * 2 + ["tts.results"]
+    letters = [
+        DeadLetter.from_record(k, v, h)
+        for (_, k, v), h in zip(outputs.sent[:2], outputs.headers[:2], strict=True)
+    ]
+    assert all(d.reason == letters[0].reason != "" for d in letters)
+    assert result.status == "failed" and result.error is not None and "mp3" in result.error
