@@ -19,6 +19,7 @@ import logging
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
@@ -36,9 +37,11 @@ from streamtts.runtime.stage_outputs import DELIVERED, Delivered
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, StageSpec
-from streamtts.schemas import PcmChunk, TTSRequest, wire
+from streamtts.schemas import FilePart, PcmChunk, TTSRequest, wire
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
+
+R = TypeVar("R")
 
 MAX_RECORDS = 100_000
 """Records one `run` may pass before it is called runaway (a stage writing its own source)."""
@@ -259,6 +262,14 @@ class InMemoryTopology:
         Raises:
             RecordError: a stage dead-lettered the request (with the dead letter's reason).
         """
+        return await self._render(request, self.pcm)
+
+    async def render_file_parts(self, request: TTSRequest) -> list[FilePart]:
+        """One request through the topology: what the encode stage hands the sink for it (its
+        file parts, in order), from which the stored file is made. Raises as `render`."""
+        return await self._render(request, self.file_parts)
+
+    async def _render(self, request: TTSRequest, read: Callable[[str], list[R]]) -> list[R]:
         try:
             await self.submit(request)
             await self.run()
@@ -268,7 +279,7 @@ class InMemoryTopology:
                     raise RecordError(
                         f"{stage.name} dead-lettered it ({letter.reason}): {letter.error_message[:200]}"
                     )
-            return self.pcm(request.request_id)
+            return read(request.request_id)
         finally:
             self.log.clear()
             self._pending.clear()  # a run that raised leaves nothing for the next request
@@ -283,4 +294,11 @@ class InMemoryTopology:
         return [
             wire.decode(PcmChunk, r.value, header_pairs(r.headers))
             for r in self.records(self.topics.pcm, request_id)
+        ]
+
+    def file_parts(self, request_id: str) -> list[FilePart]:
+        """The request's file parts as encode wrote them, in order."""
+        return [
+            wire.decode(FilePart, r.value, header_pairs(r.headers))
+            for r in self.records(self.topics.file_parts, request_id)
         ]

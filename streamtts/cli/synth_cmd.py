@@ -120,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
 
     import asyncio
 
-    from streamtts.audio.codecs import encode_file
     from streamtts.audio.exceptions import EncodingError
     from streamtts.errors import RecordError
     from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
@@ -131,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from streamtts.processors.synthesize.synthesizer import Synthesizer
     from streamtts.schemas import ContractError, TTSRequest
     from streamtts.sinks.assembler import AssembledRequest, RequestAssembler
+    from streamtts.sinks.stored_audio import stored_audio
 
     started = time.perf_counter()
     first_chunk_s: float | None = None
@@ -164,17 +164,17 @@ def run(args: argparse.Namespace) -> int:
             first_chunk_s = time.perf_counter() - started
 
     # The pipeline's own stages, in memory: segment, synthesize, encode (`processors.in_memory`);
-    # the file is assembled and encoded once, as the sink stores it.
+    # the file is made of the file parts encode wrote, as the sink stores it (`stored_audio`).
     topology = InMemoryTopology(renderer, on_record=heard)
 
     async def speak() -> AssembledRequest:
         async with topology:
             if request.language == "auto":
                 await topology.warm()  # detection's models, before the plan's budget starts
-            chunks = await topology.render(request)
+            parts = await topology.render_file_parts(request)
         assembler = RequestAssembler()
-        for n, chunk in enumerate(chunks):
-            assembled = assembler.add(("memory", 0), n, b"", chunk)
+        for n, part in enumerate(parts):
+            assembled = assembler.add(("memory", 0), n, b"", part)
             if assembled is not None:
                 return assembled
         raise RecordError("the request's audio is incomplete")  # never: render returns it whole
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             assembled = loop.run_until_complete(speak())
         finally:
             loop.close()
-        data = encode_file(assembled.samples, assembled.sample_rate, fmt, codec=args.codec)
+        data, _ = stored_audio(assembled)
     except (RecordError, EncodingError) as err:
         raise ConfigError(str(err)) from err
     finally:
