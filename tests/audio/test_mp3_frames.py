@@ -28,9 +28,7 @@ def test_a_whole_files_tag_is_read_behind_its_id3_tag() -> None:
     assert 0 < tag.delay <= mp3_frames.MAX_PAD and 0 <= tag.padding <= mp3_frames.MAX_PAD
 
 
-@pytest.mark.parametrize(
-    "junk", [b"", b"ID3", b"\xff\xfb", b"\x00" * 64, b"\xff\xfe\x90\x00" + b"\x00" * 400]
-)
+@pytest.mark.parametrize("junk", [b"ID3", b"\xff\xfb", b"\x00" * 64, b"\xff\xfe\x90\x00" + b"\x00" * 400])
 def test_what_is_not_a_layer_iii_stream_is_refused(junk: bytes) -> None:
     with pytest.raises(DecodeError):
         list(mp3_frames.frames(junk))
