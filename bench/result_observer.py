@@ -14,6 +14,7 @@ from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.kafka import describe_partitions, make_consumer, started_admin
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import stage_spec
 from streamtts.schemas.names import STAGES
 
 
@@ -58,14 +59,16 @@ class ResultObserver:
 
 
 async def sink_caught_up(kafka: KafkaSettings, topics: TopicNames) -> bool:
-    """The sink group has committed everything on tts.pcm: no result can still be on its way."""
+    """The sink group has committed everything on its sources (tts.file.parts): no result can
+    still be on its way."""
+    sources = stage_spec("sink").sources(topics)
     consumer = make_consumer(kafka, group_id=None)
     async with started_admin(kafka) as admin:
         await consumer.start()
         try:
             committed = await admin.list_consumer_group_offsets(group_id(kafka, "sink"))
-            partitions = (await describe_partitions(admin, [topics.pcm])).get(topics.pcm, set())
-            parts = [TopicPartition(topics.pcm, p) for p in sorted(partitions)]
+            described = await describe_partitions(admin, sources)
+            parts = [TopicPartition(t, p) for t in sources for p in sorted(described.get(t, set()))]
             ends = await consumer.end_offsets(parts)
             done = [ends[tp] == 0 or (tp in committed and committed[tp].offset >= ends[tp]) for tp in parts]
             return all(done)

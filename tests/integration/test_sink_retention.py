@@ -17,7 +17,7 @@ from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import CompletionResult
 from streamtts.worker import Worker
-from tests.factories import pcm_chunk, request
+from tests.factories import file_part, request
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
@@ -37,8 +37,8 @@ async def test_stored_files_carry_retention_tags_and_results_their_expiry(
     seen: dict[str, CompletionResult] = {}
     try:
         for r in reqs.values():
-            chunk = pcm_chunk(r, 0, 1, samples=2400)
-            await producer.send_and_wait(topics.pcm, chunk.to_bytes(), key=r.request_id.encode())
+            chunk = file_part(r, 0, 1, samples=2400)
+            await producer.send_and_wait(topics.file_parts, chunk.to_bytes(), key=r.request_id.encode())
         async with asyncio.timeout(60):
             while len(seen) < len(reqs):
                 for records in (await results.getmany(timeout_ms=500)).values():

@@ -102,6 +102,7 @@ async def test_every_record_of_a_request_carries_its_trace(
             topics.segments: 3,
             topics.pcm: 3,
             topics.audio: 3,
+            topics.file_parts: 3,
             topics.results: 3,
             topics.dlq("segment"): 1,
         },
@@ -111,7 +112,7 @@ async def test_every_record_of_a_request_carries_its_trace(
         own.request_id.encode(),
         foreign.request_id.encode(),
     )
-    for topic in (topics.segments, topics.pcm, topics.audio, topics.results):
+    for topic in (topics.segments, topics.pcm, topics.audio, topics.file_parts, topics.results):
         assert seen[topic][t_key] == {caller.trace_id}, f"{topic}: the caller's trace throughout"
         own_ids = seen[topic][own_key]
         assert len(own_ids) == 1 and None not in own_ids, f"{topic}: one trace the request started"
@@ -134,7 +135,8 @@ def _assert_chained_spans(
     exporter: InMemorySpanExporter, trace_id: str, parent_id: str, topics: TopicNames
 ) -> None:
     """The caller's request as spans: segment under the caller's span, each synthesis under
-    segment, each encode under its synthesis, the sink's finish under the first chunk's."""
+    segment, each encode under its synthesis, the sink's finish under the first chunk's encode
+    (the sink reads the file parts encode writes)."""
     spans = [s for s in exporter.get_finished_spans() if s.context.trace_id == int(trace_id, 16)]
     by_id = {s.context.span_id: s for s in spans}
     names = sorted(s.name for s in spans)
@@ -157,9 +159,10 @@ def _assert_chained_spans(
         assert parent(synth) is segment, "each segment record was written inside segment's span"
         assert (synth.attributes or {})["messaging.destination.name"] == topics.segments
         assert "streamtts.queue_wait_ms" in (synth.attributes or {})
-    for encode in (s for s in spans if s.name == "process encode"):
+    encodes = [s for s in spans if s.name == "process encode"]
+    for encode in encodes:
         assert parent(encode) in syntheses, "a chunk's encode is a child of its span's synthesis"
     finish = next(s for s in spans if s.name == "sink finish")
-    assert parent(finish) in syntheses, "the sink's work hangs off the first chunk's synthesis"
+    assert parent(finish) in encodes, "the sink's work hangs off the first chunk's encode"
     for inner in ("sink upload", "sink result"):
         assert parent(next(s for s in spans if s.name == inner)) is finish
