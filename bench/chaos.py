@@ -11,7 +11,8 @@ partitions of tts.requests (restarted, then back in every ISR), then of another 
 most of tts.pcm, briefly.
 Counted per guarantee: sent (acknowledged by the broker), completed, failed, lost, duplicated
 results, flipped results (`completed` then `failed`), dead letters, the longest a request took
-from send to result (settle), and the longest it waited after the fault that delayed it ended.
+from send to result (settle), and the longest it waited after the fault that delayed it ended
+(or began, for a result that came while a later fault was still on).
 """
 
 from __future__ import annotations

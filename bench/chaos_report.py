@@ -95,9 +95,12 @@ class ChaosReport:
             self.flips += "completed" in statuses and statuses[-1] != "completed"
             at = seen[0][1]
             self.longest_settle_s = max(self.longest_settle_s, at - sent_at[key])
-            before = [f for f in windows if f.ended <= at]
-            last = before[-1] if before else None
-            origin = max(sent_at[key], last.ended if last else 0.0)
+            # The fault that delayed it: the last one to end before its result, unless another
+            # began since and was still on when the result came (a result that waits out
+            # fault B, begun seconds after fault A ended, was delayed by B, not by A).
+            boundaries = [(f.ended if f.ended <= at else f.started, f) for f in windows if f.started <= at]
+            last_at, last = max(boundaries, key=lambda b: b[0]) if boundaries else (0.0, None)
+            origin = max(sent_at[key], last_at)
             self.longest_wait_after_fault_s = max(self.longest_wait_after_fault_s, at - origin)
             if last is not None:
                 self.wait_after[last.name] = max(self.wait_after.get(last.name, 0.0), at - origin)
