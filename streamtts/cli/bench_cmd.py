@@ -97,8 +97,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help=(
             "comma-separated subset of pipeline,guarantees,scale_out,wire (default: by --quick and"
-            " the flags; wire, v1 vs cloudevents records and pcm without encoders at capacity, runs"
-            " only when named)"
+            " the flags; wire, mp3 encoded twice vs once, v1 records and pcm without encoders at"
+            " capacity, runs only when named)"
         ),
     )
     p.add_argument(
