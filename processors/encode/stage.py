@@ -160,6 +160,8 @@ class EncodeStage(FaustStage):
             return await self.dead_letter(source_of(event), taken.error or ValueError("unreadable chunk"))
         live = self.topics.chunk_topics(chunk.request.delivery)
         carries = self._carries(chunk)
+        key = chunk.request_id.encode()
+        carried = carried_headers(event.message.headers)
         stream: StreamStep | None = None
         audio: AudioChunk | None = None
         try:
@@ -180,12 +182,10 @@ class EncodeStage(FaustStage):
                 # The sink still gets the chunk, as PCM: its request finishes now (its file
                 # made from what it has, or failed with the reason), not after the stale timeout.
                 fallback: FileCarries = "none" if carries == "none" else "pcm"
-                await self._send_part(key_of(chunk), event, file_part(chunk, fallback, b"", "alone"))
+                await self._send_part(key, carried, file_part(chunk, fallback, b"", "alone"))
             return await self.dead_letter(
                 source_of(event), err, request_id=chunk.request_id, tenant=chunk.request.tenant
             )
-        key = key_of(chunk)
-        carried = carried_headers(event.message.headers)
         sends = []
         if audio is not None and live:
             record = wire.encode(
@@ -199,7 +199,7 @@ class EncodeStage(FaustStage):
         if self._feeds_sink:
             # After the live chunks: a subscriber's audio never waits for the sink's copy.
             part = file_part(chunk, carries, audio.audio if audio is not None else b"", use)
-            await self._send_part(key, event, part)
+            await self._send_part(key, carried, part)
         if chunk.seq == 0 and chunk.part == 0 and sends and not chunk.cancelled:
             # Time to first audio: acked by the broker, i.e. a subscriber can now read it.
             for pending in sends:
@@ -228,9 +228,9 @@ class EncodeStage(FaustStage):
         )
         return "ok"
 
-    async def _send_part(self, key: bytes, event: EventT, part: FilePart) -> None:
+    async def _send_part(self, key: bytes, carried: list[tuple[str, bytes]], part: FilePart) -> None:
         record = wire.encode(part, self.pipeline.delivery.wire_format, content_type=_part_type(part))
-        headers = [*carried_headers(event.message.headers), *record.headers] or None
+        headers = [*carried, *record.headers] or None
         await self.outputs.send(self.topics.file_parts, key, record.value, headers)
 
     def _carries(self, chunk: PcmChunk) -> FileCarries:
@@ -259,11 +259,6 @@ def file_part(chunk: PcmChunk, carries: FileCarries, payload: bytes, use: Stream
         sample_count=chunk.n_samples,
         stream=use if carries == "frames" else None,
     )
-
-
-def key_of(chunk: PcmChunk) -> bytes:
-    """A chunk's record key: its request (one request, one partition, in order)."""
-    return chunk.request_id.encode()
 
 
 def _part_type(part: FilePart) -> str:
