@@ -37,7 +37,7 @@ from streamtts.runtime.stage_outputs import DELIVERED, Delivered
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, StageSpec
-from streamtts.schemas import FilePart, PcmChunk, TTSRequest, wire
+from streamtts.schemas import FilePart, PcmChunk, TextDelta, TTSRequest, wire
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
 
@@ -222,6 +222,11 @@ class InMemoryTopology:
             request, self.pipeline.delivery.wire_format, source=wire.SOURCE_PREFIX + "/memory"
         )
         await self._append(self.topics.requests, request.request_id.encode(), record.value, record.headers)
+
+    async def submit_delta(self, delta: TextDelta) -> None:
+        """Write a streamed utterance's text delta (or flush, or end) to the requests topic."""
+        record = wire.encode(delta, self.pipeline.delivery.wire_format, source=wire.SOURCE_PREFIX + "/memory")
+        await self._append(self.topics.requests, delta.request_id.encode(), record.value, record.headers)
 
     async def run(self) -> int:
         """Hand every pending record to its readers until none is left; the records passed.

@@ -13,11 +13,13 @@ from streamtts.schemas.release import CanaryReport, GuardLimits, ReleaseConfig
 from streamtts.schemas.request import LANGUAGES, Delivery, TTSRequest
 from streamtts.schemas.result import Captions, CompletionResult, StorageRef
 from streamtts.schemas.segment import Segment
+from streamtts.schemas.utterance import StreamOptions, TextDelta
 
 CONTRACTS: dict[str, type[Contract]] = {
     cls.contract_name: cls
     for cls in (
         TTSRequest,
+        TextDelta,
         Segment,
         PcmChunk,
         AudioChunk,
@@ -57,6 +59,8 @@ __all__ = [
     "RequestContext",
     "Segment",
     "StorageRef",
+    "StreamOptions",
     "TTSRequest",
+    "TextDelta",
     "WordTiming",
 ]

@@ -6,12 +6,22 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from streamtts.audio import formats
 from streamtts.schemas.base import Contract
 from streamtts.schemas.languages import REQUEST_LANGUAGES
 from streamtts.schemas.names import AudioFormat, OneOf, Pool, WavCodec
+from streamtts.schemas.utterance import StreamOptions
 
 Language = Annotated[
     str, OneOf(REQUEST_LANGUAGES, "language", f"use auto or one of {', '.join(REQUEST_LANGUAGES[1:])}")
@@ -74,7 +84,11 @@ class TTSRequest(Contract):
     request_id: str = Field(pattern=ID_PATTERN)
     """Unique id chosen by the caller (or generated); the Kafka key everywhere downstream."""
     tenant: str = Field(default="default", pattern=TENANT_PATTERN)
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    stream: StreamOptions | None = None
+    """Set: a streamed utterance, whose text follows in `TextDelta` records keyed by the
+    same id (`schemas.utterance`); plain text only (no SSML)."""
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+    """The text to speak; with `stream`, the utterance's first words (may be empty)."""
     text_type: TextType | None = None
     """"ssml": `text` is an SSML document (the subset in `processors.segment.ssml`); "text":
     plain text, always; None: plain text unless the pipeline's markup policy is "ssml" and
@@ -120,6 +134,21 @@ class TTSRequest(Contract):
             if rate is not None:
                 data["sample_rate"] = rate
         return data
+
+    @field_validator("text")
+    @classmethod
+    def _text_given(cls, text: str, info: ValidationInfo) -> str:
+        if not text and info.data.get("stream") is None:
+            raise PydanticCustomError(
+                "string_too_short", "is empty (only a streamed utterance may open without text)"
+            )
+        return text
+
+    @model_validator(mode="after")
+    def _plain_stream(self) -> Self:
+        if self.stream is not None and self.text_type == "ssml":
+            raise ValueError("a streamed utterance is plain text (text_type ssml is for whole requests)")
+        return self
 
     @model_validator(mode="after")
     def _codec_for_wav(self) -> Self:

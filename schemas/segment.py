@@ -84,7 +84,9 @@ class Segment(SpanRecord):
     contract_name: ClassVar[str] = "segment"
 
     last: bool
-    text: str = Field(min_length=1, max_length=2000)
+    text: str = Field(max_length=2000)
+    """The span's text; empty only on the last segment of a streamed utterance whose end
+    brought no more text (it ends the request, and nothing is spoken)."""
     lang: SpanLanguage
     sentence_index: int = Field(default=0, ge=0)
     ends_sentence: bool = True
@@ -121,6 +123,8 @@ class Segment(SpanRecord):
             raise ValueError(f"seq {self.seq} must be below total {self.total}")
         if self.last != (self.seq == self.total - 1):
             raise ValueError("last must be true exactly for seq == total - 1")
+        if not self.text and not self.last:
+            raise ValueError("text is empty (only a streamed utterance's last segment may be)")
         if self.request_id != self.request.request_id:
             raise ValueError("request_id differs from request.request_id")
         given = bool(self.runs) and any(r.phonemes for r in self.runs or ())

@@ -154,6 +154,8 @@ class RequestAssembler:
         p = self._pending.get(key)
         if p is None:
             p = self._pending[key] = _Pending(chunk.request, chunk.total, chunk.sample_rate)
+        # A streamed utterance's chunks say MAX_SEGMENTS until its last, which knows the total.
+        p.total = min(p.total, chunk.total)
         p.first_offset.setdefault(tp, offset)
         p.updated_at = self._clock()
         position = (chunk.seq, chunk.part)

@@ -84,7 +84,8 @@ class _Partial:
         if chunk.cancelled:
             self.audio.cancelled = True
         self.parts[key] = self._cut(chunk)
-        self.total = chunk.total
+        # A streamed utterance's chunks say MAX_SEGMENTS until its last, which knows the total.
+        self.total = chunk.total if self.total is None else min(self.total, chunk.total)
         if chunk.last_part:
             self.last_part_of[chunk.seq] = chunk.part
         return True

@@ -10,6 +10,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from aiokafka.partitioner import DefaultPartitioner
+
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.routing import Route, route
@@ -20,12 +22,16 @@ from streamtts.processors.segment.langid import warm_identification
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
+from streamtts.processors.segment.streamed import StreamedUtterances
+from streamtts.processors.segment.utterances import Utterance, opened
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.snapshot import snapshot
+from streamtts.runtime.stage_outputs import Transport
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
@@ -35,6 +41,7 @@ from streamtts.schemas import Lexicon, Segment, TTSRequest, wire
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header
 from streamtts.schemas.request import pool_of
 from streamtts.schemas.trace import carried_with_trace
+from streamtts.schemas.utterance import TextDelta, is_text_delta
 
 
 class VoiceCatalog(VoiceChooser, Protocol):
@@ -103,6 +110,14 @@ class SegmentStage(FaustStage):
         # overrun its budget where no check reaches (see `_plan`).
         self._planning = ThreadPoolExecutor(max_workers=2, thread_name_prefix="segment-plan")
         self._stopping = threading.Event()
+        self.streams = StreamedUtterances(
+            pipeline.text,
+            self.outputs,
+            self._plan_piece,
+            wire_format=pipeline.delivery.wire_format,
+            log=self.log,
+        )
+        """Open streamed utterances (text arriving as deltas), restored on assignment."""
 
     async def warm(self) -> None:
         # Language identification's models load before the first record, off the loop.
@@ -115,15 +130,23 @@ class SegmentStage(FaustStage):
         # only once its threads do, is not held by it; its record waits un-acked (`_plan`);
         # 2. the agent stops (the record is redelivered to the partition's next owner).
         self._stopping.set()
+        self.streams.stop()
         await super().stop()
 
+    def send_through(self, transport: Transport) -> None:
+        super().send_through(transport)
+        self.streams.outputs = self.outputs
+
     def release(self) -> None:
+        self.streams.stop()
         self._stopping.set()
         self._planning.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, taken: Taken[Any]) -> str | None:
         started = time.perf_counter()
         event = taken.event
+        if is_text_delta(event.message.value, header(event.message.headers, "ce_type")):
+            return await self._delta(event, started)
         request: TTSRequest | None = None
         try:
             request = TTSRequest.from_bytes(event.message.value)
@@ -131,7 +154,10 @@ class SegmentStage(FaustStage):
                 self.voices.spec(request.voice)  # unknown voice: permanent, before any work
             if request.delivery.reply_topic:
                 await self._check_topic(request.delivery.reply_topic)
-            segments = await self._plan(request, await self._lexicon(request))
+            lexicon = await self._lexicon(request)
+            if request.stream is not None:
+                return await self._open_stream(request, lexicon, event, started)
+            segments = await self._plan(request, lexicon)
         except (RecordError, ValueError) as err:  # permanent: this record can never succeed
             return await self.dead_letter(
                 source_of(event),
@@ -142,37 +168,10 @@ class SegmentStage(FaustStage):
         # Length-aware pools: interactive/short requests and long/batch ones go to separate
         # topics read by separate synthesize groups, so a chapter never delays a prompt.
         pool = pool_for(request, self.pipeline.text.long_text_chars)
-        out = self.outputs.role("segments_long" if pool == "long" else "segments")
-        lane = self._route(request, event.message.headers)
-        if lane is not None and not await self._topic_exists(
-            self.topics.release_segments(lane.release, pool)
-        ):
-            # A rule written by hand for a release whose lane was never created: producing
-            # there would block this stage for every tenant; stable serves instead.
-            log_event(
-                self.log,
-                "release_lane_missing",
-                logging.ERROR,
-                release=lane.release,
-                request_id=request.request_id,
-            )
-            lane = None
-        if (
-            lane is not None
-            and self.releases is not None
-            and lane.release != self.releases.current.stable
-            and not await self.releases.lanes.live(lane.release, pool)
-        ):
-            # The candidate's lane has no live consumer (crashed, never started): a request
-            # sent there would wait for nobody; stable serves it and the guard rolls back.
-            lane = Route(self.releases.current.stable, "no_consumer")
+        out, lane = await self._destination(request, event.message.headers, pool)
         if lane is not None:
             # Routed once per request: every segment carries the release and goes to its lane.
-            out = self.outputs.lane(lane.release, pool)
             segments = [_on_release(s, lane.release) for s in segments]
-            self.telemetry.release_routed.labels(lane.release, lane.why).inc()
-            if self.releases is not None:
-                self.releases.routed(request.request_id, lane.release)
         carried = carried_with_trace(event.message.headers)  # every record downstream is traced
         fmt = self.pipeline.delivery.wire_format
         for segment in segments:
@@ -201,6 +200,133 @@ class SegmentStage(FaustStage):
             text=snippet(request.text),
         )
         return "ok"
+
+    async def _open_stream(
+        self, request: TTSRequest, lexicon: LexiconMatcher | None, event: Any, started: float
+    ) -> str:
+        """A streamed utterance opens: routed once (pool, release lane, lexicon version), its
+        first text cut as the policy allows; its deltas follow (`_delta`)."""
+        pool = "long" if request.priority == "batch" else "short"
+        out, lane = await self._destination(request, event.message.headers, pool)
+        utterance = opened(
+            request,
+            time.time(),
+            topic=out,
+            release=lane.release if lane else None,
+            lexicon_version=lexicon.version if lexicon else None,
+            carried=carried_with_trace(event.message.headers),
+        )
+        sent = await self.streams.begin(utterance)
+        self.log_record(
+            "utterance_opened",
+            started,
+            request_id=request.request_id,
+            tenant=request.tenant,
+            voice=request.voice,
+            pool=pool,
+            segments=sent,
+            release=lane.release if lane else None,
+            max_buffer_delay_ms=request.stream.max_buffer_delay_ms if request.stream else None,
+            text=snippet(request.text),
+        )
+        return "ok"
+
+    async def _delta(self, event: Any, started: float) -> str | None:
+        """A text delta (or flush, or end) of an open utterance."""
+        delta: TextDelta | None = None
+        try:
+            delta = TextDelta.from_bytes(event.message.value)
+            sent = await self.streams.add(delta)
+        except (RecordError, ValueError) as err:
+            return await self.dead_letter(
+                source_of(event),
+                err,
+                request_id=delta.request_id if delta else None,
+                tenant=delta.tenant if delta else None,
+            )
+        self.log_record(
+            "delta",
+            started,
+            request_id=delta.request_id,
+            tenant=delta.tenant,
+            voice=None,
+            level=logging.INFO if sent or delta.end else logging.DEBUG,
+            chars=len(delta.delta),
+            flush=delta.flush or None,
+            end=delta.end or None,
+            segments=sent,
+        )
+        return "ok"
+
+    async def _plan_piece(self, request: TTSRequest) -> list[Segment]:
+        """A streamed piece planned as a request's text, with the utterance's lexicon version."""
+        return await self._plan(request, await self._lexicon(request))
+
+    async def assigned_partitions(self, owned: dict[str, list[int]]) -> None:
+        """Open utterances follow their partitions: those of partitions gone are dropped (their
+        next owner restores them), those of partitions new here are read back from the
+        changelog before any of their records is handled."""
+        held = set(owned.get(self.topics.requests, []))
+        count = len(await topic_partitions(self.kafka, self.topics.requests)) or 1
+        partitioner = DefaultPartitioner()
+        every = list(range(count))
+
+        def mine(key: str) -> bool:
+            return partitioner(key.encode(), every, every) in held
+
+        self.streams.forget(mine)
+        if not held:
+            return
+        restored = 0
+        latest: dict[str, bytes | None] = {}
+        async for record in snapshot(self.kafka, self.topics.role("utterances")):
+            key = (record.key or b"").decode(errors="replace")
+            if mine(key):
+                latest[key] = record.value
+        for key, value in latest.items():
+            if value is None or key in self.streams.open:
+                continue
+            try:
+                self.streams.restore(Utterance.from_bytes(value))
+                restored += 1
+            except (ValueError, TypeError, KeyError) as err:
+                log_event(
+                    self.log, "utterance_unreadable", logging.ERROR, request_id=key, error=str(err)[:200]
+                )
+        log_event(self.log, "utterances_restored", restored=restored, open=len(self.streams.open))
+
+    async def _destination(self, request: TTSRequest, headers: object, pool: str) -> tuple[str, Route | None]:
+        """The segments topic a request's spans go to: its pool's, or a release's lane."""
+        out = self.outputs.role("segments_long" if pool == "long" else "segments")
+        lane = self._route(request, headers)
+        if lane is not None and not await self._topic_exists(
+            self.topics.release_segments(lane.release, pool)
+        ):
+            # A rule written by hand for a release whose lane was never created: producing
+            # there would block this stage for every tenant; stable serves instead.
+            log_event(
+                self.log,
+                "release_lane_missing",
+                logging.ERROR,
+                release=lane.release,
+                request_id=request.request_id,
+            )
+            lane = None
+        if (
+            lane is not None
+            and self.releases is not None
+            and lane.release != self.releases.current.stable
+            and not await self.releases.lanes.live(lane.release, pool)
+        ):
+            # The candidate's lane has no live consumer (crashed, never started): a request
+            # sent there would wait for nobody; stable serves it and the guard rolls back.
+            lane = Route(self.releases.current.stable, "no_consumer")
+        if lane is None:
+            return out, None
+        self.telemetry.release_routed.labels(lane.release, lane.why).inc()
+        if self.releases is not None:
+            self.releases.routed(request.request_id, lane.release)
+        return self.outputs.lane(lane.release, pool), lane
 
     async def _plan(self, request: TTSRequest, lexicon: LexiconMatcher | None) -> list[Segment]:
         """`plan_segments` in the planning thread, within the request's budget.

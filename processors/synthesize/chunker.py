@@ -63,9 +63,10 @@ def pcm_chunks(
     return parts
 
 
-def cancelled_marker(segment: Segment, played_ms: float | None) -> PcmChunk:
+def cancelled_marker(segment: Segment, played_ms: float | None, *, cancelled: bool = True) -> PcmChunk:
     """The segment's place in the stream, without audio: the request was cancelled before
-    it was spoken. Readers still see every (seq, part) and the request's end."""
+    it was spoken (or, `cancelled` False, the segment has nothing to say: a streamed
+    utterance's empty end). Readers still see every (seq, part) and the request's end."""
     return PcmChunk(
         request_id=segment.request_id,
         seq=segment.seq,
@@ -77,7 +78,7 @@ def cancelled_marker(segment: Segment, played_ms: float | None) -> PcmChunk:
         voice_used="",
         sample_rate=segment.request.sample_rate,
         pcm=b"",
-        cancelled=True,
+        cancelled=cancelled,
         played_ms=played_ms,
         offset_ms=None,
         words=[] if segment.request.timestamps else None,

@@ -118,7 +118,7 @@ class SynthesizeStage(FaustStage):
         except ContractError as err:
             return Taken(event, error=err, now=True)
         first = header(event.message.headers, FIRST_SEGMENT) is not None
-        if not first or self.renderer.synth.cache is None:
+        if not first or self.renderer.synth.cache is None or not segment.text:
             return Taken(event, Read(segment), first=first)
         loop = asyncio.get_running_loop()
         try:
@@ -151,6 +151,8 @@ class SynthesizeStage(FaustStage):
         segment, found = taken.value.segment, taken.value.found
         if self._cancelled(segment):  # before any work: no inference for it
             return await self._skip(segment, event, started)
+        if not segment.text:  # a streamed utterance's end with nothing more to say
+            return await self._skip(segment, event, started, cancelled=False)
         loop = asyncio.get_running_loop()
         lane: LaneStats | None = None
         try:
@@ -242,11 +244,14 @@ class SynthesizeStage(FaustStage):
             and self.cancels.cancelled(segment.request.tenant, segment.request_id) is not None
         )
 
-    async def _skip(self, segment: Segment, event: EventT, started: float) -> str:
-        """A cancelled request's segment: its marker goes out instead of audio."""
-        assert self.cancels is not None
-        cancel = self.cancels.cancelled(segment.request.tenant, segment.request_id)
-        marker = cancelled_marker(segment, cancel.played_ms if cancel else None)
+    async def _skip(self, segment: Segment, event: EventT, started: float, *, cancelled: bool = True) -> str:
+        """A cancelled request's segment (or an empty one): its marker goes out instead of audio."""
+        cancel = (
+            self.cancels.cancelled(segment.request.tenant, segment.request_id)
+            if cancelled and self.cancels
+            else None
+        )
+        marker = cancelled_marker(segment, cancel.played_ms if cancel else None, cancelled=cancelled)
         record = wire.encode(marker, self.pipeline.delivery.wire_format)
         await self.outputs.send(
             self.out,
@@ -254,6 +259,8 @@ class SynthesizeStage(FaustStage):
             record.value,
             [*carried_headers(event.message.headers), *record.headers] or None,
         )
+        if not cancelled:
+            return "ok"
         self.telemetry.cancelled_segments.inc()
         self.log_record(
             "segment_cancelled",

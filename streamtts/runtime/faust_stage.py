@@ -114,6 +114,11 @@ class FaustStage(DeadLettering):
             stage=self.group,
             partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned),
         )
+        await self.assigned_partitions(self.owned)
+
+    async def assigned_partitions(self, owned: dict[str, list[int]]) -> None:
+        """The group gave this worker `owned` (source topic → partitions): a stage holding
+        state per partition restores it here, before any record of those partitions."""
 
     async def _agent(self, stream: StreamT[bytes]) -> None:
         """The one consume loop of every faust stage: the stage supplies `take`, `read_ahead`

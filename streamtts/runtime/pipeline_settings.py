@@ -52,6 +52,7 @@ class TextSettings(SettingsGroup):
         "max_chars",
         "max_text_chars",
         "long_text_chars",
+        "stream_max_deltas",
     )
     first_max_chars: int = 40
     """Size of the first span of a request: it bounds the time to first audio."""
@@ -72,6 +73,15 @@ class TextSettings(SettingsGroup):
     ssml_unknown: Literal["ignore", "reject"] = "ignore"
     """SSML elements outside the subset: "ignore" (their text is read, with a note on the
     result) or "reject" (dead-letter: unsupported_ssml)."""
+    stream_idle_s: float = 30.0
+    """A streamed utterance that receives no delta for this long is ended (its result says
+    `ended: idle`): a client that vanished mid-reply never holds one open."""
+    stream_max_deltas: int = 20_000
+    """Most text deltas one streamed utterance takes (its text is bounded by
+    `max_text_chars`); past either, it is ended (`ended: limit`) and the delta dead-lettered."""
+    stream_later_delay_ms: int = 1500
+    """After the first span, held text waits this long for a sentence end before what is
+    held is spoken up to its last whole word (the first span waits `max_buffer_delay_ms`)."""
     plan_budget_s: float = 5.0
     """Longest time the segment stage spends planning one request (off its event loop);
     past it the request is dead-lettered (too_costly) and the stage goes on with the next.
@@ -79,6 +89,8 @@ class TextSettings(SettingsGroup):
     2-core node; an adversarial one is cut off here instead of stalling its partition."""
 
     def __post_init__(self) -> None:
+        if not self.stream_idle_s > 0:
+            raise ConfigError(f"{ENV_PREFIX}STREAM_IDLE_S must be above 0, got {self.stream_idle_s}")
         if not self.plan_budget_s > 0:
             raise ConfigError(f"{ENV_PREFIX}PLAN_BUDGET_S must be above 0, got {self.plan_budget_s}")
         super().__post_init__()

@@ -41,6 +41,9 @@ class TopicNames:
     prefix: str = ""
 
     requests = _Topic("tts.requests")
+    utterances = _Topic("tts.utterances")
+    """Open streamed utterances' state (compacted), keyed by request id: the segment
+    stage's changelog, read back by a partition's next owner."""
     segments = _Topic("tts.segments")
     segments_long = _Topic("tts.segments.long")
     """Segments of long/batch requests, read by the long-text synthesize pool."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 TopicRole = Literal[
     "requests",
+    "utterances",
     "segments",
     "segments_long",
     "pcm",
@@ -111,7 +112,8 @@ TOPOLOGY: tuple[StageSpec, ...] = (
     # before it emits) and stops them upstream first (downstream drains what is in flight).
     StageSpec("segment",
               groups=(GroupSpec(("requests",)),),
-              outputs=("segments", "segments_long"),
+              # utterances: the changelog of open streamed utterances (`segment.utterances`).
+              outputs=("segments", "segments_long", "utterances"),
               services=("releases", "lexicons", "release_guard"),
               dynamic=("release_lanes",)),
     StageSpec("synthesize",
