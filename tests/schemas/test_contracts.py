@@ -26,6 +26,7 @@ from streamtts.schemas import (
     ReleaseConfig,
     RequestContext,
     Segment,
+    TextDelta,
     TTSRequest,
 )
 from streamtts.schemas.jsonschema_export import SCHEMA_DIR, render
@@ -197,6 +198,7 @@ def _examples() -> dict[str, bytes]:
     seg = _segment(1, 2)
     return {
         "request": _request().to_bytes(),
+        "text_delta": TextDelta(request_id="req-1", delta=" world,", flush=True).to_bytes(),
         "segment": seg.to_bytes(),
         "pcm_chunk": PcmChunk(
             request_id="req-1",
