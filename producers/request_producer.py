@@ -10,7 +10,7 @@ from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.lifecycle import AsyncLifecycle, start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import ControlMessage, TTSRequest, wire
+from streamtts.schemas import ControlMessage, TextDelta, TTSRequest, wire
 from streamtts.schemas.base import Contract
 from streamtts.schemas.headers import TRACEPARENT, header
 from streamtts.schemas.trace import TraceContext
@@ -88,6 +88,22 @@ class RequestProducer(AsyncLifecycle):
                 )
             )
         return [await f for f in futures]
+
+    async def send_delta(self, delta: TextDelta, *, wait: bool = True) -> RecordMetadata | None:
+        """Send a streamed utterance's text delta (or flush, or end; see `schemas.utterance`),
+        keyed by its request id, so it follows its opening request on the same partition.
+        wait=False: pipelined (the idempotent producer keeps the order); `flush` waits."""
+        pending = await self._producer.send(
+            self._topics.requests,
+            value=delta.to_bytes(),
+            key=delta.request_id.encode(),
+            headers=self._headers(delta, "text_delta.v1"),
+        )
+        return await pending if wait else None
+
+    async def flush(self) -> None:
+        """Wait until every record sent so far is acknowledged."""
+        await self._producer.flush()
 
     async def cancel(self, request_id: str, tenant: str, played_ms: float | None = None) -> ControlMessage:
         """Cancel a request (barge-in): its remaining work is dropped and its result says

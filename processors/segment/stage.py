@@ -7,6 +7,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -118,6 +119,20 @@ class SegmentStage(FaustStage):
             log=self.log,
         )
         """Open streamed utterances (text arriving as deltas), restored on assignment."""
+        self._restored = asyncio.Event()
+        """Set while the open utterances are those of the partitions held: cleared from a
+        rebalance's start until they are read back (faust may resume fetching before its
+        assignment signal reaches us: a delta handled then would find no utterance)."""
+        self._restored.set()  # in memory there is no rebalance
+        self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]  # faust stubs want a `signal=` kwarg
+
+    async def _on_revoked(self, app: Any, revoked: Any, **kwargs: Any) -> None:
+        self._restored.clear()
+        self.streams.stop()  # no timer speaks for a partition while it may be changing hands
+
+    async def start(self) -> None:
+        self._restored.clear()  # until the first assignment has read the utterances back
+        await super().start()
 
     async def warm(self) -> None:
         # Language identification's models load before the first record, off the loop.
@@ -143,6 +158,8 @@ class SegmentStage(FaustStage):
         self._planning.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, taken: Taken[Any]) -> str | None:
+        if not self._restored.is_set():
+            await self._restored.wait()
         started = time.perf_counter()
         event = taken.event
         if is_text_delta(event.message.value, header(event.message.headers, "ce_type")):
@@ -274,8 +291,15 @@ class SegmentStage(FaustStage):
         def mine(key: str) -> bool:
             return partitioner(key.encode(), every, every) in held
 
+        try:
+            await self._restore(mine, bool(held))
+        finally:
+            self._restored.set()
+
+    async def _restore(self, mine: Callable[[str], bool], holding: bool) -> None:
         self.streams.forget(mine)
-        if not held:
+        self.streams.rearm()
+        if not holding:
             return
         restored = 0
         latest: dict[str, bytes | None] = {}

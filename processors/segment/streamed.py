@@ -178,6 +178,11 @@ class StreamedUtterances:
             if alarm is not None:
                 alarm.cancel()
 
+    def rearm(self) -> None:
+        """Every open utterance's timer running again (after a rebalance stopped them)."""
+        for utterance in self.open.values():
+            self._arm(utterance)
+
     def restore(self, utterance: Utterance) -> None:
         """An utterance read back from the changelog: open here, its timer running."""
         self.open[utterance.request.request_id] = utterance

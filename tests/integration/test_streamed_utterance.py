@@ -5,16 +5,29 @@ writer vanishes. In memory (the real stages' handlers and model) and on the real
 
 from __future__ import annotations
 
+import asyncio
+import io
+import itertools
 import re
 import uuid
+from collections.abc import Callable
 
+import av
 import pytest
+from aiokafka import AIOKafkaConsumer
+from minio import Minio
 
 from streamtts.processors.in_memory import InMemoryTopology
+from streamtts.producers.request_producer import RequestProducer
+from streamtts.producers.result_waiter import ResultWaiter
+from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
+from streamtts.runtime.settings import KafkaSettings, Settings
+from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import PcmChunk, Segment, TextDelta, TTSRequest, wire
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.request import MAX_SEGMENTS
+from streamtts.worker import Worker
 
 pytestmark = [pytest.mark.model]
 
@@ -90,7 +103,7 @@ async def test_an_utterance_streamed_token_by_token_is_one_request_spoken_early(
     for w in words:
         assert REPLY[w.char_start : w.char_end] == w.text, w
     assert [w.char_start for w in words] == sorted(w.char_start for w in words)
-    assert all(b.start_ms >= a.start_ms for a, b in zip(words, words[1:], strict=False))
+    assert all(b.start_ms >= a.start_ms for a, b in itertools.pairwise(words))
     assert sum(len(c.pcm) for c in pcm) / 2 / 22050 > 4.0  # real speech, seconds of it
     # The state was kept on the changelog after every change and deleted at the end.
     assert utterance_segments and utterance_segments[-1].value is None
@@ -106,3 +119,123 @@ async def test_deltas_for_no_open_utterance_and_past_the_bounds_are_dead_lettere
             for r in memory.records(memory.topics.dlq("segment"), rid)
         ]
         assert letters == ["unknown_utterance"]
+
+
+async def _first_audio(kafka: KafkaSettings, topic: str, rid: str, consumer: AIOKafkaConsumer) -> float:
+    """When (loop time) the first audio chunk of `rid` is readable on `topic`."""
+    key = rid.encode()
+    loop = asyncio.get_running_loop()
+    while True:
+        batch = await consumer.getmany(timeout_ms=200)
+        for records in batch.values():
+            if any(r.key == key for r in records):
+                return loop.time()
+
+
+@pytest.mark.integration
+async def test_on_kafka_the_first_clause_is_heard_before_the_reply_is_written(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames, services
+) -> None:
+    """Tokens at an LLM's pace (25/s): audio arrives while the reply is still being written,
+    and the whole reply is one result, one stored file, one caption track."""
+    rid = f"utt-{uuid.uuid4().hex[:8]}"
+    reply = REPLY + " We are open every day from nine to five, and our team is happy to help you."
+    consumer = make_consumer(kafka_settings, group_id=None)
+    await consumer.start()
+    try:
+        await attach_at_end(consumer, await partitions_of(kafka_settings, [topics.audio]))
+        async with (
+            ResultWaiter(kafka_settings, topics) as waiter,
+            RequestProducer(kafka_settings, topics) as producer,
+        ):
+            loop = asyncio.get_running_loop()
+            heard = asyncio.create_task(_first_audio(kafka_settings, topics.audio, rid, consumer))
+            await producer.submit(opener(rid, format="mp3", stream={"max_buffer_delay_ms": 300}))
+            started = loop.time()
+            for token in tokens(reply):
+                await producer.send_delta(TextDelta(request_id=rid, delta=token), wait=False)
+                await asyncio.sleep(0.04)  # the writer's pace, not a wait for an event
+            await producer.send_delta(TextDelta(request_id=rid, end=True))
+            written = loop.time()
+            first_audio = await asyncio.wait_for(heard, 60)
+            results = await waiter.wait([rid], timeout_s=120)
+    finally:
+        await consumer.stop()
+    result = results[rid]
+    assert first_audio < written, "the first audio came only after the whole reply was written"
+    assert first_audio - started < (written - started) / 2, (
+        f"first audio {first_audio - started:.2f} s into a {written - started:.2f} s reply"
+    )
+    assert result.status == "completed", result.error
+    assert result.words is not None
+    assert [w.text for w in result.words][:3] == ["Thanks", "for", "calling"]
+    for w in result.words:
+        assert reply[w.char_start : w.char_end] == w.text
+    assert result.captions is not None and result.storage is not None
+    # The stored file is one mp3 of the whole reply: decoded by FFmpeg to the result's length.
+    s3 = Minio(
+        services.s3.endpoint, services.s3.access_key, services.s3.secret_key, secure=services.s3.secure
+    )
+    body = s3.get_object(result.storage.bucket, result.storage.key).read()
+    with av.open(io.BytesIO(body)) as container:
+        samples = sum(f.samples for f in container.decode(audio=0))
+    assert abs(samples / result.sample_rate * 1000 - result.duration_ms) < 30
+    assert result.duration_ms > 8000  # the whole reply, not its first sentence
+
+
+@pytest.mark.integration
+async def test_a_segment_worker_replaced_mid_utterance_loses_no_word_and_says_none_twice(
+    kafka_settings: KafkaSettings, topics: TopicNames, services, pipeline_settings
+) -> None:
+    """The open utterance's state travels on its changelog: a new segment worker that takes
+    the partition mid-utterance goes on where the last one stopped."""
+    rid = f"utt-{uuid.uuid4().hex[:8]}"
+    words = tokens(REPLY)
+    half = len(words) // 2
+    settings = Settings(kafka=kafka_settings, s3=services.s3)
+    consumer = make_consumer(kafka_settings, group_id=None)
+    await consumer.start()
+    try:
+        await attach_at_end(consumer, await partitions_of(kafka_settings, [topics.segments]))
+        async with RequestProducer(kafka_settings, topics) as producer:
+            first = Worker(["segment"], settings, pipeline_settings, ops=False)
+            await first.start()
+            try:
+                await producer.submit(opener(rid))
+                for token in words[:half]:
+                    await producer.send_delta(TextDelta(request_id=rid, delta=token))
+                segments = await _segments_until(consumer, rid, lambda got: len(got) >= 1)
+            finally:
+                await first.stop()
+            for token in words[half:]:
+                await producer.send_delta(TextDelta(request_id=rid, delta=token))
+            await producer.send_delta(TextDelta(request_id=rid, end=True))
+            second = Worker(["segment"], settings, pipeline_settings, ops=False)
+            await second.start()
+            try:
+                segments = await _segments_until(
+                    consumer, rid, lambda got: any(s.last for s in got), segments
+                )
+            finally:
+                await second.stop()
+    finally:
+        await consumer.stop()
+    assert [s.seq for s in segments] == list(range(len(segments)))
+    spoken = " ".join(s.text for s in segments if s.text)
+    assert re.sub(r"\s+", " ", spoken).strip() == REPLY
+
+
+async def _segments_until(
+    consumer: AIOKafkaConsumer,
+    rid: str,
+    done: Callable[[list[Segment]], bool],
+    got: list[Segment] | None = None,
+) -> list[Segment]:
+    got = list(got or [])
+    key = rid.encode()
+    async with asyncio.timeout(60):
+        while not done(got):
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                got += [wire.decode(Segment, r.value, r.headers) for r in records if r.key == key]
+    return got
