@@ -17,10 +17,11 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from minio import Minio
 
-from streamtts.processors.in_memory import InMemoryTopology
+from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
+from streamtts.runtime.pipeline_settings import PipelineSettings, TextSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import PcmChunk, Segment, TextDelta, TTSRequest, wire
@@ -239,3 +240,36 @@ async def _segments_until(
             for records in batch.values():
                 got += [wire.decode(Segment, r.value, r.headers) for r in records if r.key == key]
     return got
+
+
+async def test_the_timer_speaks_whole_words_and_an_abandoned_utterance_is_ended(speech_renderer) -> None:
+    """No boundary comes: after `max_buffer_delay_ms` what is held is spoken up to its last
+    whole word; no delta comes at all: after `stream_idle_s` the utterance ends by itself."""
+    rid = f"utt-{uuid.uuid4().hex[:8]}"
+    ended = asyncio.Event()
+    spoken = asyncio.Event()
+
+    def on_record(record: MemoryRecord) -> None:
+        if record.topic.endswith("tts.segments") and record.key == rid.encode():
+            spoken.set()
+            if wire.decode(Segment, record.value, header_pairs(record.headers)).last:
+                ended.set()
+
+    pipeline = PipelineSettings(text=TextSettings(stream_idle_s=1.0))
+    async with InMemoryTopology(speech_renderer, pipeline, on_record=on_record) as memory:
+        await memory.submit(opener(rid, stream={"max_buffer_delay_ms": 100}))
+        await memory.submit_delta(TextDelta(request_id=rid, delta="hello there how are you tod"))
+        await memory.run()
+        assert not spoken.is_set()  # no boundary, no timer yet: held
+        async with asyncio.timeout(10):
+            await spoken.wait()  # the timer's cut
+        first = segments_of(memory, rid)
+        assert [s.text for s in first] == ["hello there how are you"], first
+        async with asyncio.timeout(10):
+            await ended.wait()  # the idle timer's end
+        await memory.run()
+        segments = segments_of(memory, rid)
+        assert segments[-1].last and segments[-1].total == len(segments)
+        assert " ".join(s.text for s in segments if s.text) == "hello there how are you tod"
+        assert memory.records(memory.topics.utterances, rid)[-1].value is None
+        assert memory.pcm(rid)[-1].last
