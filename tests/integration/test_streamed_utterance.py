@@ -11,6 +11,7 @@ import itertools
 import re
 import uuid
 from collections.abc import Callable
+from typing import Literal
 
 import av
 import pytest
@@ -21,7 +22,7 @@ from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
-from streamtts.runtime.pipeline_settings import PipelineSettings, TextSettings
+from streamtts.runtime.pipeline_settings import DeliverySettings, PipelineSettings, TextSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import PcmChunk, Segment, TextDelta, TTSRequest, wire
@@ -178,18 +179,24 @@ async def test_on_kafka_the_first_clause_is_heard_before_the_reply_is_written(
         services.s3.endpoint, services.s3.access_key, services.s3.secret_key, secure=services.s3.secure
     )
     body = s3.get_object(result.storage.bucket, result.storage.key).read()
-    with av.open(io.BytesIO(body)) as container:
-        samples = sum(f.samples for f in container.decode(audio=0))
+    with av.open(io.BytesIO(body), mode="r") as container:
+        samples = sum(int(f.samples) for f in container.decode(audio=0))
     assert abs(samples / result.sample_rate * 1000 - result.duration_ms) < 30
     assert result.duration_ms > 8000  # the whole reply, not its first sentence
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 async def test_a_segment_worker_replaced_mid_utterance_loses_no_word_and_says_none_twice(
-    kafka_settings: KafkaSettings, topics: TopicNames, services, pipeline_settings
+    kafka_settings: KafkaSettings,
+    topics: TopicNames,
+    services,
+    guarantee: Literal["at_least_once", "exactly_once"],
 ) -> None:
     """The open utterance's state travels on its changelog: a new segment worker that takes
-    the partition mid-utterance goes on where the last one stopped."""
+    the partition mid-utterance goes on where the last one stopped (under exactly-once the
+    state, the segments and the offsets commit in one transaction)."""
+    pipeline_settings = PipelineSettings(delivery=DeliverySettings(processing_guarantee=guarantee))
     rid = f"utt-{uuid.uuid4().hex[:8]}"
     words = tokens(REPLY)
     half = len(words) // 2
