@@ -33,7 +33,10 @@ def test_first_span_goes_at_the_first_clause_with_enough_text() -> None:
     # later spans are whole sentences, never clauses
     assert said[1] == "I can help with that. "
     assert said[2] == "Your order shipped on Monday. "
-    assert "".join(said) == "Thanks for calling, I can help with that. Your order shipped on Monday. It arrives soon."
+    assert (
+        "".join(said)
+        == "Thanks for calling, I can help with that. Your order shipped on Monday. It arrives soon."
+    )
 
 
 def test_a_clause_too_short_waits_for_the_next() -> None:
