@@ -151,6 +151,18 @@ class AuditContext:
         )
 
 
+def audit_ws_submit(conn: HTTPConnection, request_id: str, outcome: str, session_id: str) -> None:
+    """A WebSocket session's request (a turn, or a sentence) audited as a submit, like one
+    over HTTP."""
+    event = audit_context(conn).event("submit", status=None, outcome=outcome, sent=0)
+    gw: Gateway = conn.app.state.gateway
+    gw.audit.record(
+        event.model_copy(
+            update={"request_id": request_id, "details": {"via": "ws", "session_id": session_id}}
+        )
+    )
+
+
 def audit_context(conn: HTTPConnection) -> AuditContext:
     """This call's context (made on first use for calls the middleware does not see)."""
     ctx = conn.scope.get(SCOPE_KEY)

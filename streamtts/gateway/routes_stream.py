@@ -1,13 +1,18 @@
-"""`WS /v1/stream`: text in (whole or sentence by sentence, as an LLM writes it), audio out.
+"""`WS /v1/stream`: text in (whole or token by token, as an LLM writes it), audio out.
 
-Each complete sentence becomes its own request (`<session>-<n>`, session id in metadata),
-submitted as soon as it is complete, so synthesis of sentence n+1 overlaps playback of n;
-audio is forwarded strictly in sentence order. Protocol (client → server, text frames):
+A turn — the text from the first `text` until `end` or a `cancel` — is one streamed utterance
+on Kafka (`<session>-<n>`, session id in metadata; docs/streamed-text.md): the segment stage
+speaks its first clause as soon as it is whole (or after `max_buffer_delay_ms`, 300 by default,
+up to the last whole word), later text in whole sentences; one request, one `completed`, word
+times from the turn's start. `"aggregation": "sentence"` in start keeps the earlier behaviour:
+each complete sentence a request of its own, submitted when its end arrives. Audio is
+forwarded strictly in order. Protocol (client → server, text frames):
 
-    {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm", "speed": 1.0, "store": false}
+    {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm", "speed": 1.0, "store": false,
+     "max_buffer_delay_ms": 300, "aggregation": "utterance"}
     {"type": "text", "text": "Hello there. How are"}     (or a plain, non-JSON text frame)
-    {"type": "flush"}      submit what is buffered even without a sentence end
-    {"type": "end"}        flush, deliver the remaining audio, then close
+    {"type": "flush"}      speak what is held now, even without a boundary
+    {"type": "end"}        end the turn, deliver the remaining audio, then close
     {"type": "cancel", "played_ms": 1200}   barge-in: drop every frame not yet written and
                            every sentence queued, finished or not; `played_ms` is the client's
                            playback position on the session clock (see `cancelled`)

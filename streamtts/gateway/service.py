@@ -37,6 +37,7 @@ from streamtts.runtime.settings import Settings
 from streamtts.runtime.tracing import Tracing
 from streamtts.schemas import ContractError, ControlMessage, TTSRequest
 from streamtts.schemas.trace import TraceContext, parse_traceparent
+from streamtts.schemas.utterance import EndReason, TextDelta
 from streamtts.sinks.object_store import ObjectStore
 
 MISS_MEMORY_S = 10.0
@@ -201,7 +202,7 @@ class Gateway:
             {"Retry-After": str(max(1, round(refusal.retry_after_s + 0.5)))},
         )
 
-    def check_text(self, text: str) -> None:
+    def check_text(self, text: str, *, streamed: bool = False) -> None:
         if len(text) > self.settings.max_text_chars:
             self.metrics.rejected.labels("text_too_long").inc()
             raise ApiError(
@@ -209,7 +210,7 @@ class Gateway:
                 "text_too_long",
                 f"text is {len(text)} characters; the limit is {self.settings.max_text_chars}",
             )
-        if not text:
+        if not text and not streamed:
             # Whitespace-only or unspeakable text is the segment stage's call (dead-lettered,
             # reported as a failed status): one definition of "speakable", not two.
             raise ApiError(400, "invalid_request", "text must not be empty")
@@ -226,7 +227,7 @@ class Gateway:
         """Validate, register with the fan-out, then put the request on `tts.requests`.
         trace: the caller's (its `traceparent`), continued by every record of the request;
         None: the request starts a trace (its `traceparent` is on the state either way)."""
-        self.check_text(opts.text)
+        self.check_text(opts.text, streamed=opts.stream is not None)
         voice = self.voices.check(opts.voice)
         try:
             request = opts.to_request(tenant, voice, presign=self.settings.presign, request_id=request_id)
@@ -267,6 +268,31 @@ class Gateway:
                 ) from None
         self.metrics.submitted.labels(endpoint, self.metrics.tenant_label(tenant)).inc()
         return state
+
+    async def send_delta(
+        self,
+        state: RequestState,
+        delta: str = "",
+        *,
+        flush: bool = False,
+        end: bool = False,
+        ended: EndReason | None = None,
+    ) -> None:
+        """More text for a streamed utterance `submit` opened (or a flush, or its end), on
+        `tts.requests` behind its opening record."""
+        self.check_brokers()
+        message = TextDelta(
+            request_id=state.request_id, tenant=state.tenant, delta=delta, flush=flush, end=end, ended=ended
+        )
+        try:
+            await self.producer.send_delta(message)
+        except Exception as err:
+            raise ApiError(
+                503,
+                "unavailable",
+                f"could not queue the text ({type(err).__name__})",
+                {"Retry-After": str(BROKER_RETRY_AFTER_S)},
+            ) from None
 
     def trace_id(self, state: RequestState) -> str | None:
         """The request's trace id when its spans are recorded (this gateway exports spans and

@@ -32,6 +32,9 @@ class SpeechOptions:
     deadline_ms: int | None = None
     """First audio wanted within this many ms: refused with 429 `overloaded` when the
     synthesize workers' reported queue predicts it later."""
+    stream: dict[str, Any] | None = None
+    """A streamed utterance (`schemas.utterance.StreamOptions`): `text` is its first words,
+    the rest follows as deltas (`Gateway.send_delta`)."""
 
     def to_request(self, tenant: str, voice: str, *, presign: bool, request_id: str | None) -> TTSRequest:
         """The request to put on `tts.requests`.
@@ -65,4 +68,6 @@ class SpeechOptions:
         }
         if request_id:
             fields["request_id"] = request_id
+        if self.stream is not None:
+            fields["stream"] = self.stream
         return TTSRequest.new(self.text, **fields)

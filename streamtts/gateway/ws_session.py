@@ -1,6 +1,7 @@
 """One WebSocket session of `WS /v1/stream` (the protocol: routes_stream.py): text in, each
-complete sentence submitted as a request of its own (`<session>-<n>`), audio forwarded in
-sentence order, barge-in that silences the line at once."""
+turn one streamed utterance (`<session>-<n>`, see `ws_turn`) — or, aggregation "sentence",
+each complete sentence a request of its own — audio forwarded in order, barge-in that
+silences the line at once."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import orjson
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from streamtts.gateway.audit_trail import audit_context
+from streamtts.gateway.audit_trail import audit_ws_submit
 from streamtts.gateway.delivery import Delivery
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.framing import Framer, Pacer, media_event
@@ -36,6 +37,7 @@ from streamtts.gateway.ws_events import (
 from streamtts.gateway.ws_outbound import Outbound, SlowConsumer
 from streamtts.gateway.ws_sentences import split_new_sentences
 from streamtts.gateway.ws_start import StartMessage
+from streamtts.gateway.ws_turn import Turn
 from streamtts.schemas.trace import from_http
 
 log = logging.getLogger("streamtts.gateway.ws_session")
@@ -62,6 +64,8 @@ class Session:
     deliveries: dict[str, Delivery] = field(default_factory=dict)
     """Per sentence request: the audio written of it (registered at submission)."""
     pacer: Pacer | None = None
+    turn: Turn = field(init=False)
+    """The reply being spoken, as one streamed utterance (aggregation "utterance")."""
     _current: asyncio.Task[None] | None = field(default=None, init=False)
     _cancelling: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
@@ -69,6 +73,7 @@ class Session:
     def __post_init__(self) -> None:
         settings = self.gw.settings
         self.out = Outbound(self.ws, settings.ws_queue_frames, settings.ws_send_timeout_s)
+        self.turn = Turn(self.gw)
 
     async def run(self) -> None:
         await self._event(
@@ -162,13 +167,13 @@ class Session:
             if text is None:
                 await self._error("invalid_message", "send text frames (JSON commands or plain text)")
                 continue
-            before = (self.count, len(self.buffer.strip()))
+            before = (self.count, len(self.buffer.strip()), self.turn.chars)
             try:
                 if await self._handle(text):
                     return "end"
             except ApiError as err:
                 await self._error(err.code, err.message)
-            if (self.count, len(self.buffer.strip())) != before:
+            if (self.count, len(self.buffer.strip()), self.turn.chars) != before:
                 deadline = loop.time() + idle
 
     async def _handle(self, text: str) -> bool:
@@ -197,17 +202,28 @@ class Session:
         elif kind == "cancel":
             await self._cancel(cmd.get("played_ms"))
         elif kind == "end":
-            await self._add_text("", flush=True)
+            if self._streamed:
+                await self.turn.close()
+            else:
+                await self._add_text("", flush=True)
             await self.sentences.put(None)
             return True
         else:
             raise ApiError(400, "invalid_message", f"unknown command type {kind!r}")
         return False
 
+    @property
+    def _streamed(self) -> bool:
+        """Turns are streamed utterances (plain text, aggregation "utterance")."""
+        return self.config.aggregation == "utterance" and self.config.text_type != "ssml"
+
     async def _add_text(self, text: str, *, flush: bool) -> None:
         if self.config.text_type == "ssml":  # a document is spoken whole, never split
             if text.strip():
                 await self._submit(text)
+            return
+        if self._streamed:
+            await self.turn.add(text, flush=flush, open_turn=self._open_turn)
             return
         new_from = len(self.buffer)
         self.buffer += text
@@ -245,6 +261,9 @@ class Session:
 
     async def _barge_in(self, played_ms: float | None) -> None:
         async with self._cancelling:
+            # The turn takes no more text; its request is cancelled below, like a sentence's.
+            with contextlib.suppress(ApiError):
+                await self.turn.close("cancelled")
             # 0. The sentences it cuts: those not wholly written yet (taken before any await,
             #    so a reply sent meanwhile is not among them).
             cut = [s for s in self.submitted if self.deliveries[s.request_id].live]
@@ -297,7 +316,11 @@ class Session:
                 event["words_spoken"] = words_spoken
             await self._event(event)
 
-    async def _submit(self, sentence: str) -> None:
+    async def _open_turn(self, text: str) -> RequestState | None:
+        return await self._submit(text, stream={"max_buffer_delay_ms": self.config.max_buffer_delay_ms})
+
+    async def _submit(self, sentence: str, stream: dict[str, Any] | None = None) -> RequestState | None:
+        """Submit a sentence (or open a turn, `stream`): its request's state, None if refused."""
         index = self.count
         rid = f"{self.session_id}-{index}"
         opts = SpeechOptions(
@@ -312,6 +335,7 @@ class Session:
             timestamps=self.config.timestamps,
             text_type=self.config.text_type,
             deadline_ms=self.config.deadline_ms,
+            stream=stream,
         )
         try:
             # The upgrade's traceparent (if any): the session's requests join the caller's trace.
@@ -319,10 +343,10 @@ class Session:
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid, trace=trace)
             self.deliveries[rid] = state.deliver(Delivery(rid, on_stop=self._cancelled_elsewhere))
         except ApiError as err:
-            self._audit_submit(rid, err.code)
+            audit_ws_submit(self.ws, rid, err.code, self.session_id)
             await self._error(err.code, err.message, request_id=rid, index=index)
-            return
-        self._audit_submit(rid, "ok")
+            return None
+        audit_ws_submit(self.ws, rid, "ok", self.session_id)
         self.count += 1
         self.pending += 1
         live = [s for s in self.submitted if self.deliveries[s.request_id].live]
@@ -332,16 +356,7 @@ class Session:
         self.submitted = [*live, state]
         await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
         await self.sentences.put(state)
-
-    def _audit_submit(self, rid: str, outcome: str) -> None:
-        """Each sentence is a request of its own: audited as a submit, like one over HTTP."""
-        ctx = audit_context(self.ws)
-        event = ctx.event("submit", status=None, outcome=outcome, sent=0)
-        self.gw.audit.record(
-            event.model_copy(
-                update={"request_id": rid, "details": {"via": "ws", "session_id": self.session_id}}
-            )
-        )
+        return state
 
     async def _forward_loop(self) -> None:
         """Forward the sentences in order, each in a task of its own that a cancel can stop."""
@@ -358,6 +373,8 @@ class Session:
 
     async def _forward(self, state: RequestState) -> None:
         timeout = self.gw.settings.request_timeout_s
+        if self._streamed:  # a turn's audio waits on its writer too (an LLM thinking)
+            timeout += self.gw.settings.ws_idle_timeout_s
         # `start` comes before any text, so the configuration is final by now.
         framing = self.config.frame_ms is not None
         if self.pacer is None:  # new after a cancel: the next reply is not held back

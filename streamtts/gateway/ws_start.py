@@ -26,6 +26,13 @@ class StartMessage(BaseModel):
     deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
     """Each sentence's first audio wanted within this many ms: a sentence the synthesize
     workers cannot serve in time gets an `error` event `overloaded` instead of late audio."""
+    aggregation: Literal["utterance", "sentence"] = "utterance"
+    """"utterance": a turn (its text until `end` or a cancel) is one streamed utterance,
+    spoken from its first whole clause on (docs/streamed-text.md); "sentence": each complete
+    sentence is a request of its own, submitted when its end arrives (the earlier behaviour)."""
+    max_buffer_delay_ms: int = Field(default=300, ge=0, le=10_000)
+    """Utterance mode: the longest a turn's first text waits for a clause boundary before
+    what is held is spoken up to its last whole word."""
     frame_ms: int | None = None
     """Telephony framing (pcm, mulaw, alaw): audio as frames of exactly this length instead
     of one frame per chunk (no `chunk` events then)."""

@@ -39,12 +39,13 @@ NEXT = "Of course, let me change that for you. "
 
 
 async def _tokens(ws: Any, text: str, marks: dict[str, float], per_s: float = 40.0) -> None:
-    """Send `text` word by word at LLM speed; `marks["sentence_end"]`: when its first
-    sentence was complete."""
+    """Send `text` word by word at LLM speed; `marks["first_token"]`: when its first word was
+    sent, `marks["sentence_end"]`: when its first sentence was complete."""
     for word in text.split(" "):
         if not word:
             continue
         await ws.send(orjson.dumps({"type": "text", "text": word + " "}).decode())
+        marks.setdefault("first_token", time.monotonic())
         if "sentence_end" not in marks and word.endswith((".", "!", "?")):
             marks["sentence_end"] = time.monotonic()
         await asyncio.sleep(1 / per_s)  # the pace of an LLM's tokens, not a wait for an event
@@ -155,13 +156,14 @@ async def _websocket_barge_in(live_gateway_url: str, kafka_settings: KafkaSettin
     received_ms = media * FRAME_MS
     after_cancel_ms = (media - at_cancel) * FRAME_MS
     assert first_frame_after is not None
-    first_reply = first_frame_after - marks["sentence_end"]
+    # A turn is one streamed utterance: its first clause may be heard before its sentence ends.
+    first_reply = first_frame_after - marks["first_token"]
     print(
         f"pace {pace}: {media} frames before the stop, {after_cancel_ms} ms after the cancel was sent, "
         f"stopped at {cancelled['position_ms']} ms, spoken {cancelled['spoken_ms']} ms; "
         f"cancel → cancelled {(next_sent - cancel_sent) * 1000:.0f} ms; next reply's first frame "
         f"{next_first * 1000:.0f} ms after its text (first reply: "
-        f"{first_reply * 1000:.0f} ms after its sentence end)"
+        f"{first_reply * 1000:.0f} ms after its first token)"
     )
     assert cleared, "media mode: a clear event before resuming"
     assert leaked == 0, "no frame of the cancelled reply after `cancelled`"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import httpx
 import numpy as np
@@ -99,9 +100,10 @@ async def test_openai_compatible_endpoint_streams_audio_to_a_plain_http_client(l
         assert 0.4 < _seconds(pcm.content, "pcm", sample_rate=24000) < 3.0
 
 
-async def test_websocket_streams_each_sentence_in_order_before_the_last_is_sent(
+async def test_websocket_sentence_mode_streams_each_sentence_in_order_before_the_last_is_sent(
     live_gateway_url: str,
 ) -> None:
+    """`aggregation: "sentence"`: each complete sentence a request of its own."""
     sentences = ["The first sentence is short.", "Here comes a second one.", "And this is the last."]
     url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
     events: list[dict] = []
@@ -125,9 +127,14 @@ async def test_websocket_streams_each_sentence_in_order_before_the_last_is_sent(
                 order.append((event["index"], event["seq"], event["part"]))
 
     async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
-        await ws.send(
-            orjson.dumps({"type": "start", "voice": "en_joe", "language": "en", "format": "pcm"}).decode()
-        )
+        start = {
+            "type": "start",
+            "voice": "en_joe",
+            "language": "en",
+            "format": "pcm",
+            "aggregation": "sentence",
+        }
+        await ws.send(orjson.dumps(start).decode())
         # Text arrives as an LLM writes it: fragments, sentence ends mid-fragment.
         await ws.send(orjson.dumps({"type": "text", "text": sentences[0][:9]}).decode())
         await ws.send(
@@ -154,6 +161,61 @@ async def test_websocket_streams_each_sentence_in_order_before_the_last_is_sent(
         seconds = _seconds(b"".join(sentence_audio), "pcm", sample_rate=24000)
         assert abs(seconds * 1000 - completed[i]["duration_ms"]) < 1.0
         assert 0.8 < seconds < 5.0, (i, seconds)
+
+
+async def test_websocket_turn_is_one_utterance_heard_from_its_first_clause(live_gateway_url: str) -> None:
+    """The default: a turn (text until `end`) is one streamed utterance — one request, one
+    `completed`, audio from its first whole clause on, before its first sentence ends; words
+    timed from the utterance start and placed in its text."""
+    reply = (
+        "Thanks for calling, I can see your order right here. It shipped on Monday, "
+        "and it should arrive by Thursday at the latest."
+    )
+    words = re.findall(r"\S+\s*", reply)
+    url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
+    events: list[dict] = []
+    audio: list[bytes] = []
+    sent_when_heard: int | None = None
+    async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
+        start = {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm", "timestamps": True}
+        await ws.send(orjson.dumps(start).decode())
+        sent = 0
+
+        async def read() -> None:
+            nonlocal sent_when_heard
+            async for frame in ws:
+                if isinstance(frame, bytes):
+                    audio.append(frame)
+                    if sent_when_heard is None:
+                        sent_when_heard = sent
+                    continue
+                event = orjson.loads(frame)
+                events.append(event)
+                assert event["type"] != "error", frame
+                if event["type"] == "done":
+                    return
+
+        reader = asyncio.create_task(read())
+        for word in words:
+            await ws.send(orjson.dumps({"type": "text", "text": word}).decode())
+            sent += 1
+            await asyncio.sleep(0.1)  # the writer's pace (10 words/s), not a wait for an event
+        await ws.send(orjson.dumps({"type": "end"}).decode())
+        await reader
+    first_sentence_words = len(re.findall(r"\S+", reply.split(". ")[0]))
+    print(f"first audio after word {sent_when_heard} of {len(words)} (first sentence: {first_sentence_words})")
+    assert sent_when_heard is not None and sent_when_heard < first_sentence_words, (
+        f"first audio after word {sent_when_heard}; the first sentence has {first_sentence_words}"
+    )
+    started = [e for e in events if e["type"] == "started"]
+    completed = [e for e in events if e["type"] == "completed"]
+    assert len(started) == 1 and len(completed) == 1 and events[-1] == {"type": "done", "sentences": 1}
+    seconds = _seconds(b"".join(audio), "pcm", sample_rate=24000)
+    assert abs(seconds * 1000 - completed[0]["duration_ms"]) < 1.0 and seconds > 5.0
+    said = [w for e in events if e["type"] == "words" for w in e["words"]]
+    assert [w["text"] for w in said][:4] == ["Thanks", "for", "calling", "I"]
+    assert all(reply[w["char_start"] : w["char_end"]] == w["text"] for w in said)
+    assert [w["start_ms"] for w in said] == sorted(w["start_ms"] for w in said)
 
 
 async def test_keys_tenants_sizes_and_rates_are_enforced(gateway_url: str) -> None:
@@ -255,7 +317,13 @@ async def test_captions_over_rest_and_words_before_each_websocket_chunk(live_gat
     url = live_gateway_url.replace("http://", "ws://") + "/v1/stream?api_key=key-acme"
     frames: list[object] = []
     async with asyncio.timeout(120), websockets.connect(url, max_size=None) as ws:
-        start = {"type": "start", "voice": "en_joe", "format": "pcm", "timestamps": True}
+        start = {
+            "type": "start",
+            "voice": "en_joe",
+            "format": "pcm",
+            "timestamps": True,
+            "aggregation": "sentence",
+        }
         await ws.send(orjson.dumps(start).decode())
         await ws.send(orjson.dumps({"type": "text", "text": "First one here. And a second."}).decode())
         await ws.send(orjson.dumps({"type": "end"}).decode())
