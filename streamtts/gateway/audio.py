@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import orjson
 from starlette.responses import Response, StreamingResponse
 
 from streamtts.audio import formats
@@ -82,6 +84,36 @@ async def audio_response(
     body = _body(first, chunks, live, gw.metrics, endpoint, delivery)
     return StreamingResponse(
         body, media_type=content_type(state.format, first.sample_rate), headers=_headers(state)
+    )
+
+
+async def sse_response(gw: Gateway, state: RequestState, *, endpoint: str, input_chars: int) -> Response:
+    """OpenAI's `stream_format: "sse"`: the same bytes as the audio stream, each piece a
+    `speech.audio.delta` event (base64), then `speech.audio.done` with usage (input: the
+    text's characters; output: audio in 20 ms units — our engines count no tokens)."""
+    if state.status == "failed":
+        raise request_failed(state)
+    live = formats.get(state.format).live_stream
+    assert live is not None  # the route refuses formats without a live stream
+    delivery = state.deliver(Delivery(state.request_id))
+    try:
+        first, chunks = await _started(gw, state, delivery)
+    except StreamIncomplete:
+        raise ApiError(
+            409, "not_streaming", "the request finished elsewhere; fetch its stored audio"
+        ) from None
+    gw.observe_first_audio(endpoint, state)
+
+    async def events() -> AsyncIterator[bytes]:
+        async for data in _body(first, chunks, live, gw.metrics, endpoint, delivery):
+            delta = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")}
+            yield b"data: " + orjson.dumps(delta) + b"\n\n"
+        output = round(delivery.sent_ms / 20)
+        usage = {"input_tokens": input_chars, "output_tokens": output, "total_tokens": input_chars + output}
+        yield b"data: " + orjson.dumps({"type": "speech.audio.done", "usage": usage}) + b"\n\n"
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={**_headers(state), "Cache-Control": "no-cache"}
     )
 
 

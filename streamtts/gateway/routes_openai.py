@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from streamtts.audio import formats
-from streamtts.gateway.audio import audio_response
+from streamtts.gateway.audio import audio_response, sse_response
 from streamtts.gateway.audit_trail import audit_context
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.http import authenticate, gateway, read_body
@@ -30,7 +30,11 @@ class OpenAISpeechBody(BaseModel):
     """An OpenAI name of a registered format (`AudioCodec.openai_name`)."""
     speed: float = Field(default=1.0, ge=0.25, le=4.0)
     instructions: str | None = None
-    stream_format: Literal["audio"] = "audio"
+    """Refused when set (400 naming the field): neither engine here follows free-text style
+    instructions, and a request is never spoken differently from what it asked in silence."""
+    stream_format: Literal["audio", "sse"] = "audio"
+    """"audio": the audio bytes as they are made; "sse": server-sent events
+    (`speech.audio.delta` with base64 audio, then `speech.audio.done` with usage)."""
     deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
     """Not OpenAI's: first audio wanted within this many ms, else 429 `overloaded`
     (an SDK passes it with `extra_body`)."""
@@ -42,6 +46,19 @@ async def speech(request: Request) -> Response:
     offered = formats.openai_formats()
     if body.response_format not in offered:
         raise ApiError(400, "unsupported_format", f"response_format must be one of {', '.join(offered)}")
+    if body.instructions and body.instructions.strip():
+        raise ApiError(
+            400,
+            "unsupported_parameter",
+            "instructions: the voices here cannot follow style instructions; leave the field out "
+            "(choose a voice and speed instead)",
+        )
+    if body.stream_format == "sse" and formats.get(offered[body.response_format]).live_stream is None:
+        raise ApiError(
+            400,
+            "unsupported_format",
+            f"stream_format sse needs a streamable format, not {body.response_format}",
+        )
     gw = gateway(request)
     opts = SpeechOptions(
         text=body.input,
@@ -55,6 +72,8 @@ async def speech(request: Request) -> Response:
     )
     state = await gw.submit(tenant, opts, endpoint="openai", trace=from_http(request.headers))
     audit_context(request).request_id = state.request_id
+    if body.stream_format == "sse":
+        return await sse_response(gw, state, endpoint="openai", input_chars=len(body.input))
     return await audio_response(gw, state, endpoint="openai")
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 
 import httpx
 import numpy as np
+import openai
 import orjson
 import pytest
 import websockets
@@ -98,6 +100,34 @@ async def test_openai_compatible_endpoint_streams_audio_to_a_plain_http_client(l
         )
         assert pcm.status_code == 200 and "rate=24000" in pcm.headers["content-type"]
         assert 0.4 < _seconds(pcm.content, "pcm", sample_rate=24000) < 3.0
+
+
+async def test_the_openai_sdk_streams_sse_and_refuses_instructions(live_gateway_url: str) -> None:
+    """`stream_format: "sse"` as OpenAI's SDK sends it (livekit's OpenAI plugin does, for
+    models other than tts-1): `speech.audio.delta` events whose audio joins into the stream,
+    then `speech.audio.done` with usage. `instructions` are refused, never ignored."""
+    client = openai.AsyncOpenAI(base_url=live_gateway_url + "/v1", api_key="key-acme")
+    events: list[dict] = []
+    async with client.audio.speech.with_streaming_response.create(
+        model="gpt-4o-mini-tts", voice="alloy", input=TEXT, response_format="pcm", stream_format="sse"
+    ) as resp:
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        rid = resp.headers["x-request-id"]
+        async for line in resp.iter_lines():
+            if line.startswith("data: "):
+                events.append(orjson.loads(line[len("data: ") :]))
+    assert [e["type"] for e in events[:-1]] == ["speech.audio.delta"] * (len(events) - 1) and len(events) > 2
+    done = events[-1]
+    assert done["type"] == "speech.audio.done" and done["usage"]["input_tokens"] == len(TEXT)
+    pcm = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+    async with httpx.AsyncClient(base_url=live_gateway_url, headers=ACME, timeout=60) as http:
+        status = (await http.get(f"/v1/speech/{rid}", params={"wait": 30})).json()
+    assert abs(_seconds(pcm, "pcm", sample_rate=24000) * 1000 - status["duration_ms"]) < 1.0
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.audio.speech.create(
+            model="gpt-4o-mini-tts", voice="alloy", input="Hello.", instructions="Speak like a pirate."
+        )
+    assert "instructions" in str(refused.value)
 
 
 async def test_websocket_sentence_mode_streams_each_sentence_in_order_before_the_last_is_sent(
@@ -203,7 +233,9 @@ async def test_websocket_turn_is_one_utterance_heard_from_its_first_clause(live_
         await ws.send(orjson.dumps({"type": "end"}).decode())
         await reader
     first_sentence_words = len(re.findall(r"\S+", reply.split(". ")[0]))
-    print(f"first audio after word {sent_when_heard} of {len(words)} (first sentence: {first_sentence_words})")
+    print(
+        f"first audio after word {sent_when_heard} of {len(words)} (first sentence: {first_sentence_words})"
+    )
     assert sent_when_heard is not None and sent_when_heard < first_sentence_words, (
         f"first audio after word {sent_when_heard}; the first sentence has {first_sentence_words}"
     )

@@ -9,6 +9,7 @@ import asyncio
 import io
 import itertools
 import re
+import sys
 import uuid
 from collections.abc import Callable
 from typing import Literal
@@ -30,6 +31,7 @@ from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.request import MAX_SEGMENTS
 from streamtts.worker import Worker
+from tests.helpers import cli_env
 
 pytestmark = [pytest.mark.model]
 
@@ -280,3 +282,60 @@ async def test_the_timer_speaks_whole_words_and_an_abandoned_utterance_is_ended(
         assert " ".join(s.text for s in segments if s.text) == "hello there how are you tod"
         assert memory.records(memory.topics.utterances, rid)[-1].value is None
         assert memory.pcm(rid)[-1].last
+
+
+@pytest.mark.integration
+async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses_no_word(
+    kafka_settings: KafkaSettings, topics: TopicNames, services
+) -> None:
+    """A segment worker process is SIGKILLed mid-utterance (no shutdown, no commit); the next
+    owner aborts its open transaction, reads the utterance's committed state back and goes on:
+    a read-committed reader sees each span once, seqs without a gap, the whole reply."""
+    rid = f"utt-{uuid.uuid4().hex[:8]}"
+    words = tokens(REPLY)
+    half = len(words) // 2
+    consumer = make_consumer(kafka_settings, group_id=None)  # read_committed
+    await consumer.start()
+    env = cli_env(kafka_settings, SESSION_TIMEOUT_S="6", PROCESSING_GUARANTEE="exactly_once")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "streamtts.cli.main", "run", "--stage", "segment",
+        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    try:
+        await attach_at_end(consumer, await partitions_of(kafka_settings, [topics.segments]))
+        async with RequestProducer(kafka_settings, topics) as producer:
+            async with asyncio.timeout(90):
+                async for line in proc.stderr:
+                    if b'"event":"partitions_assigned"' in line and b"tts.requests/" in line:
+                        break
+            await producer.submit(opener(rid))
+            for token in words[:half]:
+                await producer.send_delta(TextDelta(request_id=rid, delta=token))
+            segments = await _segments_until(consumer, rid, lambda got: len(got) >= 1)  # committed
+            for token in words[half : half + 3]:  # taken in an open transaction, then the kill
+                await producer.send_delta(TextDelta(request_id=rid, delta=token))
+            proc.kill()
+            await proc.wait()
+            for token in words[half + 3 :]:
+                await producer.send_delta(TextDelta(request_id=rid, delta=token))
+            await producer.send_delta(TextDelta(request_id=rid, end=True))
+            pipeline = PipelineSettings(
+                delivery=DeliverySettings(processing_guarantee="exactly_once", session_timeout_s=6.0)
+            )
+            worker = Worker(["segment"], Settings(kafka=kafka_settings, s3=services.s3), pipeline, ops=False)
+            await worker.start()
+            try:
+                segments = await _segments_until(
+                    consumer, rid, lambda got: any(s.last for s in got), segments
+                )
+            finally:
+                await worker.stop()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await consumer.stop()
+    assert [s.seq for s in segments] == list(range(len(segments))), "a span twice, or a gap"
+    spoken = " ".join(s.text for s in segments if s.text)
+    assert re.sub(r"\s+", " ", spoken).strip() == REPLY
