@@ -228,6 +228,7 @@ class SegmentStage(FaustStage):
         utterance = opened(
             request,
             time.time(),
+            offset=event.message.offset,
             topic=out,
             release=lane.release if lane else None,
             lexicon_version=lexicon.version if lexicon else None,
@@ -253,7 +254,7 @@ class SegmentStage(FaustStage):
         delta: TextDelta | None = None
         try:
             delta = TextDelta.from_bytes(event.message.value)
-            sent = await self.streams.add(delta)
+            sent = await self.streams.add(delta, event.message.offset)
         except (RecordError, ValueError) as err:
             return await self.dead_letter(
                 source_of(event),
@@ -308,7 +309,7 @@ class SegmentStage(FaustStage):
             if mine(key):
                 latest[key] = record.value
         for key, value in latest.items():
-            if value is None or key in self.streams.open:
+            if value is None or key in self.streams.open or key in self.streams.ended:
                 continue
             try:
                 self.streams.restore(Utterance.from_bytes(value))

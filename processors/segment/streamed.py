@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.exceptions import SegmentationError
@@ -44,6 +44,9 @@ from streamtts.schemas.context import RequestContext
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
 from streamtts.schemas.request import MAX_SEGMENTS, TTSRequest
 from streamtts.schemas.utterance import TextDelta
+
+MAX_ENDED = 100_000
+"""Ended utterances remembered per stage (their ids and last offsets: a few MB at most)."""
 
 PlanPiece = Callable[[TTSRequest], Awaitable[list[Segment]]]
 """Plans a piece's text as a request (the stage's planner, lexicon and budget)."""
@@ -82,6 +85,9 @@ class StreamedUtterances:
         self._clock = clock
         self.open: dict[str, Utterance] = {}
         """Open utterances by request id (those of the partitions this stage holds)."""
+        self.ended: OrderedDict[str, int] = OrderedDict()
+        """Ended utterances (the last `MAX_ENDED`) → the offset of their last record: a
+        redelivered record of one is skipped, a new one refused (never a second utterance)."""
         self._lock = asyncio.Lock()
         self._alarms: dict[str, asyncio.Task[None]] = {}
 
@@ -100,12 +106,14 @@ class StreamedUtterances:
     async def begin(self, utterance: Utterance) -> int:
         """A streamed request opened `utterance`: speak what its first text allows."""
         async with self._lock:
-            if utterance.request.request_id in self.open:
-                return 0  # a redelivered opener: the utterance is already under way
+            key = utterance.request.request_id
+            if key in self.open or key in self.ended:
+                return 0  # a redelivered opener: the utterance is under way, or over
             return await self._advance(utterance, "none")
 
-    async def add(self, delta: TextDelta) -> int:
-        """A delta for an open utterance; returns the segments it released.
+    async def add(self, delta: TextDelta, offset: int) -> int:
+        """A delta (at `offset` of its partition) for an open utterance; returns the segments
+        it released (0 too for a record applied before: a redelivery).
 
         Raises:
             UnknownUtterance: none is open under its id.
@@ -113,6 +121,10 @@ class StreamedUtterances:
         """
         async with self._lock:
             utterance = self.open.get(delta.request_id)
+            last = utterance.applied if utterance is not None else self.ended.get(delta.request_id)
+            if last is not None and offset <= last:
+                log_event(self.log, "delta_redelivered", request_id=delta.request_id, offset=offset)
+                return 0
             if utterance is None or utterance.request.tenant != delta.tenant:
                 raise UnknownUtterance(
                     f"no streamed utterance {delta.request_id!r} of tenant {delta.tenant!r} is open "
@@ -124,11 +136,12 @@ class StreamedUtterances:
                     utterance,
                     delta,
                     now,
+                    offset=offset,
                     max_deltas=self.text.stream_max_deltas,
                     max_chars=self.text.max_text_chars,
                 )
             except UtteranceLimit as err:
-                await self._advance(replace(utterance, ended="limit"), "all")
+                await self._advance(replace(utterance, ended="limit", applied=offset), "all")
                 raise UtteranceTooLong(str(err)) from None
             if delta.end:
                 after = replace(after, ended=delta.ended or "client")
@@ -184,7 +197,11 @@ class StreamedUtterances:
             self._arm(utterance)
 
     def restore(self, utterance: Utterance) -> None:
-        """An utterance read back from the changelog: open here, its timer running."""
+        """An utterance read back from the changelog: open here, its timer running (or,
+        ended, remembered as such)."""
+        if utterance.ended is not None and not utterance.held:
+            self._remember_ended(utterance)
+            return
         self.open[utterance.request.request_id] = utterance
         self._arm(utterance)
 
@@ -208,9 +225,10 @@ class StreamedUtterances:
                 break
             force = "none" if force == "words" else force  # the timer releases one span
         done = utterance.ended is not None and not utterance.held
-        await self._save(key, None if done else utterance)
+        await self._save(key, utterance)
         if done:
             self.open.pop(key, None)
+            self._remember_ended(utterance)
             alarm = self._alarms.pop(key, None)
             if alarm is not None and alarm is not asyncio.current_task():
                 alarm.cancel()
@@ -261,10 +279,17 @@ class StreamedUtterances:
             following -= 1
         return spoke(utterance, len(segments), following - utterance.sentence), len(segments)
 
-    async def _save(self, key: str, utterance: Utterance | None) -> None:
-        """The utterance's state on the changelog (a tombstone once it ended)."""
-        value: Any = utterance.to_bytes() if utterance is not None else None
-        await self.outputs.send(self.outputs.role("utterances"), key.encode(), value, None)
+    async def _save(self, key: str, utterance: Utterance) -> None:
+        """The utterance's state on the changelog (once it ended, its last: `ended` set). The
+        topic is compacted and keeps an hour: an ended utterance's record outlives any
+        redelivery of its records, then goes."""
+        await self.outputs.send(self.outputs.role("utterances"), key.encode(), utterance.to_bytes(), None)
+
+    def _remember_ended(self, utterance: Utterance) -> None:
+        self.ended[utterance.request.request_id] = utterance.applied
+        self.ended.move_to_end(utterance.request.request_id)
+        while len(self.ended) > MAX_ENDED:
+            self.ended.popitem(last=False)
 
 
 def renumbered(planned: list[Segment], utterance: Utterance, piece: Piece) -> list[Segment]:

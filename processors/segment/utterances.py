@@ -60,6 +60,10 @@ class Utterance:
     ended: EndReason | None = None
     carried: tuple[tuple[str, str], ...] = ()
     """Headers its opening record carried (its trace): every span's records carry them."""
+    applied: int = -1
+    """The offset (on its `tts.requests` partition) of the last record applied to it. A
+    record at or below it was applied already: redelivered after a crash (its state was
+    saved, its offset not yet committed), it is skipped, so no text is taken twice."""
 
     @property
     def received(self) -> int:
@@ -96,6 +100,7 @@ def opened(
     request: TTSRequest,
     now: float,
     *,
+    offset: int,
     topic: str,
     release: str | None,
     lexicon_version: int | None,
@@ -104,6 +109,7 @@ def opened(
     """The utterance a streamed request opens (its text is the first delta's)."""
     return Utterance(
         carried=tuple((k, v.decode("latin-1")) for k, v in carried),
+        applied=offset,
         request=request.model_copy(update={"text": ""}),
         held=request.text,
         topic=topic,
@@ -115,7 +121,13 @@ def opened(
 
 
 def taken(
-    utterance: Utterance, delta: TextDelta, now: float, *, max_deltas: int, max_chars: int
+    utterance: Utterance,
+    delta: TextDelta,
+    now: float,
+    *,
+    offset: int,
+    max_deltas: int,
+    max_chars: int,
 ) -> Utterance:
     """`utterance` with `delta`'s text appended.
 
@@ -138,6 +150,7 @@ def taken(
         deltas=utterance.deltas + 1,
         held_since=held_since,
         last_delta_at=now,
+        applied=offset,
     )
 
 
