@@ -16,6 +16,7 @@ from streamtts.schemas.request import (
     Priority,
     TTSRequest,
 )
+from streamtts.schemas.utterance import EndReason
 
 
 class RequestContext(BaseModel):
@@ -47,6 +48,9 @@ class RequestContext(BaseModel):
     """The synthesize release the segment stage routed the request to (None: no routing
     rule was in force, i.e. the base release "stable")."""
     created_at: AwareDatetime
+    ended: EndReason | None = None
+    """On a streamed utterance's last segment (and its chunks): why it ended ("client": its
+    `end`; "idle", "limit", "cancelled"); the result says it."""
 
     @classmethod
     def of(

@@ -10,6 +10,7 @@ from streamtts.schemas.base import Contract
 from streamtts.schemas.chunks import Degradation, MarkTiming, WordTiming
 from streamtts.schemas.release import RELEASE_PATTERN
 from streamtts.schemas.request import ID_PATTERN, TENANT_PATTERN, AudioFormat
+from streamtts.schemas.utterance import EndReason
 
 
 class StorageRef(BaseModel):
@@ -83,6 +84,9 @@ class CompletionResult(Contract):
     metadata: dict[str, str] = Field(default_factory=dict)
     release: str | None = Field(default=None, pattern=RELEASE_PATTERN)
     """The synthesize release that rendered it (see `RequestContext.release`)."""
+    ended: EndReason | None = None
+    """A streamed utterance: why it ended ("client": its `end`; "idle": no delta for
+    `stream_idle_s`; "limit": past its bounds; "cancelled")."""
     first_audio_ms: float | None = Field(default=None, ge=0)
     """created_at → the request's first audio synthesized (what the release guard compares)."""
     created_at: AwareDatetime

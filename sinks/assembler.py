@@ -156,6 +156,8 @@ class RequestAssembler:
             p = self._pending[key] = _Pending(chunk.request, chunk.total, chunk.sample_rate)
         # A streamed utterance's chunks say MAX_SEGMENTS until its last, which knows the total.
         p.total = min(p.total, chunk.total)
+        if chunk.request.ended is not None:  # a streamed utterance's end: the result says why
+            p.ctx = chunk.request
         p.first_offset.setdefault(tp, offset)
         p.updated_at = self._clock()
         position = (chunk.seq, chunk.part)

@@ -68,6 +68,7 @@ def build_result(
         marks=audio.marks[:MAX_INLINE_MARKS] if audio and audio.marks and not error else None,
         lexicon_version=ctx.lexicon_version,
         notes=ctx.notes,
+        ended=ctx.ended,
         error=error,
         metadata=ctx.metadata,
         release=ctx.release,

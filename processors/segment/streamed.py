@@ -319,6 +319,8 @@ def renumbered(planned: list[Segment], utterance: Utterance, piece: Piece) -> li
             )
         if utterance.release is not None:
             fields["request"]["release"] = utterance.release
+        if seq == total - 1:
+            fields["request"]["ended"] = utterance.ended
         if segment.text_map is not None:
             fields["text_map"] = [(s, e, a + shift, b + shift) for s, e, a, b in segment.text_map]
         out.append(Segment.model_validate(fields))
@@ -345,7 +347,7 @@ def _end_marker(utterance: Utterance) -> Segment:
         lang="other",
         sentence_index=utterance.sentence,
         request=RequestContext.of(request, lexicon_version=utterance.lexicon_version).model_copy(
-            update={"release": utterance.release}
+            update={"release": utterance.release, "ended": utterance.ended}
         ),
         segmented_at=datetime.now(UTC),
     )

@@ -42,6 +42,17 @@ REPLY = (
 )
 
 
+IDLE_S = 3.0
+
+
+@pytest.fixture
+def pipeline_settings() -> PipelineSettings:
+    """The suite's settings, with a short idle time (an abandoned utterance ends in seconds)."""
+    return PipelineSettings.of(
+        synth_threads=2, session_timeout_s=6.0, storage_retries=2, stream_idle_s=IDLE_S
+    )
+
+
 def tokens(text: str) -> list[str]:
     """Roughly as an LLM streams English: a word with its leading space, punctuation apart."""
     return re.findall(r"\s*[\w']+|\s*[^\w\s]", text)
@@ -173,6 +184,7 @@ async def test_on_kafka_the_first_clause_is_heard_before_the_reply_is_written(
         f"first audio {first_audio - started:.2f} s into a {written - started:.2f} s reply"
     )
     assert result.status == "completed", result.error
+    assert result.ended == "client"  # the writer's `end` closed it (not the idle timer)
     assert result.words is not None
     assert [w.text for w in result.words][:3] == ["Thanks", "for", "calling"]
     for w in result.words:
@@ -187,6 +199,28 @@ async def test_on_kafka_the_first_clause_is_heard_before_the_reply_is_written(
         samples = sum(int(f.samples) for f in container.decode(audio=0))
     assert abs(samples / result.sample_rate * 1000 - result.duration_ms) < 30
     assert result.duration_ms > 8000  # the whole reply, not its first sentence
+
+
+@pytest.mark.integration
+async def test_on_kafka_an_abandoned_utterance_ends_with_a_clear_result(
+    running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    """The writer vanishes mid-sentence: after `stream_idle_s` the utterance is ended, what
+    it held is spoken, and its result says so (`completed`, `ended: idle`)."""
+    rid = f"utt-{uuid.uuid4().hex[:8]}"
+    async with (
+        ResultWaiter(kafka_settings, topics) as waiter,
+        RequestProducer(kafka_settings, topics) as producer,
+    ):
+        await producer.submit(opener(rid, format="wav"))
+        for token in tokens("Your order shipped on Monday, and it should arrive by"):
+            await producer.send_delta(TextDelta(request_id=rid, delta=token), wait=False)
+        await producer.flush()
+        results = await waiter.wait([rid], timeout_s=IDLE_S + 60)
+    result = results[rid]
+    assert (result.status, result.ended) == ("completed", "idle"), result
+    assert result.words is not None and [w.text for w in result.words][-2:] == ["arrive", "by"]
+    assert result.duration_ms > 1500
 
 
 @pytest.mark.integration
