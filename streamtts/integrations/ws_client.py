@@ -127,8 +127,11 @@ class StreamedReply:
                     for w in event.get("words", [])
                 )
                 yield Received(words=words, event=event)
-            elif kind in ("completed", "cancelled"):
+            elif kind == "completed":
                 final = event
+            elif kind == "cancelled":  # a barge-in ended the turn: the session goes on
+                yield Received(done=event, event=event)
+                return
             elif kind == "error":
                 raise ReplyError(event)
             elif kind == "done":
