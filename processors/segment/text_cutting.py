@@ -10,7 +10,8 @@ next token; pipecat #3696: ~200 ms lost to aggregation). The policy:
   matters more than latency) and are cut at a clause only once the held text reaches
   `max_cost`;
 - **a timer** (`max_buffer_delay_ms` since the first unspoken delta) speaks what is held up to
-  its last whole word; **a flush** or **the end** speaks everything.
+  its last whole word (all of it when it ends with a word and its mark: "Thanks for holding,");
+  **a flush** or **the end** speaks everything.
 
 A boundary counts only once the text after it shows it is one, with the splitter's own rules
 (`splitter`): "3." followed by "5", "Dr." before a name, "1," before "000" are not boundaries;
@@ -66,6 +67,8 @@ class CutPolicy:
             return scan.last_sentence
         if not first and scan.cost >= self.max_cost and scan.last_clause:
             return scan.last_clause
+        if force == "words" and _ends_whole_word(held):
+            return len(held)  # "Thanks for holding," as the timer finds it: its last word is whole
         if force == "words" or scan.cost >= self.max_cost:
             if scan.last_word:
                 return scan.last_word
@@ -130,6 +133,20 @@ def _scan(held: str, cjk_weight: int, first_min: int | None) -> _Scan:
 
 
 _MARKS = SENTENCE_END | CLAUSE_END | frozenset(".!?")
+
+
+def _ends_whole_word(held: str) -> bool:
+    """Whether held text ends with a word and the mark after it (a comma, a stop): the word is
+    whole, whatever comes next — except a digit's "." or "," ("3." may become "3.5")."""
+    end = len(held)
+    while end and held[end - 1] in CLOSERS:
+        end -= 1
+    if not end or held[end - 1] not in _MARKS:
+        return False
+    start = end
+    while start and held[start - 1] in _MARKS:
+        start -= 1
+    return start > 0 and held[start - 1].isalpha()
 
 
 def _mark_run(held: str, i: int) -> tuple[int, bool]:

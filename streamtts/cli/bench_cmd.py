@@ -115,6 +115,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="only the render cache section: off / cold / warm on a repetitive customer-service mix",
     )
     p.add_argument(
+        "--llm-stream",
+        action="store_true",
+        help="only the streamed-text section: replies written word by word at 10/25/50 words/s "
+        "(--quick: 8) over the gateway's WebSocket, one streamed utterance per turn against one "
+        "request per sentence; first audio after the first word, clause and sentence (en_joe)",
+    )
+    p.add_argument(
         "--barge-in",
         action="store_true",
         help="only the barge-in section: voice-agent sessions over the gateway's WebSocket, "
@@ -211,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         return _cache_section(args, voices)
     if args.barge_in:
         return _barge_in_section(args, voices)
+    if args.llm_stream:
+        return _llm_stream_section(args)
 
     _import_path()
     from streamtts.bench.bench_plan import CustomLoad, Plan
@@ -298,6 +307,19 @@ def _barge_in_agents(args: argparse.Namespace) -> int:
     (out / "barge-in-agents.json").write_text(json.dumps(stats.row(), indent=1), "utf-8")
     print(table)
     return 0 if stats.cancels and not stats.errors else 1
+
+
+def _llm_stream_section(args: argparse.Namespace) -> int:
+    import asyncio
+
+    _import_path()
+    from streamtts.bench.llm_stream import llm_stream_markdown, run_llm_stream_bench
+
+    rates = (8.0, 25.0) if args.quick else (10.0, 25.0, 50.0)
+    out = _section_out(args, "llm-stream")
+    runs = asyncio.run(run_llm_stream_bench(rates, 1 if args.quick else 2, out, threads=args.threads))
+    _publish_section(out, "llm-stream", llm_stream_markdown(runs), [r.row() for r in runs])
+    return 0 if all(r.errors == 0 and r.after_first_word_ms for r in runs) else 1
 
 
 def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:

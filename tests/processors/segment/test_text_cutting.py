@@ -82,6 +82,11 @@ def test_the_timer_speaks_up_to_the_last_whole_word() -> None:
     assert POLICY.cut("您好欢迎致电客服中", first=True, force="words") == len("您好欢迎致电客服")
     assert POLICY.cut("Supercalifragilistic", first=True, force="words") == 0  # one word: it waits
     assert POLICY.cut("half a wor", first=True, force="all") == len("half a wor")
+    # A mark after a word ends it, even before the next word shows the mark is a boundary;
+    # a digit's "." does not ("3." may be "3.5").
+    assert POLICY.cut("Thanks for holding,", first=True, force="words") == len("Thanks for holding,")
+    assert POLICY.cut("Hello there!", first=True, force="words") == len("Hello there!")
+    assert POLICY.cut("It costs 3.", first=True, force="words") == len("It costs ")
 
 
 def test_later_spans_cut_at_a_clause_only_when_long() -> None:
