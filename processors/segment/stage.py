@@ -7,11 +7,8 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
-
-from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
@@ -24,14 +21,14 @@ from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
 from streamtts.processors.segment.streamed import StreamedUtterances
-from streamtts.processors.segment.utterances import Utterance, opened
+from streamtts.processors.segment.utterance_changelog import held_by, read_back
+from streamtts.processors.segment.utterances import opened
 from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage_outputs import Transport
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
@@ -283,42 +280,19 @@ class SegmentStage(FaustStage):
     async def assigned_partitions(self, owned: dict[str, list[int]]) -> None:
         """Open utterances follow their partitions: those of partitions gone are dropped (their
         next owner restores them), those of partitions new here are read back from the
-        changelog before any of their records is handled."""
-        held = set(owned.get(self.topics.requests, []))
-        count = len(await topic_partitions(self.kafka, self.topics.requests)) or 1
-        partitioner = DefaultPartitioner()
-        every = list(range(count))
-
-        def mine(key: str) -> bool:
-            return partitioner(key.encode(), every, every) in held
-
+        changelog before any of their records is handled (`utterance_changelog`)."""
         try:
-            await self._restore(mine, bool(held))
+            held = set(owned.get(self.topics.requests, []))
+            mine = await held_by(self.kafka, self.topics.requests, held)
+            self.streams.forget(mine)
+            self.streams.rearm()
+            if not held:
+                return
+            found = await read_back(self.kafka, self.topics.role("utterances"), mine, self.log)
+            restored = sum(self.streams.restore(u) for u in found or [])
+            log_event(self.log, "utterances_restored", restored=restored, open=len(self.streams.open))
         finally:
             self._restored.set()
-
-    async def _restore(self, mine: Callable[[str], bool], holding: bool) -> None:
-        self.streams.forget(mine)
-        self.streams.rearm()
-        if not holding:
-            return
-        restored = 0
-        latest: dict[str, bytes | None] = {}
-        async for record in snapshot(self.kafka, self.topics.role("utterances")):
-            key = (record.key or b"").decode(errors="replace")
-            if mine(key):
-                latest[key] = record.value
-        for key, value in latest.items():
-            if value is None or key in self.streams.open or key in self.streams.ended:
-                continue
-            try:
-                self.streams.restore(Utterance.from_bytes(value))
-                restored += 1
-            except (ValueError, TypeError, KeyError) as err:
-                log_event(
-                    self.log, "utterance_unreadable", logging.ERROR, request_id=key, error=str(err)[:200]
-                )
-        log_event(self.log, "utterances_restored", restored=restored, open=len(self.streams.open))
 
     async def _destination(self, request: TTSRequest, headers: object, pool: str) -> tuple[str, Route | None]:
         """The segments topic a request's spans go to: its pool's, or a release's lane."""

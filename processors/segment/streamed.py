@@ -196,14 +196,18 @@ class StreamedUtterances:
         for utterance in self.open.values():
             self._arm(utterance)
 
-    def restore(self, utterance: Utterance) -> None:
+    def restore(self, utterance: Utterance) -> bool:
         """An utterance read back from the changelog: open here, its timer running (or,
-        ended, remembered as such)."""
+        ended, remembered as such). False if this stage holds it already."""
+        key = utterance.request.request_id
+        if key in self.open or key in self.ended:
+            return False
         if utterance.ended is not None and not utterance.held:
             self._remember_ended(utterance)
-            return
-        self.open[utterance.request.request_id] = utterance
+            return False
+        self.open[key] = utterance
         self._arm(utterance)
+        return True
 
     # -- speaking -------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """faust-streaming app factory: one app (= one consumer group) per stage.
 
-Stages are stateless (every message carries its request context), so apps need no tables,
-no changelogs and no leader topic; topics are created by `streamtts topics apply`, never here.
+Stages carry no faust state (every message carries its request context), so apps need no
+tables, no faust changelogs and no leader topic (the segment stage keeps its streamed
+utterances' state on a topic of its own, `tts.utterances`: see `segment.utterances`);
+topics are created by `streamtts topics apply`, never here.
 """
 
 from __future__ import annotations
