@@ -90,11 +90,11 @@ async def audio_response(
 async def sse_response(gw: Gateway, state: RequestState, *, endpoint: str, input_chars: int) -> Response:
     """OpenAI's `stream_format: "sse"`: the same bytes as the audio stream, each piece a
     `speech.audio.delta` event (base64), then `speech.audio.done` with usage (input: the
-    text's characters; output: audio in 20 ms units — our engines count no tokens)."""
+    text's characters; output: audio in 20 ms units — our engines count no tokens). A format
+    whose chunks cannot be joined on the fly (FLAC) comes as one delta, the whole file."""
     if state.status == "failed":
         raise request_failed(state)
     live = formats.get(state.format).live_stream
-    assert live is not None  # the route refuses formats without a live stream
     delivery = state.deliver(Delivery(state.request_id))
     try:
         first, chunks = await _started(gw, state, delivery)
@@ -104,8 +104,15 @@ async def sse_response(gw: Gateway, state: RequestState, *, endpoint: str, input
         ) from None
     gw.observe_first_audio(endpoint, state)
 
+    async def whole() -> AsyncIterator[bytes]:
+        rest = [c async for c in _guarded(chunks)]
+        delivery.ended = True
+        delivery.wrote(first.duration_ms + sum(c.duration_ms for c in rest))
+        yield assemble([first.audio, *(c.audio for c in rest)], state.format)
+
     async def events() -> AsyncIterator[bytes]:
-        async for data in _body(first, chunks, live, gw.metrics, endpoint, delivery):
+        pieces = whole() if live is None else _body(first, chunks, live, gw.metrics, endpoint, delivery)
+        async for data in pieces:
             delta = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")}
             yield b"data: " + orjson.dumps(delta) + b"\n\n"
         output = round(delivery.sent_ms / 20)

@@ -340,7 +340,8 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
             "/v1/audio/speech": {
                 "post": {
                     "operationId": "createSpeech",
-                    "summary": "OpenAI-compatible speech endpoint; streams the audio",
+                    "summary": "OpenAI-compatible speech endpoint; streams the audio (or, with "
+                    "stream_format sse, speech.audio.delta events)",
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -350,7 +351,22 @@ def openapi_document(settings: GatewaySettings, voices: list[str]) -> dict[str, 
                         },
                     },
                     "responses": {
-                        "200": {"description": "Audio", "content": audio},
+                        "200": {
+                            "description": "Audio; with stream_format sse, server-sent events",
+                            "content": {
+                                **audio,
+                                "text/event-stream": {
+                                    # One event: its data is a speech.audio.delta or .done (JSON).
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {"data": {"type": "string"}},
+                                        "required": ["data"],
+                                    },
+                                    "example": 'data: {"type":"speech.audio.delta","audio":"…"}\n\n'
+                                    'data: {"type":"speech.audio.done","usage":{…}}\n\n',
+                                },
+                            },
+                        },
                         "409": _error("The request failed in the pipeline"),
                         "504": _error("No audio in time"),
                         **COMMON_ERRORS,

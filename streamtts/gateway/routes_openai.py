@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -29,15 +29,26 @@ class OpenAISpeechBody(BaseModel):
     response_format: str = "mp3"
     """An OpenAI name of a registered format (`AudioCodec.openai_name`)."""
     speed: float = Field(default=1.0, ge=0.25, le=4.0)
-    instructions: str | None = None
-    """Refused when set (400 naming the field): neither engine here follows free-text style
-    instructions, and a request is never spoken differently from what it asked in silence."""
+    instructions: str | None = Field(default=None, max_length=0)
+    """Refused when set (400 naming the field; the schema says so: at most 0 characters):
+    neither engine here follows free-text style instructions, and a request is never spoken
+    otherwise than it asked without saying so."""
     stream_format: Literal["audio", "sse"] = "audio"
     """"audio": the audio bytes as they are made; "sse": server-sent events
     (`speech.audio.delta` with base64 audio, then `speech.audio.done` with usage)."""
     deadline_ms: int | None = Field(default=None, ge=1, le=3_600_000)
     """Not OpenAI's: first audio wanted within this many ms, else 429 `overloaded`
     (an SDK passes it with `extra_body`)."""
+
+    @field_validator("instructions", mode="before")
+    @classmethod
+    def _no_instructions(cls, value: object) -> object:
+        if isinstance(value, str) and value:
+            raise ValueError(
+                "the voices here cannot follow style instructions; leave the field out "
+                "(choose a voice and speed instead)"
+            )
+        return value
 
 
 async def speech(request: Request) -> Response:
@@ -46,19 +57,6 @@ async def speech(request: Request) -> Response:
     offered = formats.openai_formats()
     if body.response_format not in offered:
         raise ApiError(400, "unsupported_format", f"response_format must be one of {', '.join(offered)}")
-    if body.instructions and body.instructions.strip():
-        raise ApiError(
-            400,
-            "unsupported_parameter",
-            "instructions: the voices here cannot follow style instructions; leave the field out "
-            "(choose a voice and speed instead)",
-        )
-    if body.stream_format == "sse" and formats.get(offered[body.response_format]).live_stream is None:
-        raise ApiError(
-            400,
-            "unsupported_format",
-            f"stream_format sse needs a streamable format, not {body.response_format}",
-        )
     gw = gateway(request)
     opts = SpeechOptions(
         text=body.input,

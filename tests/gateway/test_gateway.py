@@ -123,6 +123,20 @@ async def test_the_openai_sdk_streams_sse_and_refuses_instructions(live_gateway_
     async with httpx.AsyncClient(base_url=live_gateway_url, headers=ACME, timeout=60) as http:
         status = (await http.get(f"/v1/speech/{rid}", params={"wait": 30})).json()
     assert abs(_seconds(pcm, "pcm", sample_rate=24000) * 1000 - status["duration_ms"]) < 1.0
+    # FLAC has no live stream: one delta, the whole file, then done.
+    flac: list[dict] = []
+    async with client.audio.speech.with_streaming_response.create(
+        model="gpt-4o-mini-tts",
+        voice="alloy",
+        input="Hello there.",
+        response_format="flac",
+        stream_format="sse",
+    ) as resp:
+        async for line in resp.iter_lines():
+            if line.startswith("data: "):
+                flac.append(orjson.loads(line[len("data: ") :]))
+    assert [e["type"] for e in flac] == ["speech.audio.delta", "speech.audio.done"]
+    assert 0.4 < _seconds(base64.b64decode(flac[0]["audio"]), "flac") < 3.0
     with pytest.raises(openai.BadRequestError) as refused:
         await client.audio.speech.create(
             model="gpt-4o-mini-tts", voice="alloy", input="Hello.", instructions="Speak like a pirate."

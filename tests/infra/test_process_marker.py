@@ -21,8 +21,13 @@ def service(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     config = real / "config"
     config.write_text("")
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()", str(config)], stdin=subprocess.PIPE
+        [sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
+    # Its cmdline is its own only once it has exec'd (before, /proc shows the forking parent's,
+    # which a loaded CI machine caught): it says so when it runs.
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
     pid_file = tmp_path / "service.pid"
     pid_file.write_text(str(proc.pid))
     try:
