@@ -172,10 +172,14 @@ class StreamedUtterances:
                     await self._advance(replace(utterance, ended="idle"), "all")
                 else:
                     await self._advance(utterance, force)
-            except Exception as err:  # a timer must never die silently: the idle timer still ends it
+            except Exception as err:  # a timer must never die silently: it tries again in a second
                 log_event(
                     self.log, "utterance_timer_failed", logging.ERROR, request_id=key, error=str(err)[:300]
                 )
+                retry = asyncio.create_task(
+                    self._ring(key, self._clock() + 1.0, force), name=f"utterance-{key}"
+                )
+                self._alarms[key] = retry
 
     def stop(self) -> None:
         """Cancel every timer (the partitions' next owner restores the utterances)."""
