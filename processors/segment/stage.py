@@ -20,6 +20,7 @@ from streamtts.processors.segment.langid import warm_identification
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
+from streamtts.processors.segment.segment_records import send_segments
 from streamtts.processors.segment.streamed import StreamedUtterances
 from streamtts.processors.segment.utterance_changelog import held_by, read_back
 from streamtts.processors.segment.utterances import opened
@@ -35,8 +36,8 @@ from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec
-from streamtts.schemas import Lexicon, Segment, TTSRequest, wire
-from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS, RELEASE, header
+from streamtts.schemas import Lexicon, Segment, TTSRequest
+from streamtts.schemas.headers import RELEASE, header
 from streamtts.schemas.request import pool_of
 from streamtts.schemas.trace import carried_with_trace
 from streamtts.schemas.utterance import TextDelta, is_text_delta
@@ -187,13 +188,7 @@ class SegmentStage(FaustStage):
             # Routed once per request: every segment carries the release and goes to its lane.
             segments = [_on_release(s, lane.release) for s in segments]
         carried = carried_with_trace(event.message.headers)  # every record downstream is traced
-        fmt = self.pipeline.delivery.wire_format
-        for segment in segments:
-            first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
-            record = wire.encode(segment, fmt, source=wire.SOURCE_PREFIX + "/segment")
-            await self.outputs.send(
-                out, request.request_id.encode(), record.value, [*first, *carried, *record.headers] or None
-            )
+        await send_segments(self.outputs, out, segments, self.pipeline.delivery.wire_format, carried)
         self.log_record(
             "segmented",
             started,

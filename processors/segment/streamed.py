@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.exceptions import SegmentationError
+from streamtts.processors.segment.segment_records import send_segments
 from streamtts.processors.segment.segmenter import PAUSE_CLAUSE_MS
 from streamtts.processors.segment.splitter import CLOSERS, SENTENCE_END
 from streamtts.processors.segment.text_cutting import CutPolicy, Force
@@ -41,7 +42,6 @@ from streamtts.runtime.pipeline_settings import TextSettings
 from streamtts.runtime.stage_outputs import StageOutputs
 from streamtts.schemas import Segment, wire
 from streamtts.schemas.context import RequestContext
-from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
 from streamtts.schemas.request import MAX_SEGMENTS, TTSRequest
 from streamtts.schemas.utterance import TextDelta
 
@@ -272,14 +272,7 @@ class StreamedUtterances:
                     reason=getattr(err, "reason", type(err).__name__),
                 )
         segments = renumbered(planned, utterance, piece)
-        destination = utterance.topic
-        carried = utterance.headers()
-        for segment in segments:
-            first = FIRST_SEGMENT_HEADERS if segment.seq == 0 else []
-            record = wire.encode(segment, self._format, source=wire.SOURCE_PREFIX + "/segment")
-            await self.outputs.send(
-                destination, segment.request_id.encode(), record.value, [*first, *carried, *record.headers]
-            )
+        await send_segments(self.outputs, utterance.topic, segments, self._format, utterance.headers())
         # The next piece's sentence: the one after this piece's last, or the same one where
         # the piece was cut at a clause.
         following = max((s.sentence_index for s in segments), default=utterance.sentence - 1) + 1

@@ -20,7 +20,7 @@ import unicodedata
 from livekit.agents import APIConnectionError, APIConnectOptions, tts, utils
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 
-from streamtts.integrations.ws_client import SAMPLE_RATE, Received, ReplyError, StreamedReply
+from streamtts.integrations.ws_client import SAMPLE_RATE, Received, ReplyError, ReplyTarget, StreamedReply
 
 
 class TTS(tts.TTS):
@@ -39,13 +39,7 @@ class TTS(tts.TTS):
             sample_rate=SAMPLE_RATE,
             num_channels=1,
         )
-        self._options = {
-            "voice": voice,
-            "language": language,
-            "max_buffer_delay_ms": max_buffer_delay_ms,
-            "speed": speed,
-        }
-        self._base_url, self._api_key = base_url, api_key
+        self._target = ReplyTarget(base_url, api_key, voice, language, max_buffer_delay_ms, speed)
 
     @property
     def model(self) -> str:
@@ -56,7 +50,7 @@ class TTS(tts.TTS):
         return "streamtts"
 
     def reply(self) -> StreamedReply:
-        return StreamedReply(self._base_url, self._api_key, **self._options)  # type: ignore[arg-type]  # typed per key above
+        return self._target.reply()
 
     def synthesize(
         self, text: str, *, conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS

@@ -23,7 +23,7 @@ from typing import Any
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame, TTSStoppedFrame
 from pipecat.services.tts_service import TextAggregationMode, TTSService
 
-from streamtts.integrations.ws_client import SAMPLE_RATE, ReplyError, StreamedReply
+from streamtts.integrations.ws_client import SAMPLE_RATE, ReplyError, ReplyTarget, StreamedReply
 
 
 class StreamTTSService(TTSService):
@@ -45,12 +45,7 @@ class StreamTTSService(TTSService):
             sample_rate=SAMPLE_RATE,
             **kwargs,
         )
-        self._reply_options: dict[str, Any] = {
-            "voice": voice,
-            "language": language,
-            "max_buffer_delay_ms": max_buffer_delay_ms,
-        }
-        self._base_url, self._api_key = base_url, api_key
+        self._target = ReplyTarget(base_url, api_key, voice, language, max_buffer_delay_ms)
         self._replies: dict[str, tuple[StreamedReply, asyncio.Task[None]]] = {}
         self.request_ids: dict[str, str] = {}
         """pipecat context id → the pipeline's request id (its status, result and trace)."""
@@ -67,7 +62,7 @@ class StreamTTSService(TTSService):
         try:
             entry = self._replies.get(context_id)
             if entry is None:
-                reply = StreamedReply(self._base_url, self._api_key, **self._reply_options)
+                reply = self._target.reply()
                 await reply.__aenter__()
                 task = self.create_task(self._receive(reply, context_id), f"streamtts-{context_id}")
                 self._replies[context_id] = entry = (reply, task)

@@ -46,6 +46,29 @@ class ReplyError(RuntimeError):
         super().__init__(f"{self.code}: {event.get('message', '')}")
 
 
+@dataclass(frozen=True)
+class ReplyTarget:
+    """Where and how a plugin's replies are spoken: the gateway, its key and the voice."""
+
+    base_url: str
+    api_key: str
+    voice: str = "auto"
+    language: str = "auto"
+    max_buffer_delay_ms: int = 300
+    speed: float = 1.0
+
+    def reply(self) -> StreamedReply:
+        """A new reply (one WebSocket turn) to this gateway, with these options."""
+        return StreamedReply(
+            self.base_url,
+            self.api_key,
+            voice=self.voice,
+            language=self.language,
+            max_buffer_delay_ms=self.max_buffer_delay_ms,
+            speed=self.speed,
+        )
+
+
 class StreamedReply:
     """`async with StreamedReply(url, key, voice=…) as reply:` then `await reply.text(t)` per
     token, `await reply.end()`, and `async for item in reply.received():`."""
