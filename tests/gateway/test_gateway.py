@@ -240,13 +240,16 @@ async def test_websocket_turn_is_one_utterance_heard_from_its_first_clause(live_
                     return
 
         reader = asyncio.create_task(read())
+        first_sentence = len(re.findall(r"\S+", reply.split(". ")[0]))
         for word in words:
             await ws.send(orjson.dumps({"type": "text", "text": word}).decode())
             sent += 1
-            await asyncio.sleep(0.1)  # the writer's pace (10 words/s), not a wait for an event
+            # The writer's pace: the first sentence slowly (4 words/s: a stalled machine cannot
+            # decide this by timing), the rest at 10 words/s.
+            await asyncio.sleep(0.25 if sent < first_sentence else 0.1)
         await ws.send(orjson.dumps({"type": "end"}).decode())
         await reader
-    first_sentence_words = len(re.findall(r"\S+", reply.split(". ")[0]))
+    first_sentence_words = first_sentence
     print(
         f"first audio after word {sent_when_heard} of {len(words)} (first sentence: {first_sentence_words})"
     )

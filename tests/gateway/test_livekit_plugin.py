@@ -27,6 +27,9 @@ def tokens(text: str) -> list[str]:
     return re.findall(r"\s*\S+", text)
 
 
+FIRST_SENTENCE = len(tokens(REPLY.split(". ")[0]))
+
+
 async def test_livekit_stream_speaks_tokens_as_they_are_pushed(live_gateway_url: str) -> None:
     tts = TTS(base_url=live_gateway_url, api_key="key-acme", voice="en_joe", language="en")
     stream = tts.stream()
@@ -46,14 +49,16 @@ async def test_livekit_stream_speaks_tokens_as_they_are_pushed(live_gateway_url:
     for token in words:
         stream.push_text(token)
         pushed += 1
-        await asyncio.sleep(0.08)  # an LLM's pace (12 words/s), not a wait for an event
+        # An LLM's pace: the first sentence slowly (4 words/s: a stalled machine cannot decide this
+        # by timing), the rest at 12 words/s.
+        await asyncio.sleep(0.25 if pushed < FIRST_SENTENCE else 0.08)
     stream.end_input()
     async with asyncio.timeout(60):
         await consumer
     await stream.aclose()
     await tts.aclose()
 
-    first_sentence = len(tokens(REPLY.split(". ")[0]))
+    first_sentence = FIRST_SENTENCE
     print(
         f"livekit: first audio after token {heard_after} of {len(words)} (first sentence: {first_sentence})"
     )

@@ -43,6 +43,9 @@ def tokens(text: str) -> list[str]:
     return re.findall(r"\s*\S+", text)
 
 
+FIRST_SENTENCE = len(tokens(REPLY.split(". ")[0]))
+
+
 class Collector(FrameProcessor):
     """What leaves the TTS service downstream, with events for its audio and its end."""
 
@@ -94,13 +97,15 @@ async def test_pipecat_speaks_tokens_as_the_llm_writes_them(live_gateway_url: st
         await worker.queue_frame(LLMFullResponseStartFrame())
         for i, token in enumerate(words):
             await worker.queue_frame(LLMTextFrame(token))
-            await asyncio.sleep(0.08)  # an LLM's pace (12 words/s), not a wait for an event
+            # An LLM's pace: the first sentence slowly (4 words/s: a stalled machine cannot decide
+            # this by timing), the rest at 12 words/s.
+            await asyncio.sleep(0.25 if i + 1 < FIRST_SENTENCE else 0.08)
             if heard_after is None and collector.audio.is_set():
                 heard_after = i + 1
         await worker.queue_frame(LLMFullResponseEndFrame())
         async with asyncio.timeout(60):
             await collector.stopped.wait()
-    first_sentence = len(tokens(REPLY.split(". ")[0]))
+    first_sentence = FIRST_SENTENCE
     print(
         f"pipecat: first audio after token {heard_after} of {len(words)} (first sentence: {first_sentence})"
     )

@@ -153,8 +153,10 @@ async def _first_audio(kafka: KafkaSettings, topic: str, rid: str, consumer: AIO
 async def test_on_kafka_the_first_clause_is_heard_before_the_reply_is_written(
     running_pipeline, kafka_settings: KafkaSettings, topics: TopicNames, services
 ) -> None:
-    """Tokens at an LLM's pace (25/s): audio arrives while the reply is still being written,
-    and the whole reply is one result, one stored file, one caption track."""
+    """Tokens as an LLM writes them: audio arrives while the first sentence is still being
+    written (its words come slowly, 4/s, so a stalled CI machine cannot pass or fail this by
+    timing; the rest at 25/s), and the whole reply is one result, one stored file, one caption
+    track."""
     rid = f"utt-{uuid.uuid4().hex[:8]}"
     reply = REPLY + " We are open every day from nine to five, and our team is happy to help you."
     consumer = make_consumer(kafka_settings, group_id=None)
@@ -165,23 +167,23 @@ async def test_on_kafka_the_first_clause_is_heard_before_the_reply_is_written(
             ResultWaiter(kafka_settings, topics) as waiter,
             RequestProducer(kafka_settings, topics) as producer,
         ):
-            loop = asyncio.get_running_loop()
             heard = asyncio.create_task(_first_audio(kafka_settings, topics.audio, rid, consumer))
             await producer.submit(opener(rid, format="mp3", stream={"max_buffer_delay_ms": 300}))
-            started = loop.time()
-            for token in tokens(reply):
+            first_sentence = len(tokens(REPLY.split(". ")[0] + "."))
+            heard_after: int | None = None
+            for i, token in enumerate(tokens(reply)):
                 await producer.send_delta(TextDelta(request_id=rid, delta=token), wait=False)
-                await asyncio.sleep(0.04)  # the writer's pace, not a wait for an event
+                await asyncio.sleep(0.25 if i < first_sentence else 0.04)  # the writer's pace
+                if heard_after is None and heard.done():
+                    heard_after = i + 1
             await producer.send_delta(TextDelta(request_id=rid, end=True))
-            written = loop.time()
-            first_audio = await asyncio.wait_for(heard, 60)
+            await asyncio.wait_for(heard, 60)
             results = await waiter.wait([rid], timeout_s=120)
     finally:
         await consumer.stop()
     result = results[rid]
-    assert first_audio < written, "the first audio came only after the whole reply was written"
-    assert first_audio - started < (written - started) / 2, (
-        f"first audio {first_audio - started:.2f} s into a {written - started:.2f} s reply"
+    assert heard_after is not None and heard_after < first_sentence, (
+        f"first audio after token {heard_after}; the first sentence has {first_sentence}"
     )
     assert result.status == "completed", result.error
     assert result.ended == "client"  # the writer's `end` closed it (not the idle timer)
