@@ -17,6 +17,12 @@ forwarded strictly in order. Protocol (client → server, text frames):
                            every sentence queued, finished or not; `played_ms` is the client's
                            playback position on the session clock (see `cancelled`)
 
+Contexts (several replies on one socket, `ws_contexts`): `text`, `flush`, `end` and `cancel`
+may carry `"context_id": "reply-2"`; each context is a turn of its own, rendered as its text
+arrives and heard in the order the contexts opened. `end` with a context_id ends that reply
+only; `cancel` with one cuts only that reply (the others play on). Events of a named context
+carry its `context_id`. At most `ws_max_contexts` (8) are open at once.
+
 Telephony framing: `"frame_ms": 20` in start (pcm, mulaw, alaw) sends the audio as frames of
 exactly 20 ms instead of one per chunk (no `chunk` events; each sentence's last frame padded
 with silence), `"pace": "realtime"` one frame per 20 ms, `"frames": "media"` as base64 JSON

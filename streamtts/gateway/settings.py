@@ -58,6 +58,9 @@ class GatewaySettings:
     ws_max_sessions: int = 64
     ws_max_sessions_per_tenant: int = 16
     """One tenant cannot hold every slot: its sessions beyond this are refused (1013)."""
+    ws_max_contexts: int = 8
+    """Turns one WebSocket session may have open at once (`context_id`): each is a streamed
+    utterance the segment stage holds state for, so a socket cannot open them without bound."""
     ws_queue_frames: int = 64
     """Outbound frames buffered per WebSocket session before the session stops pulling audio."""
     ws_send_timeout_s: float = 30.0
@@ -109,6 +112,7 @@ class GatewaySettings:
             "ws_max_sessions",
             "ws_max_sessions_per_tenant",
             "ws_queue_frames",
+            "ws_max_contexts",
             "audit_queue",
         ):
             if getattr(self, name) < 1:
@@ -155,6 +159,7 @@ class GatewaySettings:
                 "WS_MAX_SESSIONS_PER_TENANT", d.ws_max_sessions_per_tenant, PREFIX
             ),
             ws_queue_frames=env_int("WS_QUEUE_FRAMES", d.ws_queue_frames, PREFIX),
+            ws_max_contexts=env_int("WS_MAX_CONTEXTS", d.ws_max_contexts, PREFIX),
             broker_loss_s=env_float("BROKER_LOSS_S", d.broker_loss_s, PREFIX),
             ws_send_timeout_s=env_float("WS_SEND_TIMEOUT_S", d.ws_send_timeout_s, PREFIX),
             worker_metrics_urls=tuple(u for u in _get("WORKER_METRICS_URLS", "").split(",") if u.strip()),

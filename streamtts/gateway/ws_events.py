@@ -13,9 +13,13 @@ from streamtts.schemas import AudioChunk, WordTiming
 Event = dict[str, Any]
 
 
-def sentence_base(request_id: str) -> Event:
-    """The fields every event of one sentence carries: its request and its index in the session."""
-    return {"request_id": request_id, "index": int(request_id.rsplit("-", 1)[1])}
+def sentence_base(request_id: str, context: str = "") -> Event:
+    """The fields every event of one sentence carries: its request, its index in the session
+    and, if it was opened in a named one, its context (`ws_contexts`)."""
+    base: Event = {"request_id": request_id, "index": int(request_id.rsplit("-", 1)[1])}
+    if context:
+        base["context_id"] = context
+    return base
 
 
 def degraded_event(base: Event, chunk: AudioChunk) -> Event:
@@ -69,7 +73,7 @@ def completed_event(base: Event, state: RequestState, trace_id: str | None = Non
 
 
 def heard_entry(
-    state: RequestState, spoken_ms: float, start_ms: float | None, *, timestamps: bool
+    state: RequestState, spoken_ms: float, start_ms: float | None, *, timestamps: bool, context: str = ""
 ) -> tuple[Event, list[Event]]:
     """What a cancel reports of one cut sentence: its entry in `requests` (spoken_ms and, with
     timestamps, the words heard timed from the sentence), and those words on the session
@@ -77,7 +81,7 @@ def heard_entry(
     words = words_heard(state.chunks, spoken_ms) if spoken_ms > 0 else None
     if words is None and timestamps:
         words = []
-    entry: Event = {**sentence_base(state.request_id), "spoken_ms": round(spoken_ms, 1)}
+    entry: Event = {**sentence_base(state.request_id, context), "spoken_ms": round(spoken_ms, 1)}
     on_session: list[Event] = []
     if words is not None:
         entry["words_spoken"] = [w.model_dump() for w in words]

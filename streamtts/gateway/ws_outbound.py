@@ -76,12 +76,15 @@ class Outbound:
         """The writer ends after what is queued before this."""
         await self.queue.put(_CLOSE)
 
-    def drop_sentence_frames(self) -> None:
-        """Every sentence frame not written yet goes; session events stay, in order."""
+    def drop_sentence_frames(self, request_ids: set[str] | None = None) -> None:
+        """Every sentence frame not written yet goes (or only those of `request_ids`);
+        session events stay, in order."""
         kept = []
         while not self.queue.empty():
             item = self.queue.get_nowait()
-            if not isinstance(item, Queued):
+            if not isinstance(item, Queued) or (
+                request_ids is not None and item.delivery.request_id not in request_ids
+            ):
                 kept.append(item)
         for item in kept:
             self.queue.put_nowait(item)

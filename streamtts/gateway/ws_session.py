@@ -25,6 +25,7 @@ from streamtts.gateway.framing import Framer, Pacer, media_event
 from streamtts.gateway.request_state import RequestState, StreamFailed, StreamIncomplete
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.speech_options import SpeechOptions
+from streamtts.gateway.ws_contexts import DEFAULT, Contexts, parse_context
 from streamtts.gateway.ws_events import (
     chunk_event,
     completed_event,
@@ -37,7 +38,6 @@ from streamtts.gateway.ws_events import (
 from streamtts.gateway.ws_outbound import Outbound, SlowConsumer
 from streamtts.gateway.ws_sentences import split_new_sentences
 from streamtts.gateway.ws_start import StartMessage
-from streamtts.gateway.ws_turn import Turn
 from streamtts.schemas.trace import from_http
 
 log = logging.getLogger("streamtts.gateway.ws_session")
@@ -64,16 +64,18 @@ class Session:
     deliveries: dict[str, Delivery] = field(default_factory=dict)
     """Per sentence request: the audio written of it (registered at submission)."""
     pacer: Pacer | None = None
-    turn: Turn = field(init=False)
-    """The reply being spoken, as one streamed utterance (aggregation "utterance")."""
+    contexts: Contexts = field(init=False)
+    """The replies being written, each one streamed utterance (aggregation "utterance")."""
     _current: asyncio.Task[None] | None = field(default=None, init=False)
+    _current_state: RequestState | None = field(default=None, init=False)
+    """The request `_current` forwards."""
     _cancelling: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         settings = self.gw.settings
         self.out = Outbound(self.ws, settings.ws_queue_frames, settings.ws_send_timeout_s)
-        self.turn = Turn(self.gw)
+        self.contexts = Contexts(self.gw, settings.ws_max_contexts)
 
     async def run(self) -> None:
         await self._event(
@@ -167,13 +169,13 @@ class Session:
             if text is None:
                 await self._error("invalid_message", "send text frames (JSON commands or plain text)")
                 continue
-            before = (self.count, len(self.buffer.strip()), self.turn.chars)
+            before = (self.count, len(self.buffer.strip()), self.contexts.chars)
             try:
                 if await self._handle(text):
                     return "end"
             except ApiError as err:
                 await self._error(err.code, err.message)
-            if (self.count, len(self.buffer.strip()), self.turn.chars) != before:
+            if (self.count, len(self.buffer.strip()), self.contexts.chars) != before:
                 deadline = loop.time() + idle
 
     async def _handle(self, text: str) -> bool:
@@ -185,6 +187,9 @@ class Session:
         except orjson.JSONDecodeError:
             raise ApiError(400, "invalid_json", "a frame starting with '{' must be a JSON command") from None
         kind = cmd.get("type") if isinstance(cmd, dict) else None
+        context = parse_context(cmd.get("context_id")) if isinstance(cmd, dict) else None
+        if context is not None and not self._streamed:
+            raise ApiError(400, "invalid_message", 'context_id needs aggregation "utterance" and plain text')
         if kind == "start":
             if self.count:
                 raise ApiError(400, "invalid_message", "start must come before any text")
@@ -196,14 +201,17 @@ class Session:
             self.gw.voices.check(self.config.voice)
             await self._event({"type": "configured", **self.config.model_dump()})
         elif kind == "text":
-            await self._add_text(str(cmd.get("text", "")), flush=bool(cmd.get("flush", False)))
+            flush = bool(cmd.get("flush", False))
+            await self._add_text(str(cmd.get("text", "")), flush=flush, context=context)
         elif kind == "flush":
-            await self._add_text("", flush=True)
+            await self._add_text("", flush=True, context=context)
         elif kind == "cancel":
-            await self._cancel(cmd.get("played_ms"))
+            await self._cancel(cmd.get("played_ms"), context)
+        elif kind == "end" and context is not None:
+            await self.contexts.close(context)  # that reply is written; the session goes on
         elif kind == "end":
             if self._streamed:
-                await self.turn.close()
+                await self.contexts.close_all()
             else:
                 await self._add_text("", flush=True)
             await self.sentences.put(None)
@@ -217,13 +225,13 @@ class Session:
         """Turns are streamed utterances (plain text, aggregation "utterance")."""
         return self.config.aggregation == "utterance" and self.config.text_type != "ssml"
 
-    async def _add_text(self, text: str, *, flush: bool) -> None:
+    async def _add_text(self, text: str, *, flush: bool, context: str | None = None) -> None:
         if self.config.text_type == "ssml":  # a document is spoken whole, never split
             if text.strip():
                 await self._submit(text)
             return
         if self._streamed:
-            await self.turn.add(text, flush=flush, open_turn=self._open_turn)
+            await self.contexts.add(context or DEFAULT, text, flush=flush, open_turn=self._open_turn)
             return
         new_from = len(self.buffer)
         self.buffer += text
@@ -240,8 +248,9 @@ class Session:
         for sentence in sentences:
             await self._submit(sentence)
 
-    async def _cancel(self, played_ms: object) -> None:
-        """Barge-in: the line goes silent at once, and the session takes the next reply."""
+    async def _cancel(self, played_ms: object, context: str | None = None) -> None:
+        """Barge-in: the line goes silent at once, and the session takes the next reply; with
+        `context`, only that context's reply is cut and the others go on."""
         if played_ms is not None and (
             isinstance(played_ms, bool)
             or not isinstance(played_ms, int | float)
@@ -249,36 +258,49 @@ class Session:
             or played_ms < 0
         ):
             raise ApiError(400, "invalid_message", "played_ms must be a finite number of milliseconds ≥ 0")
-        self.buffer, self.stop_at = "", 0
-        await self._barge_in(None if played_ms is None else float(played_ms))
+        if context is None:
+            self.buffer, self.stop_at = "", 0
+        await self._barge_in(None if played_ms is None else float(played_ms), context)
 
-    def _cancelled_elsewhere(self) -> None:
+    def _cancelled_elsewhere(self, context: str | None) -> None:
         """A cancel of one of this session's sentences from outside (DELETE, `tts.control`):
-        the session stops as for its own `cancel`."""
-        task = asyncio.create_task(self._barge_in(None), name=f"ws-cancel-{self.session_id}")
+        the session stops as for its own `cancel` of that sentence's context."""
+        task = asyncio.create_task(self._barge_in(None, context), name=f"ws-cancel-{self.session_id}")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _barge_in(self, played_ms: float | None) -> None:
+    async def _barge_in(self, played_ms: float | None, context: str | None = None) -> None:
+        """Cut every reply (`context` None) or only `context`'s: what was heard of it is
+        reported (`cancelled`) and told to the pipeline; the other contexts go on."""
         async with self._cancelling:
             # The turn takes no more text; its request is cancelled below, like a sentence's.
             with contextlib.suppress(ApiError):
-                await self.turn.close("cancelled")
+                if context is None:
+                    await self.contexts.close_all("cancelled")
+                else:
+                    await self.contexts.close(context, "cancelled")
+
+            def mine(state: RequestState) -> bool:
+                return context is None or self.contexts.context_of(state.request_id) == context
+
             # 0. The sentences it cuts: those not wholly written yet (taken before any await,
             #    so a reply sent meanwhile is not among them).
-            cut = [s for s in self.submitted if self.deliveries[s.request_id].live]
-            # 1. Stop making audio: every sentence queued (first, so the forwarder cannot
+            cut = [s for s in self.submitted if self.deliveries[s.request_id].live and mine(s)]
+            # 1. Stop making audio: the cut sentences queued (first, so the forwarder cannot
             #    take the next one when the current one stops), then the one being forwarded.
-            while not self.sentences.empty():
-                if self.sentences.get_nowait() is None:  # paranoid: `end` comes after cancel
-                    self.sentences.put_nowait(None)
-                    break
-            while (current := self._current) is not None and not current.done():
+            queued = [self.sentences.get_nowait() for _ in range(self.sentences.qsize())]
+            kept = [item for item in queued if item is None or not mine(item)]
+            for item in kept:
+                self.sentences.put_nowait(item)
+            self.pending = max(0, self.pending - (len(queued) - len(kept)))
+            stops_current = context is None or (self._current_state is not None and mine(self._current_state))
+            while stops_current and (current := self._current) is not None and not current.done():
                 current.cancel()
                 await asyncio.wait({current})
-            self.pending = 0
-            # 2. Drop every sentence frame not yet written; session events stay, in order.
-            self.out.drop_sentence_frames()
+            if context is None:
+                self.pending = 0
+            # 2. Drop the cut sentences' frames not yet written; session events stay, in order.
+            self.out.drop_sentence_frames(None if context is None else {s.request_id for s in cut})
             # 3. Where it stopped: what the socket got (a frame being written counts), or the
             #    client's playback position if less.
             position = self.out.written_ms
@@ -297,16 +319,25 @@ class Session:
             stopped = [s.request_id for s, yes in zip(cut, told, strict=True) if yes]
             for state, spoken in zip(cut, heard, strict=True):
                 start = self.out.starts_ms.get(state.request_id)
-                entry, words = heard_entry(state, spoken, start, timestamps=self.config.timestamps)
+                entry, words = heard_entry(
+                    state,
+                    spoken,
+                    start,
+                    timestamps=self.config.timestamps,
+                    context=self.contexts.context_of(state.request_id),
+                )
                 requests.append(entry)
                 words_spoken += words
-            # 5. The session clock goes on from what was written: the next reply starts at once.
-            self.out.restart_clock()
-            self.pacer = None
-            if self.config.frames == "media":
-                await self._event({"event": "clear", "streamSid": self.session_id})
+            # 5. The session clock goes on from what was written: the next reply starts at once
+            #    (a context cut while another one plays leaves the clock to that one).
+            if stops_current:
+                self.out.restart_clock()
+                self.pacer = None
+                if self.config.frames == "media":
+                    await self._event({"event": "clear", "streamSid": self.session_id})
             event: dict[str, Any] = {
                 "type": "cancelled",
+                **({"context_id": context} if context else {}),
                 "request_ids": stopped,
                 "position_ms": round(position, 1),
                 "spoken_ms": round(sum(r["spoken_ms"] for r in requests), 1),
@@ -316,11 +347,15 @@ class Session:
                 event["words_spoken"] = words_spoken
             await self._event(event)
 
-    async def _open_turn(self, text: str) -> RequestState | None:
-        return await self._submit(text, stream={"max_buffer_delay_ms": self.config.max_buffer_delay_ms})
+    async def _open_turn(self, context: str, text: str) -> RequestState | None:
+        stream = {"max_buffer_delay_ms": self.config.max_buffer_delay_ms}
+        return await self._submit(text, stream=stream, context=context)
 
-    async def _submit(self, sentence: str, stream: dict[str, Any] | None = None) -> RequestState | None:
-        """Submit a sentence (or open a turn, `stream`): its request's state, None if refused."""
+    async def _submit(
+        self, sentence: str, stream: dict[str, Any] | None = None, context: str | None = None
+    ) -> RequestState | None:
+        """Submit a sentence (or open `context`'s turn, `stream`): its request's state, None if
+        refused."""
         index = self.count
         rid = f"{self.session_id}-{index}"
         opts = SpeechOptions(
@@ -331,7 +366,11 @@ class Session:
             speed=self.config.speed,
             storage=self.config.store,
             presign=False,
-            metadata={"session_id": self.session_id, "sentence": str(index)},
+            metadata={
+                "session_id": self.session_id,
+                "sentence": str(index),
+                **({"context_id": context} if context else {}),
+            },
             timestamps=self.config.timestamps,
             text_type=self.config.text_type,
             deadline_ms=self.config.deadline_ms,
@@ -341,7 +380,8 @@ class Session:
             # The upgrade's traceparent (if any): the session's requests join the caller's trace.
             trace = from_http(self.ws.headers)
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid, trace=trace)
-            self.deliveries[rid] = state.deliver(Delivery(rid, on_stop=self._cancelled_elsewhere))
+            on_stop = functools.partial(self._cancelled_elsewhere, context)
+            self.deliveries[rid] = state.deliver(Delivery(rid, on_stop=on_stop))
         except ApiError as err:
             audit_ws_submit(self.ws, rid, err.code, self.session_id)
             await self._error(err.code, err.message, request_id=rid, index=index)
@@ -353,8 +393,9 @@ class Session:
         for gone in {s.request_id for s in self.submitted} - {s.request_id for s in live}:
             self.deliveries.pop(gone, None)
             self.out.starts_ms.pop(gone, None)
+            self.contexts.forget(gone)
         self.submitted = [*live, state]
-        await self._event({"type": "started", "request_id": rid, "index": index, "text": sentence})
+        await self._event({"type": "started", **sentence_base(rid, context or DEFAULT), "text": sentence})
         await self.sentences.put(state)
         return state
 
@@ -362,6 +403,13 @@ class Session:
         """Forward the sentences in order, each in a task of its own that a cancel can stop."""
         try:
             while (state := await self.sentences.get()) is not None:
+                async with self._cancelling:
+                    pass  # a barge-in in progress says `cancelled` before the next reply's audio
+                delivery = self.deliveries.get(state.request_id)
+                if delivery is None or delivery.stopped:  # cut while it waited here
+                    self.pending = max(0, self.pending - 1)
+                    continue
+                self._current_state = state
                 self._current = asyncio.create_task(self._forward(state), name=f"ws-{state.request_id}")
                 await asyncio.wait({self._current})
                 if not self._current.cancelled() and (err := self._current.exception()) is not None:
@@ -381,7 +429,7 @@ class Session:
             self.pacer = Pacer(self.config.frame_ms or 20, self.config.pace == "realtime")
         pacer = self.pacer
         delivery = self.deliveries[state.request_id]
-        base = sentence_base(state.request_id)
+        base = sentence_base(state.request_id, self.contexts.context_of(state.request_id))
         session_ms, frames_before = self.out.queued_ms, self.out.queued_frames
         sentence_ms = 0.0
         framer: Framer | None = None

@@ -1,0 +1,102 @@
+"""Several replies on one WebSocket: contexts, each a turn of its own (`ws_turn`).
+
+A voice agent starts the next reply while the last is still being written or spoken, and then
+cancels the last (Cartesia and ElevenLabs multi-context). Every `text`, `flush`, `end` and
+`cancel` may name a `context_id`; plain text frames and commands without one go to the default
+context. Each open context is one streamed utterance on Kafka, synthesized as soon as its text
+arrives; the line is still one, so audio is heard in the order the contexts opened — a context
+opened while another speaks is rendered meanwhile and heard the moment the other ends or is
+cancelled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from streamtts.gateway.errors import ApiError
+from streamtts.gateway.request_state import RequestState
+from streamtts.gateway.service import Gateway
+from streamtts.gateway.ws_turn import Turn
+from streamtts.schemas.utterance import EndReason
+
+DEFAULT = ""
+"""The context of frames that name none."""
+_CONTEXT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+ContextOpener = Callable[[str, str], Awaitable[RequestState | None]]
+"""Opens `context`'s turn with its first text: (context, text) → its request's state."""
+
+
+def parse_context(value: object) -> str | None:
+    """A command's `context_id`: None when it names none.
+
+    Raises:
+        ApiError: not 1–64 characters of letters, digits and `._:-`.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _CONTEXT_ID.fullmatch(value):
+        why = "context_id must be 1-64 characters: letters, digits, '.', '_', ':' or '-'"
+        raise ApiError(400, "invalid_message", why)
+    return value
+
+
+@dataclass
+class Contexts:
+    gw: Gateway
+    max_open: int
+    turns: dict[str, Turn] = field(default_factory=dict)
+    """The open turns by context (a context is forgotten when its turn ends)."""
+    of_request: dict[str, str] = field(default_factory=dict)
+    """Request id → the context it was opened in (events and cancels name it)."""
+
+    @property
+    def chars(self) -> int:
+        """Text taken by every open turn (the session's idle clock watches it)."""
+        return sum(turn.chars for turn in self.turns.values())
+
+    def context_of(self, request_id: str) -> str:
+        return self.of_request.get(request_id, DEFAULT)
+
+    async def add(self, context: str, text: str, *, flush: bool, open_turn: ContextOpener) -> None:
+        """Text (or a flush) for `context`: opens its turn, or goes to it as deltas.
+
+        Raises:
+            ApiError: a new context past `max_open` open ones (`too_many_contexts`), or the
+                turn's own limits.
+        """
+        turn = self.turns.get(context)
+        if turn is None:
+            if not text.strip():
+                return  # a lone flush opens nothing
+            if len(self.turns) >= self.max_open:
+                raise ApiError(
+                    429,
+                    "too_many_contexts",
+                    f"at most {self.max_open} contexts may be open on one socket: end or cancel one first",
+                )
+            turn = Turn(self.gw)
+
+        async def opener(first: str) -> RequestState | None:
+            return await open_turn(context, first)
+
+        await turn.add(text, flush=flush, open_turn=opener)
+        if turn.state is not None and context not in self.turns:
+            self.turns[context] = turn
+            self.of_request[turn.state.request_id] = context
+
+    async def close(self, context: str, ended: EndReason | None = None) -> None:
+        """End `context`'s turn (`end`, or a cancel): what it holds is spoken, or not at all."""
+        turn = self.turns.pop(context, None)
+        if turn is not None:
+            await turn.close(ended)
+
+    async def close_all(self, ended: EndReason | None = None) -> None:
+        for context in list(self.turns):
+            await self.close(context, ended)
+
+    def forget(self, request_id: str) -> None:
+        """A request the session no longer tracks (delivered, or cut and reported)."""
+        self.of_request.pop(request_id, None)
