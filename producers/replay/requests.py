@@ -1,4 +1,6 @@
-"""Re-run requests found on the requests topic: by id, or every one in a time window."""
+"""Re-run requests found on the requests topic: by id, or every one in a time window. A
+streamed utterance is re-rendered from the text its deltas assembled, as one whole request
+(`found_requests`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.errors import ConfigError
+from streamtts.producers.replay.found_requests import Found, RequestsFound
 from streamtts.producers.replay.ledger import ReplayLedger, ledger_and_producer
 from streamtts.producers.replay.pacing import Pacer, Progress
 from streamtts.producers.replay.summary import ReplaySummary
@@ -17,7 +20,7 @@ from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import ContractError, TTSRequest
+from streamtts.schemas import TTSRequest
 from streamtts.schemas.headers import replay_headers
 from streamtts.schemas.trace import replay_trace
 
@@ -76,6 +79,14 @@ async def _resubmit(
     await ledger.record(producer, ledger_key, topics.requests)
 
 
+def _partitions_of(request_ids: Iterable[str], partitions: Iterable[int]) -> set[int]:
+    """The partitions the ids' records are on: keys map to partitions as the producer mapped
+    them (murmur2), so only those need reading."""
+    partitioner = DefaultPartitioner()
+    ordered = sorted(partitions)
+    return {ordered[partitioner(rid.encode(), ordered, ordered)] for rid in request_ids}
+
+
 async def replay_requests(
     kafka: KafkaSettings,
     request_ids: Iterable[str],
@@ -97,23 +108,21 @@ async def replay_requests(
     partitions = await topic_partitions(kafka, topics.requests)
     if not partitions:
         raise ConfigError(f"topic {topics.requests!r} does not exist")
-    # Keys map to partitions as the producer mapped them (murmur2), so read only those.
-    partitioner = DefaultPartitioner()
-    ordered = sorted(partitions)
-    targets = {ordered[partitioner(rid.encode(), ordered, ordered)] for rid in wanted}
-    found: dict[str, tuple[TTSRequest, object]] = {}
+    targets = _partitions_of(wanted, partitions)
+    reader = RequestsFound(set(wanted))
     summary = ReplaySummary(dry_run=dry_run)
     async for record in snapshot(kafka, topics.requests, partitions=targets):
         summary.read += 1
-        key = record.key.decode() if record.key else ""
-        if key in wanted:
-            try:
-                found[key] = (TTSRequest.from_bytes(record.value), record.headers)  # the latest copy wins
-            except ContractError:
-                continue
+        reader.take(record)
+    found: dict[str, tuple[TTSRequest, object]] = {}
     for rid in wanted:
-        if rid not in found:
+        entry = reader.found.get(rid)
+        if entry is None:
             summary.skip("not_found")
+        elif (request := entry.request) is None:
+            summary.skip("utterance_said_nothing")
+        else:
+            found[rid] = (request, entry.headers)
     mapping: dict[str, str] = {}
     async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
         for rid, (original, original_headers) in found.items():
@@ -164,27 +173,52 @@ async def replay_window(
     summary = ReplaySummary(dry_run=dry_run)
     window = f"window:{since.isoformat()}..{until.isoformat()}:{namespace or ''}"
     pacer, bar = Pacer(rate), Progress("window", progress)
+    reader = RequestsFound()
+    reached: dict[int, int] = {}
+
+    async def replay(entry: Found) -> None:
+        reader.found.pop(entry.opener.request_id, None)  # a window holds only open utterances
+        request = entry.request
+        if request is None:
+            summary.skip("utterance_said_nothing")
+            return
+        ledger_key = f"{window}:{request.request_id}"
+        if ledger.seen(ledger_key) and not force:
+            summary.skip("already_replayed")
+            return
+        replayed = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
+        summary.redriven += 1
+        if dry_run:
+            summary.planned.append(f"{request.request_id}" + (" (streamed)" if entry.streamed else ""))
+            return
+        await pacer.wait()
+        await _resubmit(producer, ledger, topics, replayed, window, ledger_key, entry.headers)
+        bar.update(summary.read, summary.redriven)
+
     async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
         try:
-            async for record in snapshot(kafka, topics.requests, since=since, until=until):
+            async for record in snapshot(kafka, topics.requests, since=since, until=until, reached=reached):
                 summary.read += 1
-                try:
-                    request = TTSRequest.from_bytes(record.value)
-                except ContractError:
-                    summary.skip("invalid_request")
-                    continue
-                ledger_key = f"{window}:{request.request_id}"
-                if ledger.seen(ledger_key) and not force:
-                    summary.skip("already_replayed")
-                    continue
-                replay = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
-                summary.redriven += 1
-                if dry_run:
-                    summary.planned.append(f"{request.request_id} ({record.partition}@{record.offset})")
-                    continue
-                await pacer.wait()
-                await _resubmit(producer, ledger, topics, replay, window, ledger_key, record.headers)
-                bar.update(summary.read, summary.redriven)
+                if (entry := reader.take(record)) is not None:
+                    await replay(entry)
+            # Utterances opened in the window whose end came after it: their text is read on
+            # to the end of their partitions (an utterance is replayed whole, never cut at a
+            # time), and one never ended is replayed with the text it had.
+            unfinished = {rid for rid, entry in reader.found.items() if not entry.ended}
+            if unfinished:
+                reader.wanted = unfinished
+                theirs = _partitions_of(unfinished, reached)
+                more = snapshot(kafka, topics.requests, from_offsets=reached, partitions=theirs)
+                async for record in more:
+                    if (entry := reader.take(record)) is not None:
+                        await replay(entry)
+                for rid in unfinished:
+                    if (entry := reader.found.get(rid)) is not None:  # never ended
+                        await replay(entry)
         finally:
             bar.done()
+    for _ in range(reader.invalid):
+        summary.skip("invalid_request")
+    for _ in range(reader.orphan_deltas):
+        summary.skip("delta_of_an_utterance_opened_earlier")
     return summary

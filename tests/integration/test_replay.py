@@ -20,7 +20,8 @@ from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import CompletionResult, TTSRequest
+from streamtts.schemas import CompletionResult, TextDelta, TTSRequest
+from streamtts.schemas.utterance import StreamOptions
 from streamtts.worker import Worker
 from tests.services import TEST_S3_SECRET, TEST_S3_USER, Services
 
@@ -213,3 +214,43 @@ def test_bad_replay_arguments_give_one_line(services: Services, args: tuple[str,
     assert proc.returncode != 0
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+async def test_replay_of_a_streamed_utterance_renders_the_text_its_deltas_assembled(
+    running_pipeline, kafka_settings: KafkaSettings
+) -> None:
+    """`replay request` of an utterance says what its deltas said, whole; a window that holds
+    its opening but not its end replays it whole too (its text read on past the window)."""
+    results = Results(kafka_settings)
+    await results.start()
+    tokens = ["Your order ", "shipped on ", "Monday, and ", "it should arrive ", "by Thursday."]
+    try:
+        opener = TTSRequest.new("", voice="en_joe", format="mp3", timestamps=True, stream=StreamOptions())
+        async with RequestProducer(kafka_settings) as producer:
+            before = datetime.now(UTC)
+            await producer.submit(opener)
+            await producer.send_delta(TextDelta(request_id=opener.request_id, delta=tokens[0]))
+            after_first = datetime.now(UTC)
+            for token in tokens[1:]:
+                await producer.send_delta(TextDelta(request_id=opener.request_id, delta=token), wait=False)
+            await producer.send_delta(TextDelta(request_id=opener.request_id, end=True))
+        await results.until(lambda seen: opener.request_id in results.completed())
+        dry = await replay_window(kafka_settings, before, after_first, namespace="cmp", dry_run=True)
+        assert dry.planned == [f"{opener.request_id} (streamed)"], dry.planned
+        summary, mapping = await replay_requests(kafka_settings, [opener.request_id])
+        assert summary.redriven == 1, summary.lines()
+        new_id = mapping[opener.request_id]
+        await results.until(lambda seen: new_id in results.completed())
+    finally:
+        await results.stop()
+    original = next(r for r in results.seen if r.request_id == opener.request_id)
+    replayed = next(r for r in results.seen if r.request_id == new_id)
+    assert replayed.status == "completed" and replayed.ended is None  # a whole request now
+    # The replay's words are the utterance's words: the assembled text, said whole.
+    said = " ".join(tokens).split()
+    assert [w.text.strip(",.") for w in replayed.words or []] == [w.strip(",.") for w in said]
+    assert replayed.duration_ms and original.duration_ms
+    assert 0.7 < replayed.duration_ms / original.duration_ms < 1.4, (
+        replayed.duration_ms,
+        original.duration_ms,
+    )
