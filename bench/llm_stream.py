@@ -1,16 +1,19 @@
-"""`streamtts bench --llm-stream`: replies streamed as an LLM writes them, through the gateway.
+"""`streamtts bench --llm-stream`: replies streamed as an LLM writes them, through the gateway
+and through Kafka.
 
-Each reply is sent word by word over `WS /v1/stream` at a fixed pace (10, 25, 50 words/s;
-8 in the quick run), one at a time, against a pipeline of worker processes on fresh topics
-and a gateway in this process. Two ways of turning the text into requests run side by side:
+Each reply (`llm_replies`: customer-service en, zh, ja) is sent token by token at a fixed
+pace (10, 25, 50 tokens/s; 8 and 25 in the quick run), one at a time, against a pipeline of
+worker processes on fresh topics and a gateway in this process. Side by side:
 
-- `utterance` (the default): the turn is one streamed utterance; the segment stage speaks its
-  first clause as soon as it is whole;
-- `sentence` (the earlier behaviour): each complete sentence is a request of its own.
+- `ws utterance` (the default): the WebSocket turn is one streamed utterance; the segment
+  stage speaks its first clause as soon as it is whole;
+- `ws sentence` (the earlier behaviour): each complete sentence is a request of its own;
+- `kafka utterance`: the Kafka contract itself (`RequestProducer.send_delta`), audio as a
+  plain subscriber of the chunk stream gets it.
 
-Per reply, measured by this client: first audio after the first word was sent, after the first
-clause was complete (the word that completed it), and after the first sentence was complete;
-and the last audio after `end`. The engine's own time for the first clause, rendered idle in
+Per reply, measured by this client: first audio after the first token was sent, after the
+first clause was complete (the token that completed it), and after the first sentence was
+complete; and the last audio after `end`. The engine's own time for the first clause, rendered idle in
 this process (`engine_first_span_ms`), is the floor any TTS that waits for that clause pays:
 the target is first audio ≤ clause complete + that + 150 ms.
 """
@@ -21,7 +24,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,54 +32,25 @@ from typing import Any
 import orjson
 import websockets
 
+from streamtts.bench.llm_replies import REPLIES, Reply, completing_token, tokens_of
 from streamtts.bench.stats import percentile
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
 from streamtts.gateway.settings import GatewaySettings, RateLimit
-from streamtts.runtime.settings import Settings
+from streamtts.runtime.settings import KafkaSettings, Settings
 
 KEY = "bench-llm-key"
 MODES = ("utterance", "sentence")
-
-REPLIES = [
-    # A long first sentence (~180 characters) with a clause boundary after ~20: the case the
-    # sentence-at-a-time path serves worst.
-    "Thanks for holding, I have pulled up the order you placed on the website last Tuesday "
-    "evening and I can see that the warehouse packed it yesterday but the courier has not "
-    "scanned it yet. It should move today. Is there anything else?",
-    "Sure, I can help with that. Your refund of forty two dollars was approved this morning, "
-    "and it usually reaches your card within three to five business days. Anything else?",
-    "Of course, let me check that for you. The store on Main Street is open until nine tonight, "
-    "and the one downtown closes at eight. Would you like directions?",
-    "I understand, that sounds frustrating. I have escalated the ticket to our technical team, "
-    "and someone will call you back within two hours. Thank you for your patience.",
-]
-
-_CLAUSE = re.compile(r"[,;:.!?](\s|$)")
-_SENTENCE = re.compile(r"[.!?](\s|$)")
-
-
-def words_of(text: str) -> list[str]:
-    """The reply as an LLM streams it: each word with its leading space."""
-    return re.findall(r"\s*\S+", text)
-
-
-def completing_word(words: list[str], pattern: re.Pattern[str], min_chars: int = 12) -> int:
-    """Index of the word whose arrival completes the first clause (or sentence) of at least
-    `min_chars` characters: the word after the one carrying the mark (the mark is final only
-    once the next word shows it is no "3." of "3.5")."""
-    text = ""
-    for i, word in enumerate(words):
-        text += word
-        for m in pattern.finditer(text):
-            if m.start() + 1 >= min_chars and m.end() < len(text):
-                return i
-    return len(words) - 1
+PATHS = (("ws", "utterance"), ("ws", "sentence"), ("kafka", "utterance"))
+"""(transport, mode) pairs measured: the gateway's WebSocket both ways, and the Kafka contract
+(an opening request and text deltas, audio from the chunk stream) as an utterance."""
 
 
 @dataclass
 class StreamRun:
+    lang: str
+    transport: str
     mode: str
     words_per_s: float
     after_first_word_ms: list[float] = field(default_factory=list)
@@ -92,6 +65,8 @@ class StreamRun:
             return round(percentile(values, q), 1) if values else None
 
         return {
+            "lang": self.lang,
+            "transport": self.transport,
             "mode": self.mode,
             "words_per_s": self.words_per_s,
             "replies": len(self.after_first_word_ms),
@@ -105,19 +80,32 @@ class StreamRun:
             "engine_first_span_p50_ms": p(self.engine_first_span_ms, 50),
         }
 
+    def record(self, sent: dict[int, float], reply: Reply, first: float, last: float, ended: float) -> None:
+        tokens = tokens_of(reply.text)
+        self.after_first_word_ms.append((first - sent[0]) * 1000)
+        self.after_clause_ms.append((first - sent[completing_token(tokens, sentence=False)]) * 1000)
+        self.after_sentence_ms.append(
+            (first - sent[completing_token(tokens, sentence=True, min_cost=1)]) * 1000
+        )
+        self.end_to_last_ms.append((last - ended) * 1000)
 
-async def _reply(url: str, text: str, mode: str, words_per_s: float, run: StreamRun) -> None:
-    words = words_of(text)
-    clause_at = completing_word(words, _CLAUSE)
-    sentence_at = completing_word(words, _SENTENCE, min_chars=1)
+
+async def _reply_ws(url: str, reply: Reply, mode: str, words_per_s: float, run: StreamRun) -> None:
+    tokens = tokens_of(reply.text)
     sent: dict[int, float] = {}
-    start = {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm", "aggregation": mode}
+    start = {
+        "type": "start",
+        "voice": reply.voice,
+        "language": reply.lang,
+        "format": "pcm",
+        "aggregation": mode,
+    }
     async with websockets.connect(url, max_size=None) as ws:
         await ws.send(orjson.dumps(start).decode())
 
         async def write() -> float:
-            for i, word in enumerate(words):
-                await ws.send(orjson.dumps({"type": "text", "text": word}).decode())
+            for i, token in enumerate(tokens):
+                await ws.send(orjson.dumps({"type": "text", "text": token}).decode())
                 sent[i] = time.monotonic()
                 await asyncio.sleep(1 / words_per_s)  # the LLM's pace
             await ws.send(orjson.dumps({"type": "end"}).decode())
@@ -140,15 +128,51 @@ async def _reply(url: str, text: str, mode: str, words_per_s: float, run: Stream
     if first is None or last is None:
         run.errors += 1
         return
-    run.after_first_word_ms.append((first - sent[0]) * 1000)
-    run.after_clause_ms.append((first - sent[clause_at]) * 1000)
-    run.after_sentence_ms.append((first - sent[sentence_at]) * 1000)
-    run.end_to_last_ms.append((last - ended) * 1000)
+    run.record(sent, reply, first, last, ended)
 
 
-async def engine_first_span_ms(texts: list[str]) -> list[float]:
+async def _reply_kafka(kafka: KafkaSettings, reply: Reply, words_per_s: float, run: StreamRun) -> None:
+    """The Kafka contract as a platform uses it: an opening request, the tokens as text
+    deltas, the end; the audio as a plain subscriber of the chunk stream gets it."""
+    from streamtts.producers.request_producer import RequestProducer
+    from streamtts.runtime.topics import TopicNames
+    from streamtts.schemas import TextDelta, TTSRequest
+    from streamtts.schemas.utterance import StreamOptions
+    from streamtts.sinks.subscriber import AudioSubscriber
+
+    tokens = tokens_of(reply.text)
+    opener = TTSRequest.new(
+        "", voice=reply.voice, language=reply.lang, format="pcm", cache=False, stream=StreamOptions()
+    )
+    rid = opener.request_id
+    sent: dict[int, float] = {}
+    topics = TopicNames(kafka.topic_prefix)
+    async with (
+        AudioSubscriber(kafka, topics.audio, request_ids=[rid]) as sub,
+        RequestProducer(kafka, topics) as producer,
+    ):
+        await producer.submit(opener)
+
+        async def write() -> float:
+            for i, token in enumerate(tokens):
+                await producer.send_delta(TextDelta(request_id=rid, delta=token), wait=False)
+                sent[i] = time.monotonic()
+                await asyncio.sleep(1 / words_per_s)  # the LLM's pace
+            await producer.send_delta(TextDelta(request_id=rid, end=True))
+            return time.monotonic()
+
+        writer = asyncio.create_task(write())
+        heard = [audio async for audio in sub.completed(timeout_s=120)]
+        ended = await writer
+    if not heard or heard[0].completed_at is None:
+        run.errors += 1
+        return
+    run.record(sent, reply, heard[0].first_chunk_at, heard[0].completed_at, ended)
+
+
+async def engine_first_span_ms(replies: tuple[Reply, ...]) -> dict[Reply, float]:
     """The direct path's first audio for each reply's first clause, idle, in this process
-    (Piper, the in-memory topology: the same stages, no broker): the engine's first span."""
+    (the in-memory topology: the same stages, no broker): the engine's first span."""
     from streamtts.processors.in_memory import InMemoryTopology
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -156,8 +180,10 @@ async def engine_first_span_ms(texts: list[str]) -> list[float]:
     from streamtts.schemas import TTSRequest
 
     registry = VoiceRegistry(threads=2)
-    await asyncio.to_thread(registry.warm_up, ("en_joe",), langs=("en",))
-    out = []
+    voices = tuple(dict.fromkeys(r.voice for r in replies))
+    langs = tuple(dict.fromkeys(r.lang for r in replies))
+    await asyncio.to_thread(registry.warm_up, voices, langs=langs)
+    out: dict[Reply, float] = {}
     first_pcm: list[float] = []
     async with InMemoryTopology(
         SegmentRenderer(Synthesizer(registry)),
@@ -165,14 +191,16 @@ async def engine_first_span_ms(texts: list[str]) -> list[float]:
             first_pcm.append(time.perf_counter()) if record.topic.endswith("tts.pcm") else None
         ),
     ) as memory:
-        for text in [texts[0], *texts]:  # the first render warms the path: not counted
-            words = words_of(text)
-            clause = "".join(words[: completing_word(words, _CLAUSE)]).strip()
+        for n, reply in enumerate([replies[0], *replies]):  # the first render warms the path
+            tokens = tokens_of(reply.text)
+            clause = "".join(tokens[: completing_token(tokens, sentence=False)]).strip()
             first_pcm.clear()
             started = time.perf_counter()
-            await memory.render(TTSRequest.new(clause, voice="en_joe", language="en", cache=False))
-            out.append((first_pcm[0] - started) * 1000)
-    return out[1:]
+            request = TTSRequest.new(clause, voice=reply.voice, language=reply.lang, cache=False)
+            await memory.render(request)
+            if n:
+                out[reply] = (first_pcm[0] - started) * 1000
+    return out
 
 
 async def run_llm_stream_bench(
@@ -180,35 +208,46 @@ async def run_llm_stream_bench(
     rounds: int = 2,
     out_dir: Path = Path("results") / "bench",
     threads: int = 2,
+    replies: tuple[Reply, ...] = REPLIES,
 ) -> list[StreamRun]:
-    """Every (mode, rate): `rounds` passes over `REPLIES`, one reply at a time."""
+    """Every (language, transport, mode, rate): `rounds` passes over its replies, one at a time."""
     from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 
-    engine = await engine_first_span_ms(REPLIES)
+    engine = await engine_first_span_ms(replies)
     settings = Settings.from_env()
     prefix = f"benchllm{time.strftime('%H%M%S')}-"
     await apply_bench_topics(settings, prefix)
     env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
     log_dir = out_dir / "logs" / "llm-stream"
     log_dir.mkdir(parents=True, exist_ok=True)
-    workers = WorkerSet(Topology(1, threads, warm_voices=("en_joe",)), env, log_dir)
+    voices = tuple(dict.fromkeys(r.voice for r in replies))
+    workers = WorkerSet(Topology(1, threads, warm_voices=voices), env, log_dir)
     pipeline = dataclasses.replace(settings, kafka=dataclasses.replace(settings.kafka, topic_prefix=prefix))
     gw = GatewaySettings(api_keys={KEY: "bench"}, default_rate=RateLimit(per_s=100.0, burst=200.0))
     server = GatewayServer(create_app(gw, pipeline))
-    runs = [StreamRun(mode, rate) for rate in rates for mode in MODES]
+    langs = tuple(dict.fromkeys(r.lang for r in replies))
+    runs = [StreamRun(lang, t, mode, rate) for rate in rates for lang in langs for t, mode in PATHS]
     await asyncio.to_thread(workers.start)
     try:
         await server.start()
         url = f"ws://127.0.0.1:{server.port}/v1/stream?api_key={KEY}"
-        await _reply(url, REPLIES[1], "utterance", 50.0, StreamRun("warm-up", 50.0))
+        for reply in {r.lang: r for r in replies}.values():  # each language's path warm
+            await _reply_ws(url, reply, "utterance", 50.0, StreamRun("warm-up", "ws", "utterance", 50.0))
         for run in runs:
-            run.engine_first_span_ms = list(engine)
+            mine = [r for r in replies if r.lang == run.lang]
+            run.engine_first_span_ms = [engine[r] for r in mine]
             for _ in range(rounds):
-                for text in REPLIES:
+                for reply in mine:
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(120):
-                            await _reply(url, text, run.mode, run.words_per_s, run)
-            print(f"[llm-stream] {run.mode} at {run.words_per_s:g} words/s: {run.row()}", flush=True)
+                            if run.transport == "kafka":
+                                await _reply_kafka(pipeline.kafka, reply, run.words_per_s, run)
+                            else:
+                                await _reply_ws(url, reply, run.mode, run.words_per_s, run)
+            print(
+                f"[llm-stream] {run.lang} {run.transport} {run.mode} at {run.words_per_s:g}/s: {run.row()}",
+                flush=True,
+            )
     finally:
         await server.stop()
         await asyncio.to_thread(workers.stop)
@@ -218,9 +257,10 @@ async def run_llm_stream_bench(
 
 def llm_stream_markdown(runs: list[StreamRun]) -> str:
     lines = [
-        "| words/s | mode | replies | first audio after: first word p50 / p95 | clause complete p50 / p95 "
-        "| sentence complete p50 | end → last audio p50 | engine first span p50 |",
-        "|--:|---|--:|--:|--:|--:|--:|--:|",
+        "| tokens/s | lang | path | replies | first audio after: first token p50 / p95 "
+        "| clause complete p50 / p95 | sentence complete p50 | end → last audio p50 "
+        "| engine first span p50 |",
+        "|--:|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for run in runs:
         r = run.row()
@@ -229,7 +269,7 @@ def llm_stream_markdown(runs: list[StreamRun]) -> str:
             return "–" if r[key] is None else f"{r[key]:.0f}"
 
         lines.append(
-            f"| {run.words_per_s:g} | {run.mode} | {r['replies']} "
+            f"| {run.words_per_s:g} | {run.lang} | {run.transport} {run.mode} | {r['replies']} "
             f"| {ms('first_audio_after_first_word_p50_ms')} / {ms('first_audio_after_first_word_p95_ms')} "
             f"| {ms('first_audio_after_clause_p50_ms')} / {ms('first_audio_after_clause_p95_ms')} "
             f"| {ms('first_audio_after_sentence_p50_ms')} | {ms('end_to_last_audio_p50_ms')} "

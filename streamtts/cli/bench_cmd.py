@@ -117,9 +117,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--llm-stream",
         action="store_true",
-        help="only the streamed-text section: replies written word by word at 10/25/50 words/s "
-        "(--quick: 8) over the gateway's WebSocket, one streamed utterance per turn against one "
-        "request per sentence; first audio after the first word, clause and sentence (en_joe)",
+        help="only the streamed-text section: customer-service replies (en, zh, ja) written token "
+        "by token at 10/25/50 tokens/s (--quick: 8, 25) over the gateway's WebSocket (one streamed "
+        "utterance per turn, and one request per sentence) and over Kafka (text deltas); first "
+        "audio after the first token, clause and sentence, last audio after the end",
     )
     p.add_argument(
         "--barge-in",
