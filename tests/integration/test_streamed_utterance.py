@@ -15,10 +15,13 @@ from collections.abc import Callable
 from typing import Literal
 
 import av
+import numpy as np
 import pytest
 from aiokafka import AIOKafkaConsumer
 from minio import Minio
 
+from streamtts.bench.asr import WhisperASR
+from streamtts.bench.speech_scoring import score
 from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
 from streamtts.processors.segment.utterances import Utterance
 from streamtts.producers.request_producer import RequestProducer
@@ -27,10 +30,11 @@ from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
 from streamtts.runtime.pipeline_settings import DeliverySettings, PipelineSettings, TextSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import PcmChunk, Segment, TextDelta, TTSRequest, wire
+from streamtts.schemas import CompletionResult, PcmChunk, Segment, TextDelta, TTSRequest, wire
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.request import MAX_SEGMENTS
+from streamtts.sinks.subscriber import AudioSubscriber
 from streamtts.worker import Worker
 from tests.helpers import cli_env
 
@@ -273,6 +277,13 @@ async def test_a_segment_worker_replaced_mid_utterance_loses_no_word_and_says_no
     assert re.sub(r"\s+", " ", spoken).strip() == REPLY
 
 
+async def _records_of(kafka: KafkaSettings, topic: str, rid: str) -> list[bytes]:
+    """Every committed record of `rid` on `topic`, from its beginning to its end now."""
+    from streamtts.runtime.snapshot import snapshot
+
+    return [r.value async for r in snapshot(kafka, topic) if r.key == rid.encode()]
+
+
 async def _segments_until(
     consumer: AIOKafkaConsumer,
     rid: str,
@@ -324,17 +335,29 @@ async def test_the_timer_speaks_whole_words_and_an_abandoned_utterance_is_ended(
 
 @pytest.mark.integration
 async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses_no_word(
-    kafka_settings: KafkaSettings, topics: TopicNames, services
+    kafka_settings: KafkaSettings, topics: TopicNames, services, speech_renderer
 ) -> None:
     """A segment worker process is SIGKILLed mid-utterance (no shutdown, no commit); the next
     owner aborts its open transaction, reads the utterance's committed state back and goes on:
-    a read-committed reader sees each span once, seqs without a gap, the whole reply."""
+    a read-committed reader sees each span once, seqs without a gap, the whole reply; the
+    rest of the pipeline makes one result, and its audio, transcribed, is the reply (no word
+    lost, none said twice)."""
     rid = f"utt-{uuid.uuid4().hex[:8]}"
     words = tokens(REPLY)
     half = len(words) // 2
     consumer = make_consumer(kafka_settings, group_id=None)  # read_committed
     await consumer.start()
     env = cli_env(kafka_settings, SESSION_TIMEOUT_S="6", PROCESSING_GUARANTEE="exactly_once")
+    pipeline = PipelineSettings(
+        delivery=DeliverySettings(processing_guarantee="exactly_once", session_timeout_s=6.0)
+    )
+    settings = Settings(kafka=kafka_settings, s3=services.s3)
+    downstream = Worker(
+        ["synthesize", "encode", "sink"], settings, pipeline, renderer=speech_renderer, ops=False
+    )
+    await downstream.start()
+    listener = AudioSubscriber(kafka_settings, topics.audio, request_ids=[rid])
+    await listener.start()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "streamtts.cli.main", "run", "--stage", "segment",
         env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
@@ -358,15 +381,13 @@ async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses
             for token in words[half + 3 :]:
                 await producer.send_delta(TextDelta(request_id=rid, delta=token))
             await producer.send_delta(TextDelta(request_id=rid, end=True))
-            pipeline = PipelineSettings(
-                delivery=DeliverySettings(processing_guarantee="exactly_once", session_timeout_s=6.0)
-            )
-            worker = Worker(["segment"], Settings(kafka=kafka_settings, s3=services.s3), pipeline, ops=False)
+            worker = Worker(["segment"], settings, pipeline, ops=False)
             await worker.start()
             try:
                 segments = await _segments_until(
                     consumer, rid, lambda got: any(s.last for s in got), segments
                 )
+                heard = [audio async for audio in listener.completed(timeout_s=90)]
             finally:
                 await worker.stop()
     finally:
@@ -374,6 +395,8 @@ async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses
             proc.kill()
             await proc.wait()
         await consumer.stop()
+        await listener.stop()
+        await downstream.stop()
     # A span the killed worker wrote before its state was saved is written again by the next
     # owner under the same seq (its writes outside the transaction are at least once); every
     # reader keeps one copy per seq (the sink, `AudioSubscriber`): the same text, never a gap.
@@ -383,3 +406,13 @@ async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses
     assert sorted(by_seq) == list(range(len(by_seq))), "a gap"
     spoken = " ".join(by_seq[i] for i in sorted(by_seq) if by_seq[i])
     assert re.sub(r"\s+", " ", spoken).strip() == REPLY
+    # One result, committed once; its audio says the reply once (a span said twice would add
+    # its words again: 16 redelivered tokens are a third of the reply).
+    results = await _records_of(kafka_settings, topics.results, rid)
+    assert [CompletionResult.from_bytes(v).status for v in results] == ["completed"], results
+    [audio] = heard
+    samples = np.frombuffer(audio.data, dtype="<i2").astype(np.float32) / 32768.0
+    transcript = (await asyncio.to_thread(WhisperASR().transcribe, samples, audio.sample_rate, "en")).text
+    error = score(REPLY, transcript, "en")
+    print(f"transcribed: {transcript!r} (word error {error.rate:.3f})")
+    assert error.rate <= 0.15, (transcript, error)
