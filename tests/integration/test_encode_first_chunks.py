@@ -14,12 +14,16 @@ import sys
 
 import numpy as np
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from streamtts.runtime.kafka import make_consumer, make_producer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
+from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.tracing import Tracing, TracingSettings
 from streamtts.schemas import AudioChunk, PcmChunk, RequestContext, TTSRequest, wire
+from streamtts.schemas.trace import TraceContext
 from streamtts.worker import Worker
 from tests.factories import pcm_chunk
 from tests.helpers import cli_env, topic_records
@@ -91,16 +95,23 @@ async def test_a_sigkilled_encode_worker_mid_read_ahead_loses_no_chunk_and_keeps
     # Eight requests of five 1-second chunks on tts.pcm; a worker process reading ahead is
     # SIGKILLed once it has encoded some of them, and a second worker takes over. Whatever the
     # first had read ahead, encoded or half-acked, every chunk still reaches tts.audio (at least
-    # once: at-least-once), and each request's chunks first appear in order.
+    # once: at-least-once), and each request's chunks first appear in order. Each request is
+    # still one trace: the second worker's spans of the chunks it took over are children of the
+    # contexts their records carry, marked as possibly redelivered.
     requests = [TTSRequest.new("Hello there.", language="en", format="mp3", tenant="kill") for _ in range(8)]
     pcm = [_chunk(r, seq, 5, 1.0) for r in requests for seq in range(5)]
+    traces = {r.request_id: TraceContext.start() for r in requests}
+    parents: dict[str, str] = {}  # span id a chunk's record names as its parent → request id
     producer = make_producer(kafka_settings)
     await producer.start()
     try:
         for chunk in pcm:
             record = wire.encode(chunk, "cloudevents")
+            hop = traces[chunk.request_id].child()  # the synthesize span that wrote it
+            parents[hop.span_id] = chunk.request_id
+            headers = [*record.headers, *hop.headers()]
             await producer.send_and_wait(
-                topics.pcm, record.value, key=chunk.request_id.encode(), headers=record.headers
+                topics.pcm, record.value, key=chunk.request_id.encode(), headers=headers
             )
     finally:
         await producer.stop()
@@ -127,7 +138,10 @@ async def test_a_sigkilled_encode_worker_mid_read_ahead_loses_no_chunk_and_keeps
     assert encoded == 8, "the first worker never got going"
 
     pipeline = PipelineSettings.of(session_timeout_s=6.0, render_cache=False)
-    worker = Worker(["encode"], Settings(kafka=kafka_settings, s3=services.s3), pipeline, ops=False)
+    exporter = InMemorySpanExporter()
+    telemetry = Telemetry(Tracing.to(TracingSettings(), "worker", exporter=exporter))
+    settings = Settings(kafka=kafka_settings, s3=services.s3)
+    worker = Worker(["encode"], settings, pipeline, ops=False, telemetry=telemetry)
     await worker.start()
     try:
         seen: set[tuple[str, int]] = set()
@@ -139,10 +153,10 @@ async def test_a_sigkilled_encode_worker_mid_read_ahead_loses_no_chunk_and_keeps
                 while len(seen) < len(pcm):
                     for records in (await consumer.getmany(timeout_ms=500)).values():
                         for r in records:
-                            chunk = wire.decode(AudioChunk, r.value, r.headers)
-                            if (chunk.request_id, chunk.seq) not in seen:
-                                seen.add((chunk.request_id, chunk.seq))
-                                order.append((chunk.request_id, chunk.seq))
+                            out = wire.decode(AudioChunk, r.value, r.headers)
+                            if (out.request_id, out.seq) not in seen:
+                                seen.add((out.request_id, out.seq))
+                                order.append((out.request_id, out.seq))
         finally:
             await consumer.stop()
     finally:
@@ -150,3 +164,12 @@ async def test_a_sigkilled_encode_worker_mid_read_ahead_loses_no_chunk_and_keeps
     assert set(seen) == {(c.request_id, c.seq) for c in pcm}, "a chunk was lost"
     for r in requests:
         assert [s for rid, s in order if rid == r.request_id] == list(range(5)), r.request_id
+    spans = [s for s in exporter.get_finished_spans() if s.name == "process encode"]
+    assert spans, "the second worker recorded no span"
+    for span in spans:
+        assert span.parent is not None and span.attributes is not None
+        rid = parents[f"{span.parent.span_id:016x}"]  # a child of the context its record carried …
+        assert f"{span.context.trace_id:032x}" == traces[rid].trace_id  # … in its request's trace
+        # Every record it read was written before it took the partition over: possibly seen.
+        marks = (span.attributes.get("streamtts.redelivered"), span.attributes.get("streamtts.redelivery"))
+        assert marks == (True, "taken_over"), marks
