@@ -21,20 +21,16 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from streamtts.gateway.audit_trail import audit_ws_submit
 from streamtts.gateway.delivery import Delivery
 from streamtts.gateway.errors import ApiError
-from streamtts.gateway.framing import Framer, Pacer, media_event
-from streamtts.gateway.request_state import RequestState, StreamFailed, StreamIncomplete
+from streamtts.gateway.framing import Pacer
+from streamtts.gateway.request_state import RequestState
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.speech_options import SpeechOptions
 from streamtts.gateway.ws_contexts import DEFAULT, Contexts, parse_context
 from streamtts.gateway.ws_events import (
-    chunk_event,
-    completed_event,
-    degraded_event,
     heard_entry,
-    marks_event,
     sentence_base,
-    words_event,
 )
+from streamtts.gateway.ws_forward import AudioForward
 from streamtts.gateway.ws_outbound import Outbound, SlowConsumer
 from streamtts.gateway.ws_sentences import split_new_sentences
 from streamtts.gateway.ws_start import StartMessage
@@ -424,68 +420,14 @@ class Session:
         if self._streamed:  # a turn's audio waits on its writer too (an LLM thinking)
             timeout += self.gw.settings.ws_idle_timeout_s
         # `start` comes before any text, so the configuration is final by now.
-        framing = self.config.frame_ms is not None
         if self.pacer is None:  # new after a cancel: the next reply is not held back
             self.pacer = Pacer(self.config.frame_ms or 20, self.config.pace == "realtime")
-        pacer = self.pacer
-        delivery = self.deliveries[state.request_id]
         base = sentence_base(state.request_id, self.contexts.context_of(state.request_id))
-        session_ms, frames_before = self.out.queued_ms, self.out.queued_frames
-        sentence_ms = 0.0
-        framer: Framer | None = None
-        put = functools.partial(self.out.frame, delivery)
+        forward = AudioForward(self.out, self.gw, self.config, self.session_id)
         try:
-            async for chunk in state.chunks_in_order(timeout, delivery):
-                if chunk.cancelled:  # a marker: no audio to send (see `completed`)
-                    continue
-                if chunk.seq == 0 and chunk.part == 0:
-                    self.gw.observe_first_audio("ws", state)
-                if chunk.degradation is not None:
-                    await put(degraded_event(base, chunk))
-                if chunk.words is not None:
-                    await put(words_event(base, chunk, sentence_ms, session_ms))
-                if chunk.marks:
-                    await put(marks_event(base, chunk, sentence_ms, session_ms))
-                sentence_ms += chunk.duration_ms
-                if framing:  # fixed frames instead of one frame per chunk
-                    if framer is None:
-                        framer = Framer(chunk.format, chunk.sample_rate, self.config.frame_ms or 20)
-                    await self._send_frames(delivery, framer.push(chunk.audio), pacer)
-                    continue
-                await put(chunk_event(base, chunk))
-                await put(chunk.audio, chunk.duration_ms)
-                self.gw.metrics.ws_frames.inc()
-                self.gw.metrics.audio_bytes.labels("ws").inc(len(chunk.audio))
-            if delivery.stopped:
-                return  # cancelled from elsewhere: the session's barge-in drops the rest
-            if framer is not None:  # the sentence's last partial frame, padded
-                await self._send_frames(delivery, framer.flush(), pacer)
-            await put(completed_event(base, state, self.gw.trace_id(state)), ends=True)
-        except (StreamFailed, StreamIncomplete) as err:
-            await put({"type": "error", **base, "code": "request_failed", "message": str(err)}, ends=True)
-        except TimeoutError:
-            await put({"type": "error", **base, "code": "timeout", "message": "no audio in time"}, ends=True)
+            await forward.run(state, self.deliveries[state.request_id], base, self.pacer, timeout)
         finally:
             self.pending = max(0, self.pending - 1)
-            # Framed, the client gets whole frames (the last one padded): that is its clock.
-            framed_ms = (self.out.queued_frames - frames_before) * (self.config.frame_ms or 20)
-            self.out.queued_ms = session_ms + (framed_ms if framing else sentence_ms)
-
-    async def _send_frames(self, delivery: Delivery, frames: list[bytes], pacer: Pacer) -> None:
-        """Telephony frames, binary or as media events, paced as configured."""
-        frame_ms = self.config.frame_ms or 20
-        for frame in frames:
-            await pacer.wait_turn()
-            sent = self.out.queued_frames
-            if self.config.frames == "media":
-                await self.out.frame(
-                    delivery, media_event(frame, sent + 1, sent * frame_ms, self.session_id), frame_ms
-                )
-            else:
-                await self.out.frame(delivery, frame, frame_ms)
-            self.gw.metrics.ws_frames.inc()
-            self.gw.metrics.audio_bytes.labels("ws").inc(len(frame))
-            self.out.queued_frames += 1
 
     async def _event(self, event: dict[str, Any]) -> None:
         await self.out.event(event)
