@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streamtts.processors.segment.cut_words import is_cjk
+from streamtts.processors.segment.han_words import han_breaks
 from streamtts.processors.segment.splitter import CLAUSE_END, CLOSERS, SENTENCE_END, ClauseSplitter
 
 Force = Literal["none", "words", "all"]
@@ -71,7 +72,7 @@ class CutPolicy:
             return len(held)  # "Thanks for holding," as the timer finds it: its last word is whole
         if force == "words" or scan.cost >= self.max_cost:
             if scan.last_word:
-                return scan.last_word
+                return _off_han_word(held, scan.last_word)
         if scan.cost >= 2 * self.max_cost:
             return scan.hard_cut(self.max_cost)
         return 0
@@ -133,6 +134,28 @@ def _scan(held: str, cjk_weight: int, first_min: int | None) -> _Scan:
 
 
 _MARKS = SENTENCE_END | CLAUSE_END | frozenset(".!?")
+
+
+def _is_han(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+
+
+def _off_han_word(held: str, cut: int) -> int:
+    """`cut`, or — where it falls between two Han characters — the last end of a jieba word
+    of that run before it ("…我们的IT部|门" split 部门: the cut goes before 部门). The run's
+    last word stays held (it may still be arriving); with no word end in the run, the cut goes
+    before the run, unless the run starts the text (then any cut beats none)."""
+    if not (0 < cut < len(held) and _is_han(held[cut - 1]) and _is_han(held[cut])):
+        return cut
+    start, end = cut - 1, cut
+    while start and _is_han(held[start - 1]):
+        start -= 1
+    while end < len(held) and _is_han(held[end]):
+        end += 1
+    inside = [start + e for e in han_breaks(held[start:end]).ends if 0 < e < end - start and start + e <= cut]
+    if inside:
+        return max(inside)
+    return start or cut
 
 
 def _ends_whole_word(held: str) -> bool:

@@ -89,6 +89,18 @@ def test_the_timer_speaks_up_to_the_last_whole_word() -> None:
     assert POLICY.cut("It costs 3.", first=True, force="words") == len("It costs ")
 
 
+def test_the_timer_never_cuts_inside_a_chinese_word() -> None:
+    """An eval transcript heard "IT部, 门处理" for 部门处理: the timer had cut 部|门, the last
+    Han character kept as if any two characters were two words. Cuts fall where a word ends
+    (jieba, as the Chinese G2P reads it); the run's last word stays held, it may go on."""
+    held = "这个问题已经提交给我们的IT部门"
+    assert held[: POLICY.cut(held, first=True, force="words")] == "这个问题已经提交给我们的IT"
+    held = "您好我已经查到您的订单"
+    assert held[: POLICY.cut(held, first=True, force="words")] == "您好我已经查到您的"
+    # Kana and Hangul are not jieba's: their cut is as before (before the last character).
+    assert POLICY.cut("ありがとうございま", first=True, force="words") == len("ありがとうございま") - 1
+
+
 def test_later_spans_cut_at_a_clause_only_when_long() -> None:
     long_sentence = "and then, " * 20
     assert POLICY.cut("and then, we went home", first=False) == 0
