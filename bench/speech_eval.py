@@ -1,12 +1,15 @@
 """`streamtts eval`: is the pipeline's speech as intelligible as the raw model it wraps?
 
-Each sentence of a set is rendered three ways and transcribed back with offline Whisper:
+Each sentence of a set is rendered three (or four) ways and transcribed back with offline Whisper:
 - **raw**: the model alone — the whole sentence in one call, one voice, the engine's own G2P
   (no segmentation, no number reading): what a user of the bare model would get;
 - **core**: the speech core in-process (`processors.direct`: segmentation, voice planning,
   number reading, post-processing), voice "auto";
 - **pipeline**: real requests through Kafka (segment → synthesize → encode), voice "auto",
-  audio taken from the subscriber's chunks as a listener gets them.
+  audio taken from the subscriber's chunks as a listener gets them;
+- **streamed** (`--streamed`): the same sentences through the same pipeline as streamed
+  utterances, token by token at an LLM's pace (`speech_pipeline.stream_tokens`), cut by the
+  segment stage as the text arrives.
 Per language it reports the error rate of each (see `speech_scoring`), the clipping ratio and
 discontinuities, and for the core path the time to first audio per first-span policy.
 """
@@ -240,6 +243,20 @@ def _line(first: str, second: str, cells: Iterable[str]) -> str:
     return f"{first:<6} {second:<26} " + " ".join(f"{c:>12}" for c in cells)
 
 
+STREAMED_WITHIN = 0.02
+"""Does a streamed utterance sound as intelligible as the same text sent whole: its error
+within this of the whole request's, per language."""
+
+
+def streamed_deltas(rows: Sequence[LangRow]) -> dict[str, float]:
+    """Per language, the streamed system's error minus the whole pipeline's (where both ran)."""
+    return {
+        row.lang: round(row.rate["streamed"] - row.rate["pipeline"], 4)
+        for row in rows
+        if "streamed" in row.rate and "pipeline" in row.rate
+    }
+
+
 def format_table(rows: Sequence[LangRow]) -> str:
     systems = list(dict.fromkeys(s for row in rows for s in row.rate))
     lines = [_line("lang", "error rate (n, metric)", systems)]
@@ -254,6 +271,11 @@ def format_table(rows: Sequence[LangRow]) -> str:
     lines += ["", _line("lang", "clicking joins / joins", systems)]
     for row in rows:
         lines.append(_line(row.lang, "", (row.join_clicks.get(s, "-") for s in systems)))
+    if deltas := streamed_deltas(rows):
+        lines += ["", _line("lang", "streamed − pipeline", ("Δ error", f"±{STREAMED_WITHIN}"))]
+        for lang, delta in deltas.items():
+            within = "yes" if abs(delta) <= STREAMED_WITHIN else "no"
+            lines.append(_line(lang, "", (f"{delta:+.3f}", within)))
     timed = [s for s in systems if any(s in row.first_audio_p50_s for row in rows)]
     if timed:
         lines += ["", _line("lang", "first audio p50 (s)", timed)]
@@ -301,9 +323,17 @@ def write_measurements(path: Path, rows: Sequence[LangRow], *, today: str) -> di
     return written
 
 
-def report_json(rows: Sequence[LangRow], renderings: Sequence[Rendering]) -> dict[str, Any]:
+def report_json(
+    rows: Sequence[LangRow], renderings: Sequence[Rendering], *, stream_tokens_per_s: float | None = None
+) -> dict[str, Any]:
+    streamed = (
+        {"streamed_tokens_per_s": stream_tokens_per_s, "streamed_minus_pipeline": streamed_deltas(rows)}
+        if stream_tokens_per_s is not None
+        else {}
+    )
     return {
         "summary": [row.__dict__ for row in rows],
+        **streamed,
         "sentences": [
             {
                 "id": r.sentence.id,
@@ -334,6 +364,9 @@ class EvalPlan:
     threads: int = 2
     lead_ms: tuple[int, ...] = (0,)
     """Leading silence (ms) each rendering is transcribed with, scores summed (see `transcribe`)."""
+    stream_tokens_per_s: float | None = None
+    """Also send each sentence through the pipeline as a streamed utterance at this many
+    tokens a second (system "streamed"; needs `pipeline`)."""
 
 
 def run_eval(
@@ -351,6 +384,8 @@ def run_eval(
     from streamtts.processors.synthesize.renderer import SegmentRenderer
     from streamtts.processors.synthesize.synthesizer import Synthesizer
 
+    if plan.stream_tokens_per_s is not None and not plan.pipeline:
+        raise ConfigError("the streamed system runs through the pipeline: it cannot be skipped")
     sentences = list(plan.sentences)
     progress(f"{len(sentences)} sentences; loading the model and warming the phonemizers")
     registry = VoiceRegistry(threads=plan.threads)
@@ -375,7 +410,11 @@ def run_eval(
             LocalStack.from_settings(settings).up()
         renderer = SegmentRenderer(synthesizer)
         try:
-            renderings += asyncio.run(pipeline_part(settings, renderer, sentences, progress))
+            renderings += asyncio.run(
+                pipeline_part(
+                    settings, renderer, sentences, progress, stream_tokens_per_s=plan.stream_tokens_per_s
+                )
+            )
         finally:
             renderer.close()
     progress("loading Whisper-base (offline, from its PyPI packages)")

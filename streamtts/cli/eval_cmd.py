@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "fr and hi, with codes, phone numbers, prices and dates) with the raw model "
             "(whole sentence, one voice), the speech core and the whole Kafka pipeline (voice auto), "
             "transcribes each with offline Whisper-base and reports CER/WER per language, clipping "
-            "and discontinuities. The pipeline part starts the local stack if it is not running."
+            "and discontinuities. The pipeline part starts the local stack if it is not running. "
+            "--streamed adds the same sentences as streamed utterances (token by token, as an LLM "
+            "writes) through the same pipeline, and their error minus the whole requests' per language."
         ),
     )
     p.add_argument(
@@ -30,6 +32,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--per-lang", type=int, default=None, help="at most N sentences per language")
     p.add_argument("--no-pipeline", action="store_true", help="skip the Kafka pipeline (raw and core only)")
+    p.add_argument(
+        "--streamed",
+        action="store_true",
+        help="also send each sentence through the pipeline as a streamed utterance, token by token "
+        "(system 'streamed'), and print its error minus the whole request's per language",
+    )
+    p.add_argument(
+        "--stream-wps",
+        type=float,
+        default=None,
+        metavar="N",
+        help="tokens (words; CJK: two characters) per second of --streamed (default 25, an LLM's pace)",
+    )
     p.add_argument(
         "--first-min",
         default="",
@@ -84,6 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     langs = [v.strip() for v in args.langs.split(",") if v.strip()] if args.langs else None
     if args.timestamps:
         return _run_timestamps(args, langs)
+    stream_wps = _stream_pace(args)
     sentences = load_sentences(args.set, langs, args.per_lang)
     plan = EvalPlan(
         tuple(sentences),
@@ -91,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
         first_mins=_ints(args.first_min),
         threads=args.threads,
         lead_ms=_ints(args.asr_leads, "--asr-leads") or (0,),
+        stream_tokens_per_s=stream_wps,
     )
     target = _tiers_path(args.write_tiers) if args.write_tiers is not None else None
     rows, renderings = run_eval(plan)
@@ -103,8 +120,29 @@ def _run(args: argparse.Namespace) -> int:
         written = write_measurements(target, rows, today=datetime.now(UTC).date().isoformat())
         print(f"measured errors of {', '.join(sorted(written)) or 'no table language'} written to {target}")
     if args.out:
-        args.out.write_text(json.dumps(report_json(rows, renderings), ensure_ascii=False, indent=1), "utf-8")
+        args.out.write_text(
+            json.dumps(
+                report_json(rows, renderings, stream_tokens_per_s=stream_wps), ensure_ascii=False, indent=1
+            ),
+            "utf-8",
+        )
     return 0
+
+
+def _stream_pace(args: argparse.Namespace) -> float | None:
+    """--streamed's pace in tokens a second, None without --streamed."""
+    from streamtts.bench.speech_pipeline import STREAM_TOKENS_PER_S
+
+    if args.stream_wps is not None and not args.streamed:
+        raise ConfigError("--stream-wps sets the pace of --streamed: add --streamed")
+    if not args.streamed:
+        return None
+    if args.no_pipeline:
+        raise ConfigError("--streamed sends through the Kafka pipeline: drop --no-pipeline")
+    wps = STREAM_TOKENS_PER_S if args.stream_wps is None else args.stream_wps
+    if not wps >= 1:
+        raise ConfigError(f"--stream-wps must be ≥ 1, got {args.stream_wps:g}")
+    return float(wps)
 
 
 def _tiers_path(given: Path) -> Path:

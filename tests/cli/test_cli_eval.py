@@ -33,3 +33,22 @@ def test_a_malformed_set_names_the_line(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert main(["eval", "--no-pipeline", "--set", str(bad)]) == 1
     assert "line 2: unknown lang 'xx'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--streamed", "--no-pipeline"], "--streamed sends through the Kafka pipeline"),
+        (["--streamed", "--stream-wps", "0.5"], "--stream-wps must be ≥ 1"),
+        (["--streamed", "--stream-wps", "nan"], "--stream-wps must be ≥ 1"),
+        (["--stream-wps", "10"], "add --streamed"),
+    ],
+)
+def test_streamed_mistakes_are_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found before any model loads or any stack starts."""
+    assert main(["eval", *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamtts: error: ") and message in err and "Traceback" not in err
+    assert err.count("\n") == 1

@@ -1,6 +1,7 @@
 """The intelligibility check, small: six sentences through the raw model, the speech core and
-the real pipeline (Kafka), transcribed back by offline Whisper. The full 42-sentence run is
-`streamtts eval` (README, Speech quality)."""
+the real pipeline (Kafka), two of them also as streamed utterances (token by token),
+transcribed back by offline Whisper. The full run is `streamtts eval [--streamed]` (README,
+Speech quality)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from streamtts.bench.speech_eval import (
     transcribe,
 )
 from streamtts.bench.speech_pipeline import render_pipeline
-from streamtts.bench.speech_scoring import fold
+from streamtts.bench.speech_scoring import Score, fold
 from streamtts.runtime.settings import KafkaSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
 SMOKE = ("zh02", "en02", "mx01", "mx04", "ja01", "lg12")
+STREAMED = ("en02", "mx01")
 
 
 async def test_pipeline_speech_is_as_intelligible_as_the_raw_model(
@@ -33,8 +35,16 @@ async def test_pipeline_speech_is_as_intelligible_as_the_raw_model(
     registry = speech_renderer.synth.registry
     quiet = lambda _m: None  # noqa: E731
     pipeline = await render_pipeline(kafka_settings, sentences, timeout_s=300, progress=quiet)
+    # The same text as an LLM writes it, 25 tokens a second, on the same pipeline.
+    streamed = await render_pipeline(
+        kafka_settings,
+        [s for s in sentences if s.id in STREAMED],
+        timeout_s=120,
+        progress=quiet,
+        stream_tokens_per_s=25,
+    )
     renderings = await asyncio.to_thread(render_raw, registry, sentences, quiet)
-    renderings += pipeline
+    renderings += pipeline + streamed
     await asyncio.to_thread(transcribe, WhisperASR(), renderings, quiet)
 
     overall = {row.lang: row for row in summarize(renderings)}["all"]
@@ -55,6 +65,17 @@ async def test_pipeline_speech_is_as_intelligible_as_the_raw_model(
     assert "bluetooth" in glued, by["pipeline", "lg12"].transcript
     # The limiter keeps the pipeline's output off full scale (raw Kokoro exceeds ±1).
     assert overall.clipping["pipeline"] < 0.0005
+    # Streamed, the same sentences are heard as well as sent whole (two sentences: one misheard
+    # word is ~0.05, so the margin is wide), their code and English words included.
+    assert [r.sentence.id for r in streamed] == list(STREAMED)
+    assert all(r.system == "streamed" for r in streamed)
+    whole = sum((by["pipeline", i].score for i in STREAMED), Score(0, 0)).rate
+    assert sum((r.score for r in streamed), Score(0, 0)).rate <= whole + 0.15, detail
+    assert "382915" in "".join(fold(by["streamed", "en02"].transcript, "en"))
+    mixed = "".join(fold(by["streamed", "mx01"].transcript, "mixed"))
+    assert "app" in mixed or "account" in mixed, by["streamed", "mx01"].transcript
+    for i in STREAMED:  # all of the text was spoken (a timer's cut may add a pause)
+        assert 0.75 < len(by["streamed", i].samples) / len(by["pipeline", i].samples) < 2, i
 
 
 def test_word_starts_agree_with_whispers_alignment(speech_renderer) -> None:  # type: ignore[no-untyped-def]
