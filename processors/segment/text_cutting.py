@@ -126,14 +126,20 @@ def _scan(held: str, cjk_weight: int, first_min: int | None) -> _Scan:
         costs.append(cost)
         if ch.isspace():
             out.last_word = i + 1
-        elif is_cjk(ch) and i > 0 and is_cjk(held[i - 1]):
-            out.last_word = i  # before this Han character (it may begin a word still arriving)
+        elif is_cjk(ch) and i > 0 and is_cjk(held[i - 1]) and not _is_hangul(ch):
+            # Before this Han or kana character (it may begin a word still arriving); Korean
+            # writes spaces between its words, so a Hangul word ends only at one.
+            out.last_word = i
         i += 1
     out.cost = cost
     return out
 
 
 _MARKS = SENTENCE_END | CLAUSE_END | frozenset(".!?")
+
+
+def _is_hangul(ch: str) -> bool:
+    return "\uac00" <= ch <= "\ud7af"
 
 
 def _is_han(ch: str) -> bool:

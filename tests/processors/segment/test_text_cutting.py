@@ -97,8 +97,12 @@ def test_the_timer_never_cuts_inside_a_chinese_word() -> None:
     assert held[: POLICY.cut(held, first=True, force="words")] == "这个问题已经提交给我们的IT"
     held = "您好我已经查到您的订单"
     assert held[: POLICY.cut(held, first=True, force="words")] == "您好我已经查到您的"
-    # Kana and Hangul are not jieba's: their cut is as before (before the last character).
+    # Kana is not jieba's: its cut is as before (before the last character).
     assert POLICY.cut("ありがとうございま", first=True, force="words") == len("ありがとうございま") - 1
+    # Korean puts spaces between words: a Hangul word ends only at one (the eval heard
+    # "도착합니 | 다." cut before its last syllable).
+    held = "주문하신 상품은 내일 도착합니"
+    assert held[: POLICY.cut(held, first=True, force="words")] == "주문하신 상품은 내일 "
 
 
 def test_later_spans_cut_at_a_clause_only_when_long() -> None:
