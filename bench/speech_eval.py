@@ -367,6 +367,8 @@ class EvalPlan:
     stream_tokens_per_s: float | None = None
     """Also send each sentence through the pipeline as a streamed utterance at this many
     tokens a second (system "streamed"; needs `pipeline`)."""
+    stream_delay_ms: int | None = None
+    """The streamed utterances' `max_buffer_delay_ms` (None: the default, 300)."""
 
 
 def run_eval(
@@ -412,7 +414,12 @@ def run_eval(
         try:
             renderings += asyncio.run(
                 pipeline_part(
-                    settings, renderer, sentences, progress, stream_tokens_per_s=plan.stream_tokens_per_s
+                    settings,
+                    renderer,
+                    sentences,
+                    progress,
+                    stream_tokens_per_s=plan.stream_tokens_per_s,
+                    stream_delay_ms=plan.stream_delay_ms,
                 )
             )
         finally:

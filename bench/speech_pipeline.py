@@ -51,13 +51,15 @@ async def render_pipeline(
     progress: Progress = _say,
     in_flight: int = PIPELINE_IN_FLIGHT,
     stream_tokens_per_s: float | None = None,
+    stream_delay_ms: int | None = None,
 ) -> list[Rendering]:
     """Real requests through a running pipeline on `kafka`'s topics; PCM as subscribers get it.
     At most `in_flight` requests are in the pipeline at once; `timeout_s` bounds the whole run.
     stream_tokens_per_s: send each sentence as a streamed utterance, its tokens
     (`stream_tokens`) at this pace, then `end` (system "streamed"); None: whole (system
     "pipeline"). A rendering's `first_audio_s` is from its submission (streamed: the opening
-    record, just before its first token) to its first chunk at the subscriber."""
+    record, just before its first token) to its first chunk at the subscriber.
+    stream_delay_ms: the utterances' `max_buffer_delay_ms` (None: the contract's default)."""
     from streamtts.producers.request_producer import RequestProducer
     from streamtts.runtime.topics import TopicNames
     from streamtts.schemas import TextDelta, TTSRequest
@@ -69,7 +71,7 @@ async def render_pipeline(
     system = "streamed" if streamed else "pipeline"
     fields: dict[str, object] = {"voice": "auto", "format": "pcm", "sample_rate": PIPELINE_RATE}
     if streamed:
-        fields["stream"] = {}
+        fields["stream"] = {} if stream_delay_ms is None else {"max_buffer_delay_ms": stream_delay_ms}
     built = [(TTSRequest.new("" if streamed else s.text, **fields), s) for s in sentences]
     requests = {request.request_id: s for request, s in built}
     topics = TopicNames(kafka.topic_prefix)
@@ -123,6 +125,7 @@ async def pipeline_part(
     progress: Progress,
     *,
     stream_tokens_per_s: float | None = None,
+    stream_delay_ms: int | None = None,
 ) -> list[Rendering]:
     """Topics on a fresh prefix, all stages in this process sharing the loaded model; with
     `stream_tokens_per_s`, the sentences again as streamed utterances on the same worker."""
@@ -145,7 +148,11 @@ async def pipeline_part(
         out = await render_pipeline(kafka, sentences, progress=progress)
         if stream_tokens_per_s is not None:
             out += await render_pipeline(
-                kafka, sentences, progress=progress, stream_tokens_per_s=stream_tokens_per_s
+                kafka,
+                sentences,
+                progress=progress,
+                stream_tokens_per_s=stream_tokens_per_s,
+                stream_delay_ms=stream_delay_ms,
             )
         return out
     finally:

@@ -46,6 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="tokens (words; CJK: two characters) per second of --streamed (default 25, an LLM's pace)",
     )
     p.add_argument(
+        "--stream-delay-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="--streamed utterances' max_buffer_delay_ms (default 300): how long the first text "
+        "waits for a clause boundary before the timer speaks it (the latency/quality knob)",
+    )
+    p.add_argument(
         "--first-min",
         default="",
         help="also run the core path with these first-span minimums, e.g. 0,24 (latency trade-off)",
@@ -108,6 +116,7 @@ def _run(args: argparse.Namespace) -> int:
         threads=args.threads,
         lead_ms=_ints(args.asr_leads, "--asr-leads") or (0,),
         stream_tokens_per_s=stream_wps,
+        stream_delay_ms=_stream_delay(args),
     )
     target = _tiers_path(args.write_tiers) if args.write_tiers is not None else None
     rows, renderings = run_eval(plan)
@@ -127,6 +136,16 @@ def _run(args: argparse.Namespace) -> int:
             "utf-8",
         )
     return 0
+
+
+def _stream_delay(args: argparse.Namespace) -> int | None:
+    if args.stream_delay_ms is None:
+        return None
+    if not args.streamed:
+        raise ConfigError("--stream-delay-ms sets the timer of --streamed: add --streamed")
+    if not 0 <= args.stream_delay_ms <= 10_000:
+        raise ConfigError(f"--stream-delay-ms must be 0-10000, got {args.stream_delay_ms}")
+    return int(args.stream_delay_ms)
 
 
 def _stream_pace(args: argparse.Namespace) -> float | None:

@@ -42,6 +42,8 @@ def test_a_malformed_set_names_the_line(tmp_path: Path, capsys: pytest.CaptureFi
         (["--streamed", "--stream-wps", "0.5"], "--stream-wps must be ≥ 1"),
         (["--streamed", "--stream-wps", "nan"], "--stream-wps must be ≥ 1"),
         (["--stream-wps", "10"], "add --streamed"),
+        (["--stream-delay-ms", "1000"], "add --streamed"),
+        (["--streamed", "--stream-delay-ms", "-1"], "--stream-delay-ms must be 0-10000"),
     ],
 )
 def test_streamed_mistakes_are_one_line(
