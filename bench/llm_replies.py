@@ -69,17 +69,10 @@ REPLIES: tuple[Reply, ...] = (
 )
 
 _CJK = "\u3040-\u30ff\u3400-\u9fff"
-_TOKEN = re.compile(rf"\s*(?:[{_CJK}]{{1,2}}[，。！？、；：]*|[^\s{_CJK}]+|\S)")
 _CJK_FINAL = frozenset("，。！？、；：")
 _CJK_SENTENCE = frozenset("。！？")
 _LATIN_CLAUSE = re.compile(r"[,;:.!?](?=\s)")
 _LATIN_SENTENCE = re.compile(r"[.!?](?=\s)")
-
-
-def tokens_of(text: str) -> list[str]:
-    """The reply as an LLM streams it: a Latin word with its leading space, or one or two CJK
-    characters (with the marks that follow them). Joined, the tokens are the text."""
-    return _TOKEN.findall(text)
 
 
 def _cost(text: str) -> int:

@@ -32,8 +32,9 @@ from typing import Any
 import orjson
 import websockets
 
-from streamtts.bench.llm_replies import REPLIES, Reply, completing_token, tokens_of
+from streamtts.bench.llm_replies import REPLIES, Reply, completing_token
 from streamtts.bench.stats import percentile
+from streamtts.bench.token_stream import stream_tokens
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
@@ -81,7 +82,7 @@ class StreamRun:
         }
 
     def record(self, sent: dict[int, float], reply: Reply, first: float, last: float, ended: float) -> None:
-        tokens = tokens_of(reply.text)
+        tokens = stream_tokens(reply.text)
         self.after_first_word_ms.append((first - sent[0]) * 1000)
         self.after_clause_ms.append((first - sent[completing_token(tokens, sentence=False)]) * 1000)
         self.after_sentence_ms.append(
@@ -91,7 +92,7 @@ class StreamRun:
 
 
 async def _reply_ws(url: str, reply: Reply, mode: str, words_per_s: float, run: StreamRun) -> None:
-    tokens = tokens_of(reply.text)
+    tokens = stream_tokens(reply.text)
     sent: dict[int, float] = {}
     start = {
         "type": "start",
@@ -140,7 +141,7 @@ async def _reply_kafka(kafka: KafkaSettings, reply: Reply, words_per_s: float, r
     from streamtts.schemas.utterance import StreamOptions
     from streamtts.sinks.subscriber import AudioSubscriber
 
-    tokens = tokens_of(reply.text)
+    tokens = stream_tokens(reply.text)
     opener = TTSRequest.new(
         "", voice=reply.voice, language=reply.lang, format="pcm", cache=False, stream=StreamOptions()
     )
@@ -192,7 +193,7 @@ async def engine_first_span_ms(replies: tuple[Reply, ...]) -> dict[Reply, float]
         ),
     ) as memory:
         for n, reply in enumerate([replies[0], *replies]):  # the first render warms the path
-            tokens = tokens_of(reply.text)
+            tokens = stream_tokens(reply.text)
             clause = "".join(tokens[: completing_token(tokens, sentence=False)]).strip()
             first_pcm.clear()
             started = time.perf_counter()

@@ -8,7 +8,6 @@ at an LLM's pace, so the segment stage cuts it as the text arrives."""
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from streamtts.bench.speech_eval import PIPELINE_RATE, EvalSentence, Progress, Rendering, _say
+from streamtts.bench.token_stream import stream_tokens
 from streamtts.errors import ConfigError
 
 PIPELINE_IN_FLIGHT = 2
@@ -25,16 +25,6 @@ and came back as the "please wait" clip (zh 0.61 instead of 0.24); the load benc
 measure that."""
 STREAM_TOKENS_PER_S = 25.0
 """The pace of a streamed sentence's tokens: an LLM's 20–60 tokens a second (docs/streamed-text.md)."""
-
-_DENSE = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"  # kana, Han, Hangul
-_TOKEN = re.compile(rf"\s*(?:[{_DENSE}]{{1,2}}|[^\s{_DENSE}]+)|\s+")
-
-
-def stream_tokens(text: str) -> list[str]:
-    """`text` roughly as an LLM streams it: a Latin word (with its punctuation) carrying the
-    space before it; kana, Han and Hangul two characters a token. Joined, the tokens are
-    `text` exactly."""
-    return _TOKEN.findall(text)
 
 
 def _rendering(audio: Any, sentence: EvalSentence, system: str, sent_at: float) -> Rendering:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamtts.bench.speech_eval import load_sentences
-from streamtts.bench.speech_pipeline import stream_tokens
+from streamtts.bench.token_stream import stream_tokens
 
 
 def test_latin_text_goes_word_by_word_each_with_its_leading_space() -> None:
