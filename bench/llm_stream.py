@@ -239,7 +239,7 @@ async def run_llm_stream_bench(
             run.engine_first_span_ms = [engine[r] for r in mine]
             for _ in range(rounds):
                 for reply in mine:
-                    with contextlib.suppress(TimeoutError):
+                    with contextlib.suppress(TimeoutError, websockets.ConnectionClosed):
                         async with asyncio.timeout(120):
                             if run.transport == "kafka":
                                 await _reply_kafka(pipeline.kafka, reply, run.words_per_s, run)

@@ -71,8 +71,8 @@ class CutPolicy:
         if force == "words" and _ends_whole_word(held):
             return len(held)  # "Thanks for holding," as the timer finds it: its last word is whole
         if force == "words" or scan.cost >= self.max_cost:
-            if scan.last_word:
-                return _off_han_word(held, scan.last_word)
+            if scan.last_word and (word_cut := _off_han_word(held, scan.last_word)):
+                return word_cut
         if scan.cost >= 2 * self.max_cost:
             return scan.hard_cut(self.max_cost)
         return 0
@@ -150,7 +150,8 @@ def _off_han_word(held: str, cut: int) -> int:
     """`cut`, or — where it falls between two Han characters — the last end of a jieba word
     of that run before it ("…我们的IT部|门" split 部门: the cut goes before 部门). The run's
     last word stays held (it may still be arriving); with no word end in the run, the cut goes
-    before the run, unless the run starts the text (then any cut beats none)."""
+    before the run — 0 (no cut: wait) when the run starts the held text ("部门" alone is one
+    word, held until more text, the end, or the hard cut of hostile text)."""
     if not (0 < cut < len(held) and _is_han(held[cut - 1]) and _is_han(held[cut])):
         return cut
     start, end = cut - 1, cut
@@ -161,7 +162,7 @@ def _off_han_word(held: str, cut: int) -> int:
     inside = [start + e for e in han_breaks(held[start:end]).ends if 0 < e < end - start and start + e <= cut]
     if inside:
         return max(inside)
-    return start or cut
+    return start
 
 
 def _ends_whole_word(held: str) -> bool:

@@ -1,7 +1,13 @@
 """Requests as replay finds them on `tts.requests`: whole ones as they were sent, streamed
 utterances assembled from their opening request and text deltas into the whole text they
 said. A replay re-renders an utterance as one whole request (its text no longer arrives in
-pieces: there is nothing left to wait for)."""
+pieces: there is nothing left to wait for).
+
+The segment stage's rules decide what an utterance said (`processors.segment.streamed`):
+another tenant's deltas and anything after the end are refused; past the delta count or the
+text limit it ends with what it had; a writer silent for `stream_idle_s` ends it (read here
+from record timestamps, which is what a reader of the topic has).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,20 @@ from dataclasses import dataclass, field
 
 from aiokafka.structs import ConsumerRecord
 
+from streamtts.runtime.pipeline_settings import TextSettings
 from streamtts.schemas import ContractError, TTSRequest
-from streamtts.schemas.request import MAX_TEXT_CHARS
 from streamtts.schemas.utterance import TextDelta, is_text_delta
+
+
+@dataclass(frozen=True)
+class UtteranceLimits:
+    max_chars: int
+    max_deltas: int
+    idle_ms: float
+
+    @classmethod
+    def of(cls, text: TextSettings) -> UtteranceLimits:
+        return cls(text.max_text_chars, text.stream_max_deltas, text.stream_idle_s * 1000)
 
 
 @dataclass
@@ -24,25 +41,37 @@ class Found:
     text: str = ""
     """A streamed utterance's text so far (its opener's text, then each delta's)."""
     ended: bool = True
-    """Whole requests are; an utterance once its `end` is read."""
+    """Whole requests are; an utterance once its end, a limit or its idle time is read."""
     truncated: bool = False
-    """A delta would have taken the text past MAX_TEXT_CHARS: the text stops before it (the
-    segment stage ends such an utterance with what it had)."""
+    """A delta would have passed the limits: the text stops before it."""
+    deltas: int = 0
+    last_ms: int = 0
+    """The timestamp of its last record taken (its idle clock)."""
 
     @property
     def streamed(self) -> bool:
         return self.opener.stream is not None
 
-    def take(self, delta: TextDelta) -> None:
-        """An utterance's delta, in partition order (records after its end: ignored, as the
-        segment stage refuses them)."""
+    def take(self, delta: TextDelta, at_ms: int, limits: UtteranceLimits) -> None:
+        """An utterance's delta (record timestamp `at_ms`), in partition order."""
         if self.ended or delta.tenant != self.opener.tenant:
             return
-        if len(self.text) + len(delta.delta) > MAX_TEXT_CHARS:
+        if self.expire(at_ms, limits):
+            return
+        if self.deltas + 1 > limits.max_deltas or len(self.text) + len(delta.delta) > limits.max_chars:
             self.truncated = self.ended = True
             return
         self.text += delta.delta
+        self.deltas += 1
+        self.last_ms = at_ms
         self.ended = delta.end
+
+    def expire(self, now_ms: float, limits: UtteranceLimits) -> bool:
+        """Whether it ends now by its idle time (True only the once it does)."""
+        if self.ended or now_ms - self.last_ms <= limits.idle_ms:
+            return False
+        self.ended = True
+        return True
 
     @property
     def request(self) -> TTSRequest | None:
@@ -60,6 +89,7 @@ class RequestsFound:
     """Reads records of `tts.requests` in order and keeps those of the ids it is asked about
     (`wanted` None: every id)."""
 
+    limits: UtteranceLimits
     wanted: set[str] | None = None
     found: dict[str, Found] = field(default_factory=dict)
     invalid: int = 0
@@ -80,7 +110,7 @@ class RequestsFound:
                     self.orphan_deltas += 1
                     return None
                 before = entry.ended
-                entry.take(delta)
+                entry.take(delta, record.timestamp, self.limits)
                 return entry if entry.ended and not before else None
             request = TTSRequest.from_bytes(record.value)
         except ContractError:
@@ -89,6 +119,16 @@ class RequestsFound:
         earlier = self.found.get(request.request_id)
         if earlier is not None and earlier.streamed:
             return None  # a redelivered opener: the utterance is the one under way
-        entry = Found(request, record.headers, text=request.text, ended=request.stream is None)
+        entry = Found(
+            request, record.headers, text=request.text, ended=request.stream is None, last_ms=record.timestamp
+        )
         self.found[request.request_id] = entry  # whole requests: the latest copy wins
         return entry if entry.ended else None
+
+    def expired(self, now_ms: float) -> list[Found]:
+        """The open utterances whose writer has been silent past the idle time at `now_ms`."""
+        return [entry for entry in self.found.values() if entry.expire(now_ms, self.limits)]
+
+    @property
+    def unfinished(self) -> set[str]:
+        return {rid for rid, entry in self.found.items() if not entry.ended}

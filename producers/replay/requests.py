@@ -4,7 +4,9 @@ streamed utterance is re-rendered from the text its deltas assembled, as one who
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
+from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,11 +14,12 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.errors import ConfigError
-from streamtts.producers.replay.found_requests import Found, RequestsFound
+from streamtts.producers.replay.found_requests import Found, RequestsFound, UtteranceLimits
 from streamtts.producers.replay.ledger import ReplayLedger, ledger_and_producer
 from streamtts.producers.replay.pacing import Pacer, Progress
 from streamtts.producers.replay.summary import ReplaySummary
 from streamtts.runtime.kafka import topic_partitions
+from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.topics import TopicNames
@@ -79,6 +82,11 @@ async def _resubmit(
     await ledger.record(producer, ledger_key, topics.requests)
 
 
+def _limits() -> UtteranceLimits:
+    """The segment stage's bounds of an utterance, as the environment sets them."""
+    return UtteranceLimits.of(PipelineSettings.from_env().text)
+
+
 def _partitions_of(request_ids: Iterable[str], partitions: Iterable[int]) -> set[int]:
     """The partitions the ids' records are on: keys map to partitions as the producer mapped
     them (murmur2), so only those need reading."""
@@ -98,9 +106,12 @@ async def replay_requests(
     dry_run: bool = False,
     force: bool = False,
     lexicon_version: int | None = None,
+    limits: UtteranceLimits | None = None,
 ) -> tuple[ReplaySummary, dict[str, str]]:
     """Find each id on the requests topic (only the partition its key maps to is read) and
-    submit it again. Returns the summary and {original id: replayed id}."""
+    submit it again (a streamed utterance: the text it said, as one whole request; `limits`:
+    the segment stage's, default from the environment). Returns the summary and {original
+    id: replayed id}."""
     wanted = list(dict.fromkeys(request_ids))
     if not wanted:
         raise ConfigError("give at least one request id")
@@ -109,16 +120,19 @@ async def replay_requests(
     if not partitions:
         raise ConfigError(f"topic {topics.requests!r} does not exist")
     targets = _partitions_of(wanted, partitions)
-    reader = RequestsFound(set(wanted))
+    reader = RequestsFound(limits or _limits(), set(wanted))
     summary = ReplaySummary(dry_run=dry_run)
     async for record in snapshot(kafka, topics.requests, partitions=targets):
         summary.read += 1
         reader.take(record)
+    reader.expired(time.time() * 1000)
     found: dict[str, tuple[TTSRequest, object]] = {}
     for rid in wanted:
         entry = reader.found.get(rid)
         if entry is None:
             summary.skip("not_found")
+        elif not entry.ended:
+            summary.skip("utterance_still_open")  # its writer may still be writing it
         elif (request := entry.request) is None:
             summary.skip("utterance_said_nothing")
         else:
@@ -161,6 +175,7 @@ async def replay_window(
     rate: float | None = None,
     force: bool = False,
     progress: bool | None = None,
+    limits: UtteranceLimits | None = None,
 ) -> ReplaySummary:
     """Replay every request whose record timestamp is in [since, until) (offsets by time).
 
@@ -173,7 +188,7 @@ async def replay_window(
     summary = ReplaySummary(dry_run=dry_run)
     window = f"window:{since.isoformat()}..{until.isoformat()}:{namespace or ''}"
     pacer, bar = Pacer(rate), Progress("window", progress)
-    reader = RequestsFound()
+    reader = RequestsFound(limits or _limits())
     reached: dict[int, int] = {}
 
     async def replay(entry: Found) -> None:
@@ -199,22 +214,29 @@ async def replay_window(
         try:
             async for record in snapshot(kafka, topics.requests, since=since, until=until, reached=reached):
                 summary.read += 1
+                for gone in reader.expired(record.timestamp):  # their writers went silent
+                    await replay(gone)
                 if (entry := reader.take(record)) is not None:
                     await replay(entry)
             # Utterances opened in the window whose end came after it: their text is read on
-            # to the end of their partitions (an utterance is replayed whole, never cut at a
-            # time), and one never ended is replayed with the text it had.
-            unfinished = {rid for rid, entry in reader.found.items() if not entry.ended}
-            if unfinished:
+            # (an utterance is replayed whole, never cut at a time) until each has ended — by
+            # its end, a limit, or its writer's silence — or the partitions' end now.
+            if unfinished := reader.unfinished:
                 reader.wanted = unfinished
                 theirs = _partitions_of(unfinished, reached)
                 more = snapshot(kafka, topics.requests, from_offsets=reached, partitions=theirs)
-                async for record in more:
-                    if (entry := reader.take(record)) is not None:
-                        await replay(entry)
-                for rid in unfinished:
-                    if (entry := reader.found.get(rid)) is not None:  # never ended
-                        await replay(entry)
+                async with aclosing(more) as records:
+                    async for record in records:
+                        for gone in reader.expired(record.timestamp):
+                            await replay(gone)
+                        if (entry := reader.take(record)) is not None:
+                            await replay(entry)
+                        if not reader.unfinished:
+                            break
+                for gone in reader.expired(time.time() * 1000):
+                    await replay(gone)
+                for _ in reader.unfinished:
+                    summary.skip("utterance_still_open")  # its writer may still be writing it
         finally:
             bar.done()
     for _ in range(reader.invalid):

@@ -11,6 +11,7 @@ cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,9 @@ class Contexts:
         if turn is None:
             if not text.strip():
                 return  # a lone flush opens nothing
+            # A turn whose request ended by itself (idle in the pipeline, failed) holds no slot.
+            for done in [c for c, t in self.turns.items() if t.state is not None and t.state.terminal]:
+                self.turns.pop(done)
             if len(self.turns) >= self.max_open:
                 raise ApiError(
                     429,
@@ -85,7 +89,6 @@ class Contexts:
         await turn.add(text, flush=flush, open_turn=opener)
         if turn.state is not None and context not in self.turns:
             self.turns[context] = turn
-            self.of_request[turn.state.request_id] = context
 
     async def close(self, context: str, ended: EndReason | None = None) -> None:
         """End `context`'s turn (`end`, or a cancel): what it holds is spoken, or not at all."""
@@ -94,8 +97,20 @@ class Contexts:
             await turn.close(ended)
 
     async def close_all(self, ended: EndReason | None = None) -> None:
+        """End every open turn (one that cannot be told is still taken off the socket)."""
         for context in list(self.turns):
-            await self.close(context, ended)
+            with contextlib.suppress(ApiError):
+                await self.close(context, ended)
+
+    def opened(self, request_id: str, context: str) -> None:
+        """`request_id` opened `context`'s turn: its events name the context (recorded before
+        the request is queued for the line, so its first event already does)."""
+        self.of_request[request_id] = context
+
+    def open_request(self, context: str | None) -> str | None:
+        """The request of `context`'s open turn, if one is open."""
+        turn = self.turns.get(context or DEFAULT)
+        return turn.state.request_id if turn is not None and turn.state is not None else None
 
     def forget(self, request_id: str) -> None:
         """A request the session no longer tracks (delivered, or cut and reported)."""

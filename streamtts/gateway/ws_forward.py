@@ -73,9 +73,10 @@ class AudioForward:
         except TimeoutError:
             await put({"type": "error", **base, "code": "timeout", "message": "no audio in time"}, ends=True)
         finally:
-            # Framed, the client gets whole frames (the last one padded): that is its clock.
+            # Framed, the client gets whole frames (the last one padded): that is its clock. Added,
+            # not set: a cut of another context meanwhile took its dropped audio off the clock.
             framed_ms = (out.queued_frames - frames_before) * (self.config.frame_ms or 20)
-            out.queued_ms = session_ms + (framed_ms if framing else sentence_ms)
+            out.queued_ms += framed_ms if framing else sentence_ms
 
     async def _send_frames(self, delivery: Delivery, frames: list[bytes], pacer: Pacer) -> None:
         """Telephony frames, binary or as media events, paced as configured."""

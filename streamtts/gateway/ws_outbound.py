@@ -53,6 +53,9 @@ class Outbound:
     queued_ms: float = 0.0
     """Audio handed to the queue (the clock of `session_offset_ms`)."""
     queued_frames: int = 0
+    unwritten_ms: float = 0.0
+    """Audio in the queue, not written yet."""
+    unwritten_frames: int = 0
 
     def __post_init__(self) -> None:
         self.queue = asyncio.Queue(maxsize=self.queue_frames)
@@ -71,34 +74,49 @@ class Outbound:
                 await self.queue.put(Queued(item, delivery, audio_ms, ends))
         except TimeoutError:
             raise SlowConsumer() from None
+        if audio_ms:
+            self.unwritten_ms += audio_ms
+            self.unwritten_frames += 1
 
     async def close(self) -> None:
         """The writer ends after what is queued before this."""
         await self.queue.put(_CLOSE)
 
-    def drop_sentence_frames(self, request_ids: set[str] | None = None) -> None:
+    def drop_sentence_frames(self, request_ids: set[str] | None = None) -> tuple[float, int]:
         """Every sentence frame not written yet goes (or only those of `request_ids`);
-        session events stay, in order."""
+        session events stay, in order. Returns the audio (ms, frames) dropped."""
         kept = []
+        dropped_ms, dropped_frames = 0.0, 0
         while not self.queue.empty():
             item = self.queue.get_nowait()
             if not isinstance(item, Queued) or (
                 request_ids is not None and item.delivery.request_id not in request_ids
             ):
                 kept.append(item)
+            elif item.audio_ms:
+                dropped_ms += item.audio_ms
+                dropped_frames += 1
         for item in kept:
             self.queue.put_nowait(item)
+        self.unwritten_ms -= dropped_ms
+        self.unwritten_frames -= dropped_frames
+        return dropped_ms, dropped_frames
 
     def restart_clock(self) -> float:
-        """After a cancel: the queued clock goes on from what was written (returned)."""
-        self.queued_ms, self.queued_frames = self.written_ms, self.written_frames
-        return self.written_ms
+        """After a cancel: the queued clock goes on from what was written and the audio still
+        queued (another reply's, when one context was cut); returns it."""
+        self.queued_ms = self.written_ms + self.unwritten_ms
+        self.queued_frames = self.written_frames + self.unwritten_frames
+        return self.queued_ms
 
     async def write(self) -> None:
         """The writer: every queued item to the socket, in order, until `close`."""
         while (item := await self.queue.get()) is not _CLOSE:
             if isinstance(item, Queued):
                 delivery = item.delivery
+                if item.audio_ms:
+                    self.unwritten_ms -= item.audio_ms
+                    self.unwritten_frames -= 1
                 if delivery.stopped:
                     continue  # cancelled (from elsewhere) after it was queued: never sent
                 if item.audio_ms:

@@ -258,25 +258,34 @@ class Session:
             self.buffer, self.stop_at = "", 0
         await self._barge_in(None if played_ms is None else float(played_ms), context)
 
-    def _cancelled_elsewhere(self, context: str | None) -> None:
-        """A cancel of one of this session's sentences from outside (DELETE, `tts.control`):
-        the session stops as for its own `cancel` of that sentence's context."""
-        task = asyncio.create_task(self._barge_in(None, context), name=f"ws-cancel-{self.session_id}")
+    def _cancelled_elsewhere(self, request_id: str | None) -> None:
+        """A cancel of one of this session's requests from outside (DELETE, `tts.control`): a
+        turn's request is cut alone (its context may hold a newer reply by now); a sentence
+        (aggregation "sentence", `request_id` None) stops the session as its own `cancel` does."""
+        cut = self._barge_in(None, request=request_id)
+        task = asyncio.create_task(cut, name=f"ws-cancel-{self.session_id}")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _barge_in(self, played_ms: float | None, context: str | None = None) -> None:
-        """Cut every reply (`context` None) or only `context`'s: what was heard of it is
+    async def _barge_in(
+        self, played_ms: float | None, context: str | None = None, *, request: str | None = None
+    ) -> None:
+        """Cut every reply, or only `context`'s, or only `request`: what was heard of it is
         reported (`cancelled`) and told to the pipeline; the other contexts go on."""
+        everything = context is None and request is None
+        if request is not None:
+            context = self.contexts.context_of(request)
         async with self._cancelling:
             # The turn takes no more text; its request is cancelled below, like a sentence's.
-            with contextlib.suppress(ApiError):
-                if context is None:
-                    await self.contexts.close_all("cancelled")
-                else:
-                    await self.contexts.close(context, "cancelled")
+            if everything:
+                await self.contexts.close_all("cancelled")
+            elif request is None or self.contexts.open_request(context) == request:
+                with contextlib.suppress(ApiError):
+                    await self.contexts.close(context or DEFAULT, "cancelled")
 
             def mine(state: RequestState) -> bool:
+                if request is not None:
+                    return state.request_id == request
                 return context is None or self.contexts.context_of(state.request_id) == context
 
             # 0. The sentences it cuts: those not wholly written yet (taken before any await,
@@ -289,14 +298,20 @@ class Session:
             for item in kept:
                 self.sentences.put_nowait(item)
             self.pending = max(0, self.pending - (len(queued) - len(kept)))
-            stops_current = context is None or (self._current_state is not None and mine(self._current_state))
+            current_state = self._current_state
+            stops_current = everything or (current_state is not None and mine(current_state))
             while stops_current and (current := self._current) is not None and not current.done():
                 current.cancel()
                 await asyncio.wait({current})
-            if context is None:
+            if everything:
                 self.pending = 0
             # 2. Drop the cut sentences' frames not yet written; session events stay, in order.
-            self.out.drop_sentence_frames(None if context is None else {s.request_id for s in cut})
+            dropped_ms, dropped_frames = self.out.drop_sentence_frames(
+                None if everything else {s.request_id for s in cut}
+            )
+            if not stops_current:  # another reply plays on: the clock loses what was dropped
+                self.out.queued_ms -= dropped_ms
+                self.out.queued_frames -= dropped_frames
             # 3. Where it stopped: what the socket got (a frame being written counts), or the
             #    client's playback position if less.
             position = self.out.written_ms
@@ -324,8 +339,8 @@ class Session:
                 )
                 requests.append(entry)
                 words_spoken += words
-            # 5. The session clock goes on from what was written: the next reply starts at once
-            #    (a context cut while another one plays leaves the clock to that one).
+            # 5. The session clock goes on from what was written and what is still queued: the
+            #    next reply starts at once (a cut of a context not playing left it as it was).
             if stops_current:
                 self.out.restart_clock()
                 self.pacer = None
@@ -376,13 +391,15 @@ class Session:
             # The upgrade's traceparent (if any): the session's requests join the caller's trace.
             trace = from_http(self.ws.headers)
             state = await self.gw.submit(self.tenant, opts, endpoint="ws", request_id=rid, trace=trace)
-            on_stop = functools.partial(self._cancelled_elsewhere, context)
+            on_stop = functools.partial(self._cancelled_elsewhere, rid if stream is not None else None)
             self.deliveries[rid] = state.deliver(Delivery(rid, on_stop=on_stop))
         except ApiError as err:
             audit_ws_submit(self.ws, rid, err.code, self.session_id)
             await self._error(err.code, err.message, request_id=rid, index=index)
             return None
         audit_ws_submit(self.ws, rid, "ok", self.session_id)
+        if context is not None:
+            self.contexts.opened(rid, context)
         self.count += 1
         self.pending += 1
         live = [s for s in self.submitted if self.deliveries[s.request_id].live]

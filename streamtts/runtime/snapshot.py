@@ -4,7 +4,7 @@ land back in the DLQ) are not read, so a replay can never loop on its own output
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from datetime import datetime
 
@@ -25,7 +25,7 @@ async def snapshot(
     partitions: set[int] | None = None,
     from_offsets: Mapping[int, int] | None = None,
     reached: dict[int, int] | None = None,
-) -> AsyncIterator[ConsumerRecord]:
+) -> AsyncGenerator[ConsumerRecord, None]:
     """Records of `topic` with since ≤ timestamp < until (either bound optional).
 
     from_offsets: partition → offset to start from instead (a partition not named starts by

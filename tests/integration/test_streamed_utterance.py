@@ -358,6 +358,8 @@ async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses
     await downstream.start()
     listener = AudioSubscriber(kafka_settings, topics.audio, request_ids=[rid])
     await listener.start()
+    waiter = ResultWaiter(kafka_settings, topics)
+    await waiter.start()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "streamtts.cli.main", "run", "--stage", "segment",
         env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
@@ -388,6 +390,7 @@ async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses
                     consumer, rid, lambda got: any(s.last for s in got), segments
                 )
                 heard = [audio async for audio in listener.completed(timeout_s=90)]
+                await waiter.wait([rid], timeout_s=60)  # its result is committed before the workers stop
             finally:
                 await worker.stop()
     finally:
@@ -396,6 +399,7 @@ async def test_a_sigkilled_segment_worker_mid_utterance_under_exactly_once_loses
             await proc.wait()
         await consumer.stop()
         await listener.stop()
+        await waiter.stop()
         await downstream.stop()
     # A span the killed worker wrote before its state was saved is written again by the next
     # owner under the same seq (its writes outside the transaction are at least once); every

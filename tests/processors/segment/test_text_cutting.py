@@ -97,6 +97,10 @@ def test_the_timer_never_cuts_inside_a_chinese_word() -> None:
     assert held[: POLICY.cut(held, first=True, force="words")] == "这个问题已经提交给我们的IT"
     held = "您好我已经查到您的订单"
     assert held[: POLICY.cut(held, first=True, force="words")] == "您好我已经查到您的"
+    # The word the last cut held, alone at the next tick: still one word, still held (a tick
+    # later it had been spoken as 部|门).
+    assert POLICY.cut("部门", first=False, force="words") == 0
+    assert POLICY.cut("您好", first=True, force="words") == 0
     # Kana is not jieba's: its cut is as before (before the last character).
     assert POLICY.cut("ありがとうございま", first=True, force="words") == len("ありがとうございま") - 1
     # Korean puts spaces between words: a Hangul word ends only at one (the eval heard
