@@ -34,7 +34,7 @@ import websockets
 
 from streamtts.bench.llm_replies import REPLIES, Reply, completing_token
 from streamtts.bench.stats import percentile
-from streamtts.bench.token_stream import stream_tokens
+from streamtts.bench.token_stream import stream_tokens, write_paced
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
@@ -81,7 +81,7 @@ class StreamRun:
             "engine_first_span_p50_ms": p(self.engine_first_span_ms, 50),
         }
 
-    def record(self, sent: dict[int, float], reply: Reply, first: float, last: float, ended: float) -> None:
+    def record(self, sent: list[float], reply: Reply, first: float, last: float, ended: float) -> None:
         tokens = stream_tokens(reply.text)
         self.after_first_word_ms.append((first - sent[0]) * 1000)
         self.after_clause_ms.append((first - sent[completing_token(tokens, sentence=False)]) * 1000)
@@ -93,7 +93,7 @@ class StreamRun:
 
 async def _reply_ws(url: str, reply: Reply, mode: str, words_per_s: float, run: StreamRun) -> None:
     tokens = stream_tokens(reply.text)
-    sent: dict[int, float] = {}
+    sent: list[float] = []
     start = {
         "type": "start",
         "voice": reply.voice,
@@ -105,10 +105,11 @@ async def _reply_ws(url: str, reply: Reply, mode: str, words_per_s: float, run: 
         await ws.send(orjson.dumps(start).decode())
 
         async def write() -> float:
-            for i, token in enumerate(tokens):
-                await ws.send(orjson.dumps({"type": "text", "text": token}).decode())
-                sent[i] = time.monotonic()
-                await asyncio.sleep(1 / words_per_s)  # the LLM's pace
+            sent[:] = await write_paced(
+                tokens,
+                words_per_s,
+                lambda token: ws.send(orjson.dumps({"type": "text", "text": token}).decode()),
+            )
             await ws.send(orjson.dumps({"type": "end"}).decode())
             return time.monotonic()
 
@@ -146,7 +147,7 @@ async def _reply_kafka(kafka: KafkaSettings, reply: Reply, words_per_s: float, r
         "", voice=reply.voice, language=reply.lang, format="pcm", cache=False, stream=StreamOptions()
     )
     rid = opener.request_id
-    sent: dict[int, float] = {}
+    sent: list[float] = []
     topics = TopicNames(kafka.topic_prefix)
     async with (
         AudioSubscriber(kafka, topics.audio, request_ids=[rid]) as sub,
@@ -155,10 +156,11 @@ async def _reply_kafka(kafka: KafkaSettings, reply: Reply, words_per_s: float, r
         await producer.submit(opener)
 
         async def write() -> float:
-            for i, token in enumerate(tokens):
-                await producer.send_delta(TextDelta(request_id=rid, delta=token), wait=False)
-                sent[i] = time.monotonic()
-                await asyncio.sleep(1 / words_per_s)  # the LLM's pace
+            sent[:] = await write_paced(
+                tokens,
+                words_per_s,
+                lambda token: producer.send_delta(TextDelta(request_id=rid, delta=token), wait=False),
+            )
             await producer.send_delta(TextDelta(request_id=rid, end=True))
             return time.monotonic()
 

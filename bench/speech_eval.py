@@ -8,7 +8,7 @@ Each sentence of a set is rendered three (or four) ways and transcribed back wit
 - **pipeline**: real requests through Kafka (segment → synthesize → encode), voice "auto",
   audio taken from the subscriber's chunks as a listener gets them;
 - **streamed** (`--streamed`): the same sentences through the same pipeline as streamed
-  utterances, token by token at an LLM's pace (`speech_pipeline.stream_tokens`), cut by the
+  utterances, token by token at an LLM's pace (`token_stream.stream_tokens`), cut by the
   segment stage as the text arrives.
 Per language it reports the error rate of each (see `speech_scoring`), the clipping ratio and
 discontinuities, and for the core path the time to first audio per first-span policy.

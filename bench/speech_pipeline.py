@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from streamtts.bench.speech_eval import PIPELINE_RATE, EvalSentence, Progress, Rendering, _say
-from streamtts.bench.token_stream import stream_tokens
+from streamtts.bench.token_stream import stream_tokens, write_paced
 from streamtts.errors import ConfigError
 
 PIPELINE_IN_FLIGHT = 2
@@ -75,12 +75,14 @@ async def render_pipeline(
         await producer.submit(request)
         if stream_tokens_per_s is None:
             return
-        loop = asyncio.get_running_loop()
-        start = loop.time()
         rid, tenant = request.request_id, request.tenant
-        for k, token in enumerate(stream_tokens(requests[rid].text)):
-            await asyncio.sleep(max(0.0, start + k / stream_tokens_per_s - loop.time()))
-            await producer.send_delta(TextDelta(request_id=rid, tenant=tenant, delta=token), wait=False)
+
+        async def delta(token: str) -> object:
+            return await producer.send_delta(
+                TextDelta(request_id=rid, tenant=tenant, delta=token), wait=False
+            )
+
+        await write_paced(stream_tokens(requests[rid].text), stream_tokens_per_s, delta)
         await producer.send_delta(TextDelta(request_id=rid, tenant=tenant, end=True))
 
     try:
