@@ -82,9 +82,10 @@ class Outbound:
         """The writer ends after what is queued before this."""
         await self.queue.put(_CLOSE)
 
-    def drop_sentence_frames(self, request_ids: set[str] | None = None) -> tuple[float, int]:
+    def drop_sentence_frames(self, request_ids: set[str] | None = None) -> None:
         """Every sentence frame not written yet goes (or only those of `request_ids`);
-        session events stay, in order. Returns the audio (ms, frames) dropped."""
+        session events stay, in order. The clock loses the audio dropped (another reply
+        may play on: its offsets count from what the client gets)."""
         kept = []
         dropped_ms, dropped_frames = 0.0, 0
         while not self.queue.empty():
@@ -100,7 +101,8 @@ class Outbound:
             self.queue.put_nowait(item)
         self.unwritten_ms -= dropped_ms
         self.unwritten_frames -= dropped_frames
-        return dropped_ms, dropped_frames
+        self.queued_ms -= dropped_ms
+        self.queued_frames -= dropped_frames
 
     def restart_clock(self) -> float:
         """After a cancel: the queued clock goes on from what was written and the audio still

@@ -306,12 +306,7 @@ class Session:
             if everything:
                 self.pending = 0
             # 2. Drop the cut sentences' frames not yet written; session events stay, in order.
-            dropped_ms, dropped_frames = self.out.drop_sentence_frames(
-                None if everything else {s.request_id for s in cut}
-            )
-            if not stops_current:  # another reply plays on: the clock loses what was dropped
-                self.out.queued_ms -= dropped_ms
-                self.out.queued_frames -= dropped_frames
+            self.out.drop_sentence_frames(None if everything else {s.request_id for s in cut})
             # 3. Where it stopped: what the socket got (a frame being written counts), or the
             #    client's playback position if less.
             position = self.out.written_ms
