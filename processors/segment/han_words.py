@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-_HAN_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_HAN = "\u3400-\u9fff\uf900-\ufaff"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_ONE_HAN = re.compile(f"[{_HAN}]")
+
+
+def is_han(ch: str) -> bool:
+    """A Han character (the runs jieba reads)."""
+    return _ONE_HAN.match(ch) is not None
+
 
 # Words that open a clause in a sentence written without commas: a cut before one of them
 # is where a speaker would pause ("…遇到任何问题 | 请联系billing部门…").

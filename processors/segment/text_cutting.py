@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streamtts.processors.segment.cut_words import is_cjk
-from streamtts.processors.segment.han_words import han_breaks
+from streamtts.processors.segment.han_words import han_breaks, is_han
 from streamtts.processors.segment.splitter import CLAUSE_END, CLOSERS, SENTENCE_END, ClauseSplitter
 
 Force = Literal["none", "words", "all"]
@@ -142,22 +142,18 @@ def _is_hangul(ch: str) -> bool:
     return "\uac00" <= ch <= "\ud7af"
 
 
-def _is_han(ch: str) -> bool:
-    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
-
-
 def _off_han_word(held: str, cut: int) -> int:
     """`cut`, or — where it falls between two Han characters — the last end of a jieba word
     of that run before it ("…我们的IT部|门" split 部门: the cut goes before 部门). The run's
     last word stays held (it may still be arriving); with no word end in the run, the cut goes
     before the run — 0 (no cut: wait) when the run starts the held text ("部门" alone is one
     word, held until more text, the end, or the hard cut of hostile text)."""
-    if not (0 < cut < len(held) and _is_han(held[cut - 1]) and _is_han(held[cut])):
+    if not (0 < cut < len(held) and is_han(held[cut - 1]) and is_han(held[cut])):
         return cut
     start, end = cut - 1, cut
-    while start and _is_han(held[start - 1]):
+    while start and is_han(held[start - 1]):
         start -= 1
-    while end < len(held) and _is_han(held[end]):
+    while end < len(held) and is_han(held[end]):
         end += 1
     inside = [start + e for e in han_breaks(held[start:end]).ends if 0 < e < end - start and start + e <= cut]
     if inside:
