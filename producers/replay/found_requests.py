@@ -11,6 +11,7 @@ from record timestamps, which is what a reader of the topic has).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from aiokafka.structs import ConsumerRecord
@@ -95,6 +96,9 @@ class RequestsFound:
     invalid: int = 0
     orphan_deltas: int = 0
     """Deltas whose utterance opened before what was read (or never)."""
+    _open: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    """The open utterances, the longest silent first (each record taken moves its own to the
+    end): `expired` looks only at the front, not at every utterance for every record."""
 
     def take(self, record: ConsumerRecord) -> Found | None:
         """One record; returns the entry it completed (a whole request, or an utterance's end)."""
@@ -111,6 +115,7 @@ class RequestsFound:
                     return None
                 before = entry.ended
                 entry.take(delta, record.timestamp, self.limits)
+                self._settle(delta.request_id, entry)
                 return entry if entry.ended and not before else None
             request = TTSRequest.from_bytes(record.value)
         except ContractError:
@@ -123,12 +128,33 @@ class RequestsFound:
             request, record.headers, text=request.text, ended=request.stream is None, last_ms=record.timestamp
         )
         self.found[request.request_id] = entry  # whole requests: the latest copy wins
+        self._settle(request.request_id, entry)
         return entry if entry.ended else None
 
-    def expired(self, now_ms: float) -> list[Found]:
-        """The open utterances whose writer has been silent past the idle time at `now_ms`."""
-        return [entry for entry in self.found.values() if entry.expire(now_ms, self.limits)]
+    def _settle(self, rid: str, entry: Found) -> None:
+        if entry.ended:
+            self._open.pop(rid, None)
+        else:
+            self._open[rid] = None
+            self._open.move_to_end(rid)
+
+    def expired(self, now_ms: float, *, all_open: bool = False) -> list[Found]:
+        """The open utterances whose writer has been silent past the idle time at `now_ms`.
+        While reading, only the front is looked at: records' timestamps are near enough in
+        order that it is the oldest, and one that is not is ended by its own next record or
+        at the end of the read, which passes `all_open` and looks at every one."""
+        if all_open:
+            gone = [rid for rid in self._open if self.found[rid].expire(now_ms, self.limits)]
+        else:
+            gone = []
+            for rid in self._open:  # from the front, up to the first still open
+                if not self.found[rid].expire(now_ms, self.limits):
+                    break
+                gone.append(rid)
+        for rid in gone:
+            self._open.pop(rid)
+        return [self.found[rid] for rid in gone]
 
     @property
     def unfinished(self) -> set[str]:
-        return {rid for rid, entry in self.found.items() if not entry.ended}
+        return set(self._open)

@@ -125,7 +125,7 @@ async def replay_requests(
     async for record in snapshot(kafka, topics.requests, partitions=targets):
         summary.read += 1
         reader.take(record)
-    reader.expired(time.time() * 1000)
+    reader.expired(time.time() * 1000, all_open=True)
     found: dict[str, tuple[TTSRequest, object]] = {}
     for rid in wanted:
         entry = reader.found.get(rid)
@@ -233,7 +233,7 @@ async def replay_window(
                             await replay(entry)
                         if not reader.unfinished:
                             break
-                for gone in reader.expired(time.time() * 1000):
+                for gone in reader.expired(time.time() * 1000, all_open=True):
                     await replay(gone)
                 for _ in reader.unfinished:
                     summary.skip("utterance_still_open")  # its writer may still be writing it

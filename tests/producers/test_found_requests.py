@@ -90,3 +90,16 @@ def test_an_utterance_whose_writer_went_silent_ends_there() -> None:
     assert late is reader.found[rid]  # it ended, silent since 2 s: the late delta is not taken
     assert reader.found[rid].request is not None and reader.found[rid].request.text == "Still there? "
     assert reader.unfinished == set()
+
+
+def test_the_longest_silent_utterances_end_first_and_the_others_stay_open() -> None:
+    first, second = TTSRequest.new("", stream=StreamOptions()), TTSRequest.new("", stream=StreamOptions())
+    reader = RequestsFound(LIMITS)
+    reader.take(_record(first, at_ms=1_000))
+    reader.take(_record(second, at_ms=1_500))
+    reader.take(_record(TextDelta(request_id=first.request_id, delta="Hi. "), at_ms=2_000))
+    reader.take(_record(TextDelta(request_id=second.request_id, delta="Yes. "), at_ms=20_000))
+    assert reader.expired(33_000) == [reader.found[first.request_id]]
+    assert reader.unfinished == {second.request_id}
+    assert reader.expired(60_000, all_open=True) == [reader.found[second.request_id]]
+    assert reader.unfinished == set()
