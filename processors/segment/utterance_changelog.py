@@ -7,12 +7,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from aiokafka.partitioner import DefaultPartitioner
-
 from streamtts.errors import ConfigError
 from streamtts.processors.segment.utterances import Utterance
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import topic_partitions
+from streamtts.runtime.kafka import key_partition, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
 
@@ -23,12 +21,10 @@ RESTORE_TIMEOUT_S = 30.0
 async def held_by(kafka: KafkaSettings, requests_topic: str, held: set[int]) -> Callable[[str], bool]:
     """Whether a request id's records are on a partition of `requests_topic` in `held` (the
     producers' partitioner: murmur2 of the key, as every record of the request used)."""
-    count = len(await topic_partitions(kafka, requests_topic)) or 1
-    partitioner = DefaultPartitioner()
-    every = list(range(count))
+    every = range(len(await topic_partitions(kafka, requests_topic)) or 1)
 
     def mine(key: str) -> bool:
-        return partitioner(key.encode(), every, every) in held
+        return key_partition(key.encode(), every) in held
 
     return mine
 

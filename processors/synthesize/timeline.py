@@ -15,9 +15,8 @@ from collections import OrderedDict
 from datetime import datetime
 
 from aiokafka import TopicPartition
-from aiokafka.partitioner import DefaultPartitioner
 
-from streamtts.runtime.kafka import make_consumer, topic_partitions
+from streamtts.runtime.kafka import key_partition, make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.schemas import ContractError, PcmChunk, Segment, wire
 
@@ -67,7 +66,7 @@ async def published_audio_ms(
     await consumer.start()
     try:
         # The partition faust's producer picked for this key (it uses the same partitioner).
-        tp = TopicPartition(topic, DefaultPartitioner()(key, partitions, partitions))
+        tp = TopicPartition(topic, key_partition(key, partitions))
         consumer.assign([tp])
         since = int(created_at.timestamp() * 1000) - 5_000  # producer clocks differ a little
         found = await consumer.offsets_for_times({tp: max(0, since)})

@@ -11,14 +11,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.errors import ConfigError
 from streamtts.producers.replay.found_requests import Found, RequestsFound, UtteranceLimits
 from streamtts.producers.replay.ledger import ReplayLedger, ledger_and_producer
 from streamtts.producers.replay.pacing import Pacer, Progress
 from streamtts.producers.replay.summary import ReplaySummary
-from streamtts.runtime.kafka import topic_partitions
+from streamtts.runtime.kafka import key_partition, topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
@@ -90,9 +89,7 @@ def _limits() -> UtteranceLimits:
 def _partitions_of(request_ids: Iterable[str], partitions: Iterable[int]) -> set[int]:
     """The partitions the ids' records are on: keys map to partitions as the producer mapped
     them (murmur2), so only those need reading."""
-    partitioner = DefaultPartitioner()
-    ordered = sorted(partitions)
-    return {ordered[partitioner(rid.encode(), ordered, ordered)] for rid in request_ids}
+    return {key_partition(rid.encode(), partitions) for rid in request_ids}
 
 
 async def replay_requests(

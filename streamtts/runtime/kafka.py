@@ -9,6 +9,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.runtime.settings import KafkaSettings
 
@@ -119,6 +120,13 @@ async def describe_partitions(admin: AIOKafkaAdminClient, topics: list[str]) -> 
     """Partition ids of each existing topic in `topics`, from fresh cluster metadata."""
     described = await admin.describe_topics(topics)
     return {t["topic"]: {p["partition"] for p in t["partitions"]} for t in described if t["error_code"] == 0}
+
+
+def key_partition(key: bytes, partitions: Iterable[int]) -> int:
+    """The partition a record keyed `key` goes to among `partitions` (the topic's, all of
+    them), as every producer here and faust's map it: murmur2 of the key."""
+    ordered = sorted(partitions)
+    return int(DefaultPartitioner()(key, ordered, ordered))
 
 
 async def topic_partitions(kafka: KafkaSettings, topic: str) -> set[int]:

@@ -19,12 +19,11 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.partitioner import DefaultPartitioner
 from prometheus_client import CollectorRegistry, Counter
 
 from streamtts.errors import ConfigError
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.kafka import make_producer, topic_partitions
+from streamtts.runtime.kafka import key_partition, make_producer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle, start_or_release
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.snapshot import snapshot
@@ -185,9 +184,8 @@ async def read_audit(
     topic = TopicNames(kafka.topic_prefix).audit
     partitions = None
     if tenant is not None:
-        ordered = sorted(await topic_partitions(kafka, topic))
-        if ordered:
-            partitions = {ordered[DefaultPartitioner()(tenant.encode(), ordered, ordered)]}
+        if every := await topic_partitions(kafka, topic):
+            partitions = {key_partition(tenant.encode(), every)}
     async for record in snapshot(kafka, topic, since=since, until=until, partitions=partitions):
         try:
             event = AuditEvent.from_bytes(record.value)
