@@ -67,6 +67,8 @@ class Plan:
     """Overhead, sustained, burst, long-form and capacity (off: only --guarantees/--scale-out)."""
     wire: bool = False
     """wire_format v1 vs cloudevents side by side at capacity (`--sections wire`)."""
+    tracing: bool = False
+    """Tracing at 100 % sampling vs off, side by side (`--sections tracing`, `bench.tracing_bench`)."""
     tail: bool = False
     """First audio against load, scheduler fifo vs lanes (`--tail`, `bench.tail`)."""
     tail_requests: int | None = None
@@ -91,6 +93,7 @@ class Plan:
         concurrency: int = 4,
         pipeline: bool = True,
         wire: bool = False,
+        tracing: bool = False,
         tail: bool = False,
         tail_requests: int | None = None,
         tail_setups: Sequence[str] = (),
@@ -121,6 +124,7 @@ class Plan:
             custom=custom,
             pipeline=pipeline,
             wire=wire,
+            tracing=tracing,
             tail=tail,
             tail_requests=tail_requests,
             tail_setups=tuple(tail_setups),

@@ -12,12 +12,13 @@ from streamtts.bench.stats import Dist, ratio
 from streamtts.bench.tables import markdown_table, ms_cell, s_cell
 from streamtts.bench.tail import tail_markdown
 from streamtts.bench.targets import overhead, targets
+from streamtts.bench.tracing_bench import tracing_markdown
 
 
 def markdown(result: BenchResult, images: list[str]) -> str:
     lines = _head(result) + _overhead(result) + _load_runs(result) + _resources(result)
     lines += _capacity(result) + _guarantees(result) + _scale_out(result) + _wire_table(result)
-    lines += tail_markdown(result.runs)
+    lines += tracing_markdown(result) + tail_markdown(result.runs)
     if result.skipped:
         lines += ["", "Skipped (time budget): " + "; ".join(result.skipped)]
     if result.worker_start_s:

@@ -16,6 +16,7 @@ from streamtts.bench.bench_plan import BenchResult, Plan
 from streamtts.bench.bench_state import Bench
 from streamtts.bench.pipeline_sections import custom, main_pipeline
 from streamtts.bench.side_by_side import guarantees, scale_out, wire_formats
+from streamtts.bench.tracing_bench import tracing_cost
 
 
 async def _run(bench: Bench) -> BenchResult:
@@ -33,6 +34,8 @@ async def _run(bench: Bench) -> BenchResult:
             await scale_out(bench)
         if plan.wire:
             await wire_formats(bench)
+        if plan.tracing:
+            await tracing_cost(bench)
         if plan.tail:
             from streamtts.bench.tail import tail_section
 

@@ -1,0 +1,169 @@
+"""What tracing costs (`--sections tracing`): the same texts through a pipeline that records
+every span at 100 % sampling (exported over OTLP to a real collector) and through one that
+records none, side by side in one run.
+
+Arms alternate off, on, on, off (ABBA), each a fresh set of workers, so a drift over the run
+(the broker warming up, a neighbour) falls on both arms alike; each arm pools its two rounds.
+A round measures first audio one request at a time (what a span on the hot path would add)
+and throughput with `concurrency` in flight (what recording and exporting costs the CPU)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from urllib.parse import urlsplit
+
+from streamtts.bench.bench_plan import BenchResult, LoadRun
+from streamtts.bench.bench_state import Bench
+from streamtts.bench.load_runs import Loads
+from streamtts.bench.pipeline_up import pipeline_up
+from streamtts.bench.stats import Summary, summarize
+from streamtts.bench.tables import markdown_table
+from streamtts.bench.worker_procs import Topology
+from streamtts.errors import ConfigError
+from streamtts.runtime.env_vars import ENV_PREFIX
+
+SECTION = "tracing"
+DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
+OFF, ON = "tracing off", "tracing on, 100 %"
+ORDER = (OFF, ON, ON, OFF)
+"""ABBA: each arm twice, the pair in mirrored order."""
+
+
+def otlp_endpoint() -> str:
+    """Where the on arm exports (this process's STREAMTTS_OTLP_ENDPOINT or OpenTelemetry's
+    variable; default the local Jaeger of `infra up --tracing`)."""
+    env = os.environ
+    return (
+        env.get(ENV_PREFIX + "OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT
+    ).rstrip("/")
+
+
+def _reachable(endpoint: str, timeout_s: float = 2.0) -> bool:
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def arm_env(arm: str, endpoint: str) -> dict[str, str]:
+    """The workers' tracing settings of an arm. Off clears both endpoint variables: an
+    endpoint inherited from the bench's own environment would turn the off arm on."""
+    if arm == ON:
+        return {ENV_PREFIX + "OTLP_ENDPOINT": endpoint, ENV_PREFIX + "TRACE_SAMPLE_RATIO": "1.0"}
+    return {ENV_PREFIX + "OTLP_ENDPOINT": "", "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
+
+
+async def tracing_cost(bench: Bench) -> None:
+    plan = bench.plan
+    voice = plan.voices[0]
+    endpoint = otlp_endpoint()
+    if not await asyncio.to_thread(_reachable, endpoint):
+        raise ConfigError(
+            f"--sections tracing exports spans to {endpoint}, which does not answer: start a "
+            "collector (`streamtts infra up --tracing`) or set STREAMTTS_OTLP_ENDPOINT"
+        )
+    items = bench.overhead_items[voice]
+    per_round = len(items) * bench.per_item_s(voice) * 3 + 40
+    if not bench.fits(f"tracing ({len(ORDER)} rounds)", len(ORDER) * per_round):
+        return
+    n = plan.concurrency
+    for i, arm in enumerate(ORDER, 1):
+        topo = Topology(1, plan.threads, warm_voices=(voice,))
+        label = f"trace-{'on' if arm == ON else 'off'}{i}"
+        async with pipeline_up(bench, label, topo, arm_env(arm, endpoint)) as pipe:
+            loads = Loads(bench, pipe, SECTION, voice)
+            one = await loads.measure(f"{arm} c=1", items, concurrency=1, duration_s=per_round)
+            many = await loads.measure(f"{arm} c={n}", items, concurrency=n, duration_s=per_round)
+            for run in (one, many):
+                run.extra = {"arm": arm, "round": i}
+            if arm == ON:
+                one.extra["spans_seen"] = await asyncio.to_thread(_recorded, one)
+
+
+def _recorded(run: LoadRun) -> bool:
+    """Whether the collector holds a trace of this round (the on arm really recorded):
+    looked up by one request's id through the local query API; False when it cannot say."""
+    from streamtts.runtime.trace_query import fetch_trace
+
+    for rec in run.records[-3:]:
+        try:
+            _, spans = fetch_trace(rec.request_id, lookback_h=1)
+        except ConfigError:
+            continue
+        if spans:
+            return True
+    return False
+
+
+def pooled(result: BenchResult) -> dict[str, tuple[Summary, Summary]] | None:
+    """Per arm: its one-at-a-time runs pooled (first audio) and its concurrent runs pooled
+    (throughput over their summed wall time). None without both arms."""
+    out: dict[str, tuple[Summary, Summary]] = {}
+    for arm in (OFF, ON):
+        runs = [r for r in result.runs if r.section == SECTION and r.extra.get("arm") == arm]
+        ones = [r for r in runs if r.name.endswith(" c=1")]
+        manys = [r for r in runs if r not in ones]
+        if not ones or not manys:
+            return None
+        one = summarize([rec for r in ones for rec in r.records])
+        many = summarize(
+            [rec for r in manys for rec in r.records], wall_s=sum(r.summary.wall_s for r in manys)
+        )
+        out[arm] = (one, many)
+    return out
+
+
+def tracing_markdown(result: BenchResult) -> list[str]:
+    arms = pooled(result)
+    if arms is None:
+        return []
+    (off1, offn), (on1, onn) = arms[OFF], arms[ON]
+    voice = next(r.voice for r in result.runs if r.section == SECTION)
+    seen = [
+        r.extra.get("spans_seen") for r in result.runs if r.section == SECTION and "spans_seen" in r.extra
+    ]
+
+    def ms(x: float | None) -> str:
+        return f"{x * 1000:,.1f}" if x is not None else "-"
+
+    def delta_ms(a: float | None, b: float | None) -> str:
+        return f"{(b - a) * 1000:+.1f} ms" if a is not None and b is not None else "-"
+
+    ratio = onn.throughput_rps / offn.throughput_rps if offn.throughput_rps else float("nan")
+    rows = [
+        [f"first audio {q}, ms (c=1)", ms(a), ms(b), delta_ms(a, b)]
+        for q, a, b in (
+            ("p50", off1.ttfa.p50, on1.ttfa.p50),
+            ("p95", off1.ttfa.p95, on1.ttfa.p95),
+            ("p99", off1.ttfa.p99, on1.ttfa.p99),
+        )
+    ]
+    rows += [
+        [
+            "throughput, req/s (closed loop)",
+            f"{offn.throughput_rps:.2f}",
+            f"{onn.throughput_rps:.2f}",
+            f"{ratio:.3f} ×",
+        ],
+        ["requests (c=1 / closed loop)", f"{off1.sent} / {offn.sent}", f"{on1.sent} / {onn.sent}", ""],
+        ["lost", str(off1.lost + offn.lost), str(on1.lost + onn.lost), ""],
+    ]
+    recorded = "yes" if seen and all(seen) else "no (the on arm's traces were not found)"
+    intro = (
+        f"{voice}, the same texts in each arm; arms in the order {', '.join(ORDER)}, each a fresh "
+        "set of workers, rounds pooled per arm. On: every span recorded and exported over OTLP "
+        f"to the local Jaeger (sample ratio 1.0); traces found in it: {recorded}."
+    )
+    return [
+        "",
+        "## Tracing on (100 % sampling) vs off",
+        "",
+        intro,
+        "",
+        *markdown_table(["measure", OFF, ON, "on vs off"], rows),
+    ]

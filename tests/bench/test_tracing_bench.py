@@ -1,0 +1,85 @@
+"""The tracing section (`bench --sections tracing`): each arm's workers get the settings that
+make it what its name says, rounds pool per arm, and the table compares the pooled arms."""
+
+from __future__ import annotations
+
+import socket
+
+from streamtts.bench.bench_plan import BenchResult, LoadRun, Plan
+from streamtts.bench.stats import RequestRecord, summarize
+from streamtts.bench.tracing_bench import OFF, ON, _reachable, arm_env, pooled, tracing_markdown
+
+
+def _records(ttfa_ms: list[float], start: float, gap_s: float = 0.5) -> list[RequestRecord]:
+    out = []
+    for i, ms in enumerate(ttfa_ms):
+        sent = start + i * gap_s
+        rec = RequestRecord(f"r{start}-{i}", 20, "en", "short", sent_at=sent)
+        rec.first_chunk_at = sent + ms / 1000
+        rec.audio_done_at = rec.result_at = sent + 0.4
+        rec.audio_s = 1.0
+        out.append(rec)
+    return out
+
+
+def _run(arm: str, name: str, recs: list[RequestRecord], rnd: int) -> LoadRun:
+    run = LoadRun(f"{arm} {name}", "tracing", "en_joe", "customer_service", "closed", "t", summarize(recs))
+    run.records = recs
+    run.extra = {"arm": arm, "round": rnd}
+    return run
+
+
+def _result(runs: list[LoadRun]) -> BenchResult:
+    plan = Plan.make(
+        quick=True, voices=("en_joe",), guarantees=None, scale_out=None, budget_s=None, seed=1, custom=None
+    )
+    return BenchResult(plan, "now", {}, runs=runs)
+
+
+def test_the_off_arm_clears_an_inherited_endpoint_and_the_on_arm_records_everything() -> None:
+    off = arm_env(OFF, "http://127.0.0.1:4318")
+    assert off["STREAMTTS_OTLP_ENDPOINT"] == "" and off["OTEL_EXPORTER_OTLP_ENDPOINT"] == ""
+    on = arm_env(ON, "http://collector:4318")
+    assert on == {"STREAMTTS_OTLP_ENDPOINT": "http://collector:4318", "STREAMTTS_TRACE_SAMPLE_RATIO": "1.0"}
+
+
+def test_rounds_pool_per_arm_and_the_table_compares_them() -> None:
+    runs = [
+        _run(OFF, "c=1", _records([100, 102, 104], 0), 1),
+        _run(OFF, "c=4", _records([200] * 4, 10, gap_s=0.25), 1),
+        _run(ON, "c=1", _records([101, 103, 105], 20), 2),
+        _run(ON, "c=4", _records([200] * 4, 30, gap_s=0.5), 2),
+        _run(ON, "c=1", _records([107, 109, 111], 40), 3),
+        _run(ON, "c=4", _records([200] * 4, 50, gap_s=0.5), 3),
+        _run(OFF, "c=1", _records([106, 108, 110], 60), 4),
+        _run(OFF, "c=4", _records([200] * 4, 70, gap_s=0.25), 4),
+    ]
+    runs[2].extra["spans_seen"] = runs[4].extra["spans_seen"] = True
+    arms = pooled(_result(runs))
+    assert arms is not None
+    (off1, offn), (on1, onn) = arms[OFF], arms[ON]
+    assert off1.sent == on1.sent == 6  # both rounds of each arm
+    assert round(off1.ttfa.p50 * 1000) == 105 and round(on1.ttfa.p50 * 1000) == 106
+    # Throughput over the rounds' summed wall time: 8 requests in 2 × 1.15 s vs 2 × 1.9 s.
+    assert abs(offn.throughput_rps - 8 / 2.3) < 1e-6 and abs(onn.throughput_rps - 8 / 3.8) < 1e-6
+    text = "\n".join(tracing_markdown(_result(runs)))
+    assert "| first audio p50, ms (c=1) | 105.0 | 106.0 | +1.0 ms |" in text
+    assert f"{(8 / 3.8) / (8 / 2.3):.3f} ×" in text
+    assert "traces found in it: yes" in text
+
+
+def test_without_both_arms_there_is_no_table_and_unrecorded_traces_are_said() -> None:
+    only_off = [_run(OFF, "c=1", _records([100], 0), 1), _run(OFF, "c=4", _records([100], 5), 1)]
+    assert pooled(_result(only_off)) is None and tracing_markdown(_result(only_off)) == []
+    runs = [*only_off, _run(ON, "c=1", _records([100], 10), 2), _run(ON, "c=4", _records([100], 15), 2)]
+    runs[2].extra["spans_seen"] = False
+    assert "traces found in it: no" in "\n".join(tracing_markdown(_result(runs)))
+
+
+def test_a_collector_that_does_not_listen_is_found_before_any_worker_starts() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert _reachable(f"http://127.0.0.1:{port}")
+    assert not _reachable(f"http://127.0.0.1:{port}", timeout_s=0.5)  # closed now
