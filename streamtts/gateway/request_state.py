@@ -55,6 +55,8 @@ class RequestState:
     """The request's W3C trace context (the caller's, or one the gateway started)."""
     on_first_chunk: Callable[[], None] | None = None
     """Told once, when the first audio chunk arrives (the gateway's first-audio span)."""
+    on_last_chunk: Callable[[], None] | None = None
+    """Told once, when every chunk up to the last has arrived (the gateway's last-audio span)."""
     _pending: dict[tuple[int, int], AudioChunk] = field(default_factory=dict)
     _next: tuple[int, int] = (0, 0)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -85,6 +87,9 @@ class RequestState:
             self.first_chunk_at = time.monotonic()
             if self.on_first_chunk is not None:
                 self.on_first_chunk()
+        if self.streamed and self.on_last_chunk is not None:
+            told, self.on_last_chunk = self.on_last_chunk, None
+            told()
         if self.status == "queued":
             self.status = "streaming"
         if self.streamed and not self.expects_result and self.status != "failed":

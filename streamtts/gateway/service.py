@@ -255,7 +255,8 @@ class Gateway:
             trace = Tracing.current() or trace or TraceContext.start()
             state.traceparent = trace.traceparent
             if self.tracing.recording:
-                state.on_first_chunk = partial(self._first_audio_span, trace, submitted_ns, attributes)
+                state.on_first_chunk = partial(self._audio_span, "first", trace, submitted_ns, attributes)
+                state.on_last_chunk = partial(self._audio_span, "last", trace, submitted_ns, attributes)
             try:
                 await self.producer.submit(request, trace=trace)
             except Exception as err:
@@ -309,10 +310,13 @@ class Gateway:
             state.first_chunk_at - state.submitted_at, exemplar={"trace_id": trace_id} if trace_id else None
         )
 
-    def _first_audio_span(self, trace: TraceContext, submitted_ns: int, attributes: dict[str, str]) -> None:
-        """Submit → the first audio chunk at the gateway: what a caller waits for."""
+    def _audio_span(
+        self, which: str, trace: TraceContext, submitted_ns: int, attributes: dict[str, str]
+    ) -> None:
+        """Submit → the first audio chunk at the gateway (what a caller waits for), or → the
+        last one (what a whole answer takes)."""
         now = time.time_ns()
-        self.tracing.record("gateway first audio", submitted_ns, now, parent=trace, attributes=attributes)
+        self.tracing.record(f"gateway {which} audio", submitted_ns, now, parent=trace, attributes=attributes)
 
     def check_brokers(self) -> None:
         """503 at once while no broker answers: nothing is sent that could be delivered late

@@ -85,3 +85,18 @@ def test_a_completed_result_is_corrected_to_what_was_heard() -> None:
     assert [w.text for w in fixed.words_spoken or []] == ["Hello"]
     assert as_heard(result, 1000.0) is None  # all of it was heard
     assert as_heard(fixed, 300.0) is None  # already says so
+
+
+def test_first_and_last_audio_are_told_once_each_when_the_chunks_arrive_in_order() -> None:
+    # The gateway's first- and last-audio spans hang on these: the last is the chunk that
+    # completes the request in order, even when it arrived before its predecessor.
+    told: list[str] = []
+    state = RequestState("r1", "acme", "pcm", expects_result=False)
+    state.on_first_chunk = lambda: told.append("first")
+    state.on_last_chunk = lambda: told.append("last")
+    state.add_chunk(_chunk(1, 500.0, []))  # the last chunk overtook the first: held
+    assert told == ["first"] and not state.streamed
+    state.add_chunk(_chunk(0, 0.0, []))
+    assert told == ["first", "last"] and state.streamed
+    state.add_chunk(_chunk(1, 500.0, []))  # redelivered
+    assert told == ["first", "last"]
