@@ -3,12 +3,14 @@ its topics wrote to the local broker, the pipeline's CPU, and the machine's fact
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from streamtts.bench.bench_plan import LoadRun
+from streamtts.bench.stats import summarize
 from streamtts.bench.worker_procs import OTHERS, ProcUsage
 from streamtts.errors import ConfigError
 from streamtts.runtime.settings import Settings
@@ -136,3 +138,41 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "commit": commit,
     }
+
+
+def pool_rounds(runs: list[LoadRun]) -> list[LoadRun]:
+    """Runs of the same arm (`extra["arm"]`) as one, in the order the arms first ran: its
+    records together (throughput over the rounds' summed wall time) and each measure of
+    `extra` the mean over its rounds (they send the same texts). An arm run once is as it was."""
+    by_arm: dict[str, list[LoadRun]] = {}
+    for run in runs:
+        by_arm.setdefault(str(run.extra.get("arm")), []).append(run)
+    pooled = []
+    for arm, rounds in by_arm.items():
+        if len(rounds) == 1:
+            pooled.append(rounds[0])
+            continue
+        records = [rec for r in rounds for rec in r.records]
+        merged = dataclasses.replace(
+            rounds[0],
+            summary=summarize(records, wall_s=sum(r.summary.wall_s for r in rounds)),
+            records=records,
+            extra=_mean_extra([r.extra for r in rounds]) | {"arm": arm, "rounds": len(rounds)},
+        )
+        pooled.append(merged)
+    return pooled
+
+
+def _mean_extra(extras: list[dict[str, Any]]) -> dict[str, Any]:
+    """Numbers averaged key by key, nested dicts too (a key missing from a round counts as
+    absent there, not as 0); anything else as in the first round."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(k for e in extras for k in e):
+        values = [e[key] for e in extras if key in e]
+        if all(isinstance(v, dict) for v in values):
+            out[key] = _mean_extra(values)
+        elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            out[key] = round(sum(values) / len(values), 1)
+        else:
+            out[key] = values[0]
+    return out

@@ -23,6 +23,10 @@ WIRE_ARMS = (
 the streamed frames), the first the baseline: mp3 encoded twice (chunks, then the file, as
 before one encode per request), once, once with the v1 wire format, and pcm, which runs no
 encoder anywhere (its difference to mp3 bounds what encoder work can save)."""
+ENCODE_ARMS = (WIRE_ARMS[0], WIRE_ARMS[1], WIRE_ARMS[1], WIRE_ARMS[0])
+"""`--sections encode`: mp3 encoded twice vs once only, in the order twice, once, once, twice
+(ABBA), each arm's two rounds pooled: a drift over the run (the broker warming up, a
+neighbour) falls on both arms alike instead of on whichever ran second."""
 WIRE_IDLE_S = 15.0
 """Seconds each wire arm measures the pipeline idle before its load."""
 
@@ -67,6 +71,8 @@ class Plan:
     """Overhead, sustained, burst, long-form and capacity (off: only --guarantees/--scale-out)."""
     wire: bool = False
     """wire_format v1 vs cloudevents side by side at capacity (`--sections wire`)."""
+    encode: bool = False
+    """Two encodes vs one only, ABBA (`--sections encode`, `ENCODE_ARMS`)."""
     tracing: bool = False
     """Tracing at 100 % sampling vs off, side by side (`--sections tracing`, `bench.tracing_bench`)."""
     tail: bool = False
@@ -94,6 +100,7 @@ class Plan:
         pipeline: bool = True,
         wire: bool = False,
         tracing: bool = False,
+        encode: bool = False,
         tail: bool = False,
         tail_requests: int | None = None,
         tail_setups: Sequence[str] = (),
@@ -125,6 +132,7 @@ class Plan:
             pipeline=pipeline,
             wire=wire,
             tracing=tracing,
+            encode=encode,
             tail=tail,
             tail_requests=tail_requests,
             tail_setups=tuple(tail_setups),

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from streamtts.bench.bench_facts import pool_rounds
 from streamtts.bench.bench_plan import BenchResult, LoadRun
 from streamtts.bench.capacity import P99_TTFA_TARGET_S
 from streamtts.bench.stats import Dist, ratio
@@ -17,7 +18,8 @@ from streamtts.bench.tracing_bench import tracing_markdown
 
 def markdown(result: BenchResult, images: list[str]) -> str:
     lines = _head(result) + _overhead(result) + _load_runs(result) + _resources(result)
-    lines += _capacity(result) + _guarantees(result) + _scale_out(result) + _wire_table(result)
+    lines += _capacity(result) + _guarantees(result) + _scale_out(result)
+    lines += _wire_table(result) + _wire_table(result, "encode")
     lines += tracing_markdown(result) + tail_markdown(result.runs)
     if result.skipped:
         lines += ["", "Skipped (time budget): " + "; ".join(result.skipped)]
@@ -287,10 +289,11 @@ def _scale_out(result: BenchResult) -> list[str]:
     )
 
 
-def _wire_table(result: BenchResult) -> list[str]:
+def _wire_table(result: BenchResult, section: str = "wire") -> list[str]:
     """The wire section's arms (`--sections wire`, `bench_plan.WIRE_ARMS`): mp3 encoded twice
-    and once, v1, and pcm (no encoder), per request and per audio second, side by side."""
-    runs = [r for r in result.runs if r.section == "wire" and r.extra]
+    and once, v1, and pcm (no encoder), per request and per audio second, side by side; or the
+    encode section's (`ENCODE_ARMS`), each arm's rounds pooled."""
+    runs = pool_rounds([r for r in result.runs if r.section == section and r.extra])
     if not runs:
         return []
     base = runs[0]
@@ -337,9 +340,14 @@ def _wire_table(result: BenchResult) -> list[str]:
     row("first audio p50, ms", [(r.summary.ttfa.p50 or 0) * 1000 for r in runs])
     row("first audio p99, ms", [(r.summary.ttfa.p99 or 0) * 1000 for r in runs])
     names = [str(r.extra.get("arm") or r.topology.split()[-1]) for r in runs]
-    counts = ", ".join(f"{n}: {r.summary.completed} requests" for n, r in zip(names, runs, strict=True))
+    counts = ", ".join(
+        f"{n}: {r.summary.completed} requests"
+        + (f" in {r.extra['rounds']} rounds" if "rounds" in r.extra else "")
+        for n, r in zip(names, runs, strict=True)
+    )
+    title = "Wire formats and encodes" if section == "wire" else "One encode vs two, ABBA"
     return _titled(
-        f"Wire formats and encodes side by side ({base.voice}, {base.mode}, same texts, {counts})",
+        f"{title} side by side ({base.voice}, {base.mode}, same texts, {counts})",
         ["measure", *names, *(f"{n} vs {names[0]}" for n in names[1:])],
         rows,
     )

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from streamtts.bench.baseline import direct_pass
-from streamtts.bench.bench_plan import BenchResult, Plan
+from streamtts.bench.bench_plan import ENCODE_ARMS, BenchResult, Plan
 from streamtts.bench.bench_state import Bench
 from streamtts.bench.pipeline_sections import custom, main_pipeline
 from streamtts.bench.side_by_side import guarantees, scale_out, wire_formats
@@ -34,6 +34,8 @@ async def _run(bench: Bench) -> BenchResult:
             await scale_out(bench)
         if plan.wire:
             await wire_formats(bench)
+        if plan.encode:
+            await wire_formats(bench, ENCODE_ARMS, section="encode")
         if plan.tracing:
             await tracing_cost(bench)
         if plan.tail:

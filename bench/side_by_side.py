@@ -56,7 +56,9 @@ def _batch_cost(bench: Bench, voice: str) -> float:
     return len(bench.overhead_items[voice]) * bench.per_item_s(voice) * 1.5 + 10
 
 
-async def wire_formats(bench: Bench) -> None:
+async def wire_formats(
+    bench: Bench, arms: Sequence[tuple[str, str, str, bool]] = WIRE_ARMS, section: str = "wire"
+) -> None:
     """The two wire formats side by side: the same texts, closed loop at capacity, one
     synthesize process with one intra-op thread per lane (so the render's thread CPU is all
     of inference). Per request: CPU of every process, inference CPU (the synthesize log's
@@ -67,20 +69,19 @@ async def wire_formats(bench: Bench) -> None:
     heartbeats, commits), and the last arm asks for `pcm` instead of mp3, so no stage runs
     an encoder (what any encoder work saves is bounded by the difference). The first two arms
     are mp3 encoded twice (the stored file encoded again from PCM) and once (the stored file
-    is the streamed frames): `WIRE_ARMS`."""
+    is the streamed frames): `WIRE_ARMS`. `arms` may name an arm twice (`ENCODE_ARMS`): the
+    report pools its rounds."""
     plan = bench.plan
     voice = plan.voices[0]
     n = 3 * bench.n_for(voice)
     items = draw_mix(bench.pools[voice], n, bench.rng)
     per_item = bench.per_item_s(voice)
     duration = n * per_item * 1.5 + 10
-    if not bench.fits(
-        f"wire formats ({len(WIRE_ARMS)} arms)", len(WIRE_ARMS) * (30 + WIRE_IDLE_S + duration)
-    ):
+    if not bench.fits(f"{section} ({len(arms)} arms)", len(arms) * (30 + WIRE_IDLE_S + duration)):
         return
-    for arm, fmt, audio_format, streamed in WIRE_ARMS:
+    for i, (arm, fmt, audio_format, streamed) in enumerate(arms, 1):
         topo = Topology(1, 1, warm_voices=(voice,), wire_format=fmt, store_streamed_frames=streamed)
-        label = f"wire-{fmt}-{audio_format}-{'once' if streamed else 'twice'}"
+        label = f"{section}{i}-{fmt}-{audio_format}-{'once' if streamed else 'twice'}"
         async with pipeline_up(bench, label, topo) as pipe:
             workers = pipe.workers
             idle = UsageWindow(bench.pids(workers)).start()
@@ -89,7 +90,7 @@ async def wire_formats(bench: Bench) -> None:
             cpu0 = workers.summed("synthesized.cpu_ms")
             spans0 = workers.counts("synthesized")
             bytes0 = log_bytes(bench.settings, pipe.prefix)
-            run = await Loads(bench, pipe, "wire", voice).measure(
+            run = await Loads(bench, pipe, section, voice).measure(
                 f"{arm} c={plan.concurrency}",
                 items,
                 concurrency=plan.concurrency,
@@ -109,6 +110,7 @@ async def wire_formats(bench: Bench) -> None:
             rps = max(run.summary.throughput_rps, 1e-9)
             run.extra = wire_measures(run, inference_s, grown) | {
                 "arm": arm,
+                "round": i,
                 "idle_cpu_ms_per_s": round(idle_cpu * 1000, 1),
                 "idle_cpu_ms_per_request": round(idle_cpu * 1000 / rps, 1),
             }

@@ -18,7 +18,7 @@ from streamtts.errors import ConfigError
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS_PERF = ROOT / "docs" / "perf"
 WORKLOAD_CHOICES = ("customer_service", "long_form", "burst")
-SECTIONS = ("pipeline", "guarantees", "scale_out", "wire", "tracing")
+SECTIONS = ("pipeline", "guarantees", "scale_out", "wire", "encode", "tracing")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,10 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--sections",
         default=None,
         help=(
-            "comma-separated subset of pipeline,guarantees,scale_out,wire,tracing (default: by"
-            " --quick and the flags; wire, mp3 encoded twice vs once, v1 records and pcm without"
-            " encoders at capacity, and tracing, spans at 100 %% sampling vs none (needs"
-            " `infra up --tracing`), run only when named)"
+            "comma-separated subset of pipeline,guarantees,scale_out,wire,encode,tracing (default:"
+            " by --quick and the flags; wire, mp3 encoded twice vs once, v1 records and pcm without"
+            " encoders at capacity; encode, twice vs once only, each twice in ABBA order; tracing,"
+            " spans at 100 %% sampling vs none (needs `infra up --tracing`): run only when named)"
         ),
     )
     p.add_argument(
@@ -247,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=not args.tail and (sections is None or "pipeline" in sections),
         wire=sections is not None and "wire" in sections,
         tracing=sections is not None and "tracing" in sections,
+        encode=sections is not None and "encode" in sections,
         tail=args.tail,
         tail_requests=args.tail_requests,
         tail_setups=_names(args.tail_setups) if args.tail_setups else (),
