@@ -204,7 +204,9 @@ class Session:
         elif kind == "cancel":
             await self._cancel(cmd.get("played_ms"), context)
         elif kind == "end" and context is not None:
-            await self.contexts.close(context)  # that reply is written; the session goes on
+            # That reply is written; the session goes on.
+            if not await self.contexts.close(context):
+                raise ApiError(400, "unknown_context", f"no context {context!r} is open on this socket")
         elif kind == "end":
             if self._streamed:
                 await self.contexts.close_all()
