@@ -134,7 +134,9 @@ def own_stack(tmp_path):  # type: ignore[no-untyped-def]
     paths.ensure()
     kport, mport = free_port_pair(), free_port_pair()
     return LocalStack(
-        kafka=KafkaNode(paths=paths, port=kport, controller_port=kport + 1),
+        # A short broker session: restarted right after its SIGKILL, the node registers again
+        # at once instead of waiting out Kafka's 9 s default for its old session to lapse.
+        kafka=KafkaNode(paths=paths, port=kport, controller_port=kport + 1, broker_session_timeout_ms=4000),
         minio=MinioNode(
             paths=paths,
             access_key=TEST_S3_USER,

@@ -43,6 +43,11 @@ class KafkaNode:
     netns: str = ""
     """The network namespace the node runs in (a host of its own, `net_hosts.py`); empty: this
     machine's own."""
+    broker_session_timeout_ms: int | None = None
+    """`broker.session.timeout.ms`: how long the controller waits for a heartbeat before it
+    fences the broker. A SIGKILLed node restarted at once cannot register again until its old
+    session lapses (Kafka's default, 9 s, added to every restart after a crash); None: that
+    default. Tests that kill and restart a private broker shorten it."""
 
     @property
     def bootstrap(self) -> str:
@@ -179,6 +184,10 @@ class KafkaNode:
             "message.max.bytes": str(8 * 1024 * 1024),
             "log.retention.check.interval.ms": "60000",
         }
+        if self.broker_session_timeout_ms is not None:
+            props["broker.session.timeout.ms"] = str(self.broker_session_timeout_ms)
+            # Several heartbeats per session: one late beat on a busy machine fences nothing.
+            props["broker.heartbeat.interval.ms"] = str(max(100, self.broker_session_timeout_ms // 4))
         self.config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
     def formatted_cluster_id(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,15 @@ def test_one_node_keeps_the_single_node_layout(tmp_path: Path) -> None:
     assert props["controller.quorum.voters"] == "1@127.0.0.1:9093"
     assert props["transaction.state.log.replication.factor"] == "1"
     assert props["transaction.state.log.min.isr"] == "1"
+
+
+def test_a_broker_session_is_kafkas_own_unless_shortened(tmp_path: Path) -> None:
+    (node,) = cluster_nodes(_paths(tmp_path), "127.0.0.1", 9092, 1)
+    props = _props(node)
+    assert "broker.session.timeout.ms" not in props and "broker.heartbeat.interval.ms" not in props
+    short = _props(replace(node, broker_session_timeout_ms=4000))
+    assert short["broker.session.timeout.ms"] == "4000"
+    assert short["broker.heartbeat.interval.ms"] == "1000", "several heartbeats per session"
 
 
 @pytest.mark.parametrize("brokers", [0, 2, 4, 11])

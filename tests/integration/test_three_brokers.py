@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ CLUSTER_PORT = int(os.environ.get("STREAMTTS_TEST_CLUSTER_PORT", "31092"))
 REQUESTS = 24
 RATE = 6.0
 """Requests per second: the whole load spans the kill, the outage and the restart."""
+BROKER_SESSION_MS = 4000
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +54,15 @@ def three_brokers_booting(services: Services) -> Iterator[tuple[LocalStack, Futu
     )
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=f"127.0.0.1:{CLUSTER_PORT}"), s3=services.s3)
     stack = LocalStack.from_settings(settings, paths, brokers=3)
+    # A short broker session: the leader SIGKILLed mid-load and restarted at once registers
+    # again as soon as it boots, instead of waiting out Kafka's 9 s for its old session.
+    stack = replace(
+        stack,
+        kafka=replace(stack.kafka, broker_session_timeout_ms=BROKER_SESSION_MS),
+        extra_brokers=tuple(
+            replace(node, broker_session_timeout_ms=BROKER_SESSION_MS) for node in stack.extra_brokers
+        ),
+    )
     already_running = all(node.pid() is not None for node in stack.brokers)
     # In a thread: `up` runs asyncio.run, which would reset this thread's pytest-asyncio loop.
     with ThreadPoolExecutor(max_workers=1) as pool:
