@@ -303,4 +303,9 @@ class ChaosRun:
             missing = [k for k in good if k not in observer.results]
             self.say(f"[chaos] drain timed out; {len(missing)} without a result, e.g. {missing[:5]}")
         # One more read to the end of tts.results: anything the sink committed is now visible.
-        await asyncio.sleep(1.0)
+        try:
+            async with asyncio.timeout(30):
+                await observer.read_to_end()
+        except TimeoutError:  # a duplicate or a flip could hide past here: the run does not count
+            self.report.drain_timed_out = True
+            self.say("[chaos] the subscriber did not read to the end of the results within 30 s")

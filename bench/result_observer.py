@@ -29,6 +29,8 @@ class ResultObserver:
         )
         self._topics = topics
         self._task: asyncio.Task[None] | None = None
+        self._fetched = asyncio.Event()
+        """Set after every fetch (records or none: at least every 0.5 s while the broker is up)."""
 
     async def start(self) -> None:
         await self._consumer.start()
@@ -50,6 +52,20 @@ class ResultObserver:
                         self.results.setdefault(key, []).append((status, now))
                     else:
                         self.dead_letters[key] = self.dead_letters.get(key, 0) + 1
+            self._fetched.set()
+
+    async def read_to_end(self) -> None:
+        """Until this subscriber has read every record committed before the call (its position
+        at each partition's last stable offset, as a read_committed client sees the end): a
+        result or a duplicate the sink committed by then is counted when this returns."""
+        parts = list(self._consumer.assignment())
+        ends = await self._consumer.end_offsets(parts)
+        while True:
+            self._fetched.clear()
+            positions = {tp: await self._consumer.position(tp) for tp in ends}
+            if all(positions[tp] >= end for tp, end in ends.items()):
+                return
+            await self._fetched.wait()
 
     async def stop(self) -> None:
         if self._task:

@@ -174,7 +174,8 @@ async def test_a_killed_leader_loses_and_duplicates_nothing_under_exactly_once(
                 f"60 s after the cluster healed: {len(missing)} of {len(sent)} without a result "
                 f"({missing[:6]}), sink caught up: {caught_up}, killed kafka-{killed}"
             ) from None
-        await asyncio.sleep(1.0)  # one more read past the last commit: a duplicate would show now
+        # One more read to the end of tts.results: a duplicate committed by now would show.
+        await asyncio.wait_for(observer.read_to_end(), 30)
     finally:
         for task in sends:
             task.cancel()
