@@ -157,7 +157,7 @@ def pool_rounds(runs: list[LoadRun]) -> list[LoadRun]:
             rounds[0],
             summary=summarize(records, wall_s=sum(r.summary.wall_s for r in rounds)),
             records=records,
-            extra=_mean_extra([r.extra for r in rounds]) | {"arm": arm, "rounds": len(rounds)},
+            extra=_mean_extra([r.extra for r in rounds]) | {"arm": arm, "round": None, "rounds": len(rounds)},
         )
         pooled.append(merged)
     return pooled

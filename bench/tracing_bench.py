@@ -12,17 +12,17 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import statistics
 import time
 from urllib.parse import urlsplit
 
+from streamtts.bench.bench_facts import say
 from streamtts.bench.bench_plan import BenchResult, LoadRun
 from streamtts.bench.bench_state import Bench
 from streamtts.bench.load_runs import Loads
 from streamtts.bench.pipeline_up import pipeline_up
 from streamtts.bench.stats import Summary, summarize
 from streamtts.bench.tables import markdown_table
-from streamtts.bench.trace_hops import STEPS, Hops, first_audio_hops
+from streamtts.bench.trace_hops import STEPS, Hops, first_audio_hops, medians
 from streamtts.bench.worker_procs import Topology
 from streamtts.errors import ConfigError
 from streamtts.runtime.env_vars import ENV_PREFIX
@@ -44,13 +44,24 @@ def otlp_endpoint() -> str:
 
 
 def _reachable(endpoint: str, timeout_s: float = 2.0) -> bool:
-    parts = urlsplit(endpoint)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
     try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout_s):
             return True
-    except OSError:
+    except (OSError, ValueError):
         return False
+
+
+def check_collector() -> None:
+    """Raise ConfigError when the on arm could not export: called before the run starts, so
+    a missing collector costs one line, not every section measured before this one."""
+    endpoint = otlp_endpoint()
+    if not _reachable(endpoint):
+        raise ConfigError(
+            f"--sections tracing exports spans to {endpoint}, which does not answer: start a "
+            "collector (`streamtts infra up --tracing`) or set STREAMTTS_OTLP_ENDPOINT"
+        )
 
 
 def arm_env(arm: str, endpoint: str) -> dict[str, str]:
@@ -65,11 +76,7 @@ async def tracing_cost(bench: Bench) -> None:
     plan = bench.plan
     voice = plan.voices[0]
     endpoint = otlp_endpoint()
-    if not await asyncio.to_thread(_reachable, endpoint):
-        raise ConfigError(
-            f"--sections tracing exports spans to {endpoint}, which does not answer: start a "
-            "collector (`streamtts infra up --tracing`) or set STREAMTTS_OTLP_ENDPOINT"
-        )
+    await asyncio.to_thread(check_collector)  # checked at the start too; it may have stopped since
     # The baseline's texts twice a round: a difference of a few per cent (or ms) needs more
     # requests than the overhead section sends (the render cache is off: a repeat is rendered).
     items = bench.overhead_items[voice] * 2
@@ -97,20 +104,23 @@ def _hops_of(run: LoadRun, wait_s: float = 15.0) -> list[Hops]:
     by request id through the local query API). A worker exports spans in batches every few
     seconds, so the round's last traces are waited for, up to `wait_s`; a request whose
     trace is not complete by then is left out."""
-    from streamtts.runtime.trace_query import fetch_trace
+    from streamtts.runtime.trace_query import TraceNotFound, fetch_trace
 
     # The records' times are monotonic; the spans' are wall clock.
     to_wall_us = (time.time() - time.monotonic()) * 1e6
     deadline = time.monotonic() + wait_s
-    out = []
+    out: list[Hops] = []
     for rec in run.records:
         if rec.first_chunk_at is None:
             continue
         while True:
             try:
                 _, spans = fetch_trace(rec.request_id, lookback_h=1)
-            except ConfigError:
-                spans = []
+            except TraceNotFound:
+                spans = []  # not indexed yet
+            except ConfigError as err:
+                say(f"tracing: no hops from the query API ({err})")
+                return out  # unreachable or not Jaeger's: asking again costs a timeout each
             hops = first_audio_hops(
                 spans, int(rec.sent_at * 1e6 + to_wall_us), int(rec.first_chunk_at * 1e6 + to_wall_us)
             )
@@ -156,7 +166,7 @@ def tracing_markdown(result: BenchResult) -> list[str]:
     def delta_ms(a: float | None, b: float | None) -> str:
         return f"{(b - a) * 1000:+.1f} ms" if a is not None and b is not None else "-"
 
-    ratio = onn.throughput_rps / offn.throughput_rps if offn.throughput_rps else float("nan")
+    ratio = f"{onn.throughput_rps / offn.throughput_rps:.3f} ×" if offn.throughput_rps else "-"
     rows = [
         [f"first audio {q}, ms (c=1)", ms(a), ms(b), delta_ms(a, b)]
         for q, a, b in (
@@ -170,7 +180,7 @@ def tracing_markdown(result: BenchResult) -> list[str]:
             "throughput, req/s (closed loop)",
             f"{offn.throughput_rps:.2f}",
             f"{onn.throughput_rps:.2f}",
-            f"{ratio:.3f} ×",
+            ratio,
         ],
         ["requests (c=1 / closed loop)", f"{off1.sent} / {offn.sent}", f"{on1.sent} / {onn.sent}", ""],
         ["lost", str(off1.lost + offn.lost), str(on1.lost + onn.lost), ""],
@@ -204,7 +214,15 @@ def _hops_markdown(result: BenchResult, voice: str) -> list[str]:
     ]
     if not hops:
         return []
-    med = {name: statistics.median(h[name] for h in hops) for name in (*STEPS, "first audio")}
+    # Only requests whose every step is known (a result.json of an older bench may lack one).
+    known = [
+        Hops({name: h[name] for name in STEPS}, h["first audio"])
+        for h in hops
+        if all(name in h for name in (*STEPS, "first audio"))
+    ]
+    if not known:
+        return []
+    med = medians(known)
     rows = [[name, f"{med[name]:,.1f}"] for name in STEPS]
     rows.append(["first audio (send → first chunk at the subscriber)", f"{med['first audio']:,.1f}"])
     direct = result.run("direct", voice, "direct")
@@ -213,11 +231,11 @@ def _hops_markdown(result: BenchResult, voice: str) -> list[str]:
         rows.append(["in-process baseline's first audio (same texts)", f"{base:,.1f}"])
         rows.append(["added by the pipeline", f"{med['first audio'] - base:+,.1f}"])
     intro = (
-        f"From the on arm's traces ({len(hops)} requests one at a time): each step's median, in ms. "
+        f"From the on arm's traces ({len(known)} requests one at a time): each step's median, in ms. "
         "A hop is one span's end to the next one's start (a record through Kafka); the last "
-        "ends at the subscriber's first chunk (negative: encode's span waits for the broker's "
-        "acknowledgement after the chunk is readable). Medians of steps need not add up to the "
-        "median first audio."
+        "ends at the subscriber's first chunk, about a millisecond after encode's span (which "
+        "waits for the broker's acknowledgement), or before it (negative) when the subscriber "
+        "read the chunk first. Medians of steps need not add up to the median first audio."
     )
     return [
         "",

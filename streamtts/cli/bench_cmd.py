@@ -239,6 +239,10 @@ def run(args: argparse.Namespace) -> int:
             duration_s=args.duration or (15 if args.quick else 30),
         )
     sections = set(args.sections.split(",")) if args.sections else None
+    if sections is not None and "tracing" in sections:
+        from streamtts.bench.tracing_bench import check_collector
+
+        check_collector()  # before anything is measured, not when the section's turn comes
     plan = Plan.make(
         quick=args.quick,
         voices=voices,

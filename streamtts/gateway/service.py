@@ -9,7 +9,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from opentelemetry.trace import SpanKind
 
@@ -256,7 +256,9 @@ class Gateway:
             state.traceparent = trace.traceparent
             if self.tracing.recording:
                 state.on_first_chunk = partial(self._audio_span, "first", trace, submitted_ns, attributes)
-                state.on_last_chunk = partial(self._audio_span, "last", trace, submitted_ns, attributes)
+                state.on_last_chunk = partial(
+                    self._audio_span, "last", trace, submitted_ns, attributes, state
+                )
             try:
                 await self.producer.submit(request, trace=trace)
             except Exception as err:
@@ -311,11 +313,18 @@ class Gateway:
         )
 
     def _audio_span(
-        self, which: str, trace: TraceContext, submitted_ns: int, attributes: dict[str, str]
+        self,
+        which: Literal["first", "last"],
+        trace: TraceContext,
+        submitted_ns: int,
+        attributes: dict[str, str],
+        state: RequestState | None = None,
     ) -> None:
         """Submit → the first audio chunk at the gateway (what a caller waits for), or → the
-        last one (what a whole answer takes)."""
+        last one (what a whole answer takes; `streamtts.cancelled` when a barge-in cut it)."""
         now = time.time_ns()
+        if state is not None and any(c.cancelled for c in state.chunks):
+            attributes = {**attributes, "streamtts.cancelled": "true"}
         self.tracing.record(f"gateway {which} audio", submitted_ns, now, parent=trace, attributes=attributes)
 
     def check_brokers(self) -> None:

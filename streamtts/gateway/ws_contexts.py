@@ -26,7 +26,7 @@ from streamtts.schemas.utterance import EndReason
 DEFAULT = ""
 """The context of frames that name none."""
 _CONTEXT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_ENDED_KEPT = 8
+_NAMED_KEPT = 8
 
 ContextOpener = Callable[[str, str], Awaitable[RequestState | None]]
 """Opens `context`'s turn with its first text: (context, text) → its request's state."""
@@ -54,9 +54,10 @@ class Contexts:
     """The open turns by context (a context is forgotten when its turn ends)."""
     of_request: dict[str, str] = field(default_factory=dict)
     """Request id → the context it was opened in (events and cancels name it)."""
-    ended: OrderedDict[str, None] = field(default_factory=OrderedDict)
-    """Contexts closed lately (cancelled, ended, or done by themselves), so an `end` that
-    crossed its context's cancel is no error; bounded (`_ENDED_KEPT` × the open limit)."""
+    named: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    """Contexts the client named lately (open or not: closed, refused, or only a flush), so
+    only an `end` for a context never named is an error (a typo); bounded (`_NAMED_KEPT` × the
+    open limit)."""
 
     @property
     def chars(self) -> int:
@@ -73,6 +74,7 @@ class Contexts:
             ApiError: a new context past `max_open` open ones (`too_many_contexts`), or the
                 turn's own limits.
         """
+        self._named(context)
         turn = self.turns.get(context)
         if turn is None:
             if not text.strip():
@@ -80,7 +82,6 @@ class Contexts:
             # A turn whose request ended by itself (idle in the pipeline, failed) holds no slot.
             for done in [c for c, t in self.turns.items() if t.state is not None and t.state.terminal]:
                 self.turns.pop(done)
-                self._ended(done)
             if len(self.turns) >= self.max_open:
                 raise ApiError(
                     429,
@@ -98,20 +99,19 @@ class Contexts:
 
     async def close(self, context: str, ended: EndReason | None = None) -> bool:
         """End `context`'s turn (`end`, or a cancel): what it holds is spoken, or not at all.
-        False when no such context is open or was lately (a client's mistake, e.g. a typo in
-        its id, which would otherwise leave the real one open until its idle end)."""
+        False when the client never named `context` on this socket (lately): a mistake, e.g.
+        a typo in its id, which would otherwise leave the real one open until its idle end."""
         turn = self.turns.pop(context, None)
         if turn is None:
-            return context in self.ended
-        self._ended(context)
+            return context in self.named
         await turn.close(ended)
         return True
 
-    def _ended(self, context: str) -> None:
-        self.ended[context] = None
-        self.ended.move_to_end(context)
-        while len(self.ended) > _ENDED_KEPT * self.max_open:
-            self.ended.popitem(last=False)
+    def _named(self, context: str) -> None:
+        self.named[context] = None
+        self.named.move_to_end(context)
+        while len(self.named) > _NAMED_KEPT * self.max_open:
+            self.named.popitem(last=False)
 
     async def close_all(self, ended: EndReason | None = None) -> None:
         """End every open turn (one that cannot be told is still taken off the socket)."""

@@ -206,7 +206,8 @@ class Session:
         elif kind == "end" and context is not None:
             # That reply is written; the session goes on.
             if not await self.contexts.close(context):
-                raise ApiError(400, "unknown_context", f"no context {context!r} is open on this socket")
+                why = f"no context {context!r} was named on this socket"
+                await self._error("unknown_context", why, context_id=context)
         elif kind == "end":
             if self._streamed:
                 await self.contexts.close_all()

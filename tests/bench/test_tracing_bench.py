@@ -7,6 +7,7 @@ import socket
 
 from streamtts.bench.bench_plan import BenchResult, LoadRun, Plan
 from streamtts.bench.stats import RequestRecord, summarize
+from streamtts.bench.trace_hops import STEPS
 from streamtts.bench.tracing_bench import OFF, ON, _reachable, arm_env, pooled, tracing_markdown
 
 
@@ -83,3 +84,31 @@ def test_a_collector_that_does_not_listen_is_found_before_any_worker_starts() ->
         port = listening.getsockname()[1]
         assert _reachable(f"http://127.0.0.1:{port}")
     assert not _reachable(f"http://127.0.0.1:{port}", timeout_s=0.5)  # closed now
+
+
+def test_the_on_arms_hops_are_tabled_beside_the_baseline() -> None:
+    runs = [
+        _run(OFF, "c=1", _records([100], 0), 1),
+        _run(OFF, "c=4", _records([100], 5), 1),
+        _run(ON, "c=1", _records([100], 10), 2),
+        _run(ON, "c=4", _records([100], 15), 2),
+    ]
+    step = dict.fromkeys(STEPS, 10.0)
+    runs[2].extra["hops"] = [step | {"first audio": 70.0}, step | {"first audio": 90.0}, {"segment": 1.0}]
+    direct = _run("direct", "direct", _records([60, 60, 60], 20), 0)
+    direct.section, direct.name = "direct", "direct"
+    text = "\n".join(tracing_markdown(_result([*runs, direct])))
+    assert "(2 requests one at a time)" in text  # the incomplete third is left out
+    assert (
+        "| send → segment | 10.0 |" in text
+        and "| first audio (send → first chunk at the subscriber) | 80.0 |" in text
+    )
+    assert (
+        "| in-process baseline's first audio (same texts) | 60.0 |" in text
+        and "| added by the pipeline | +20.0 |" in text
+    )
+
+
+def test_an_endpoint_without_a_scheme_or_with_a_bad_port_is_not_reachable_rather_than_an_error() -> None:
+    assert not _reachable("127.0.0.1:1", timeout_s=0.5)
+    assert not _reachable("http://127.0.0.1:99999")

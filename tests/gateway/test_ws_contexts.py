@@ -153,12 +153,14 @@ async def test_contexts_are_bounded_named_and_cut_together(live_gateway_url: str
         cancelled = await line.until(lambda e: e["type"] == "cancelled")
         cut = set(cancelled["request_ids"])
         assert cut and cut <= {e["request_id"] for e in opened}, cancelled
-        # An `end` that crossed its context's cancel is no error; one for a context never
-        # opened (a typo) is, rather than leaving the real one open until its idle end.
+        # An `end` that crossed its context's cancel is no error, nor one for the context
+        # refused above; one for a context never named (a typo) is, rather than leaving the
+        # real one open until its idle end.
         await line.send({"type": "end", "context_id": "x3"})
+        await line.send({"type": "end", "context_id": "x8"})
         await line.send({"type": "end", "context_id": "x3-typo"})
         unknown = await line.until(lambda e: e["type"] == "error")
-        assert unknown["code"] == "unknown_context" and "x3-typo" in unknown["message"], unknown
+        assert unknown["code"] == "unknown_context" and unknown["context_id"] == "x3-typo", unknown
         await line.send({"type": "text", "context_id": "x0", "text": "Anything else?"})
         again = await line.until(lambda e: e["type"] == "started")
         await line.send({"type": "end"})
