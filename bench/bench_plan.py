@@ -126,7 +126,14 @@ class Plan:
             guarantees=(not quick) if guarantees is None else guarantees,
             scale_out=(not quick) if scale_out is None else scale_out,
             # --tail waits out open loops at a slow engine's rates: tens of minutes, not ~17.
-            budget_s=budget_s or ((1800 if quick else 5400) if tail else (270 if quick else 1000)),
+            # A side section (wire, encode, tracing) runs only when named: it brings its own time
+            # (four or more fresh worker sets each), or it would be skipped for lack of it.
+            budget_s=budget_s
+            or (
+                (1800 if quick else 5400)
+                if tail
+                else (270 if quick else 1000) + (420 if quick else 600) * (wire + encode + tracing)
+            ),
             seed=seed,
             custom=custom,
             pipeline=pipeline,

@@ -103,7 +103,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "--max-minutes", type=float, default=None, help="time budget (default 4.5 quick, ~17 full)"
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="time budget (default 4.5 quick, ~17 full; +7 or +10 per named wire, encode or tracing section)",
     )
     p.add_argument("--seed", type=int, default=7, help="RNG seed of text mixes and arrivals (default 7)")
     p.add_argument(
