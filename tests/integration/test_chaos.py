@@ -36,7 +36,9 @@ async def test_fault_schedule_loses_nothing_and_flips_nothing(
             guarantee=guarantee,
             rate=2.0,
             warmup_s=4,
-            gap_s=5,
+            # Load runs on through every restart too (a respawn takes ~12 s): 3 s after it is
+            # back puts the next fault on a pipeline with requests in flight, as 5 s did.
+            gap_s=3,
             kafka_down_s=2,
             minio_down_s=6,
             poison=5,
