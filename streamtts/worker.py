@@ -39,7 +39,7 @@ from streamtts.runtime.topology import GroupSpec, StageSpec, select, services_fo
 from streamtts.runtime.tracing import Tracing
 from streamtts.schemas.names import POOLS, STAGES
 from streamtts.worker_services import SIDE_SERVICE_STARTERS
-from streamtts.worker_stages import STAGE_FACTORIES
+from streamtts.worker_stages import STAGE_FACTORIES, STAGE_WARMERS
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
     from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -178,6 +178,11 @@ class Worker:
             # 2. The model: CPU-bound and local, loaded once whatever Kafka does meanwhile.
             if any(svc.name == "model" for svc in self.side_services):
                 await SIDE_SERVICE_STARTERS["model"](self)
+            #    And what the stages load for the whole process, before any of them joins its
+            #    group: a load that holds the GIL then starves no running stage's heartbeats.
+            for name in dict.fromkeys(spec.name for spec in self.specs):
+                if (warm := STAGE_WARMERS.get(name)) is not None:
+                    await warm()
             # 3. Whether a broker answers, for readiness: a worker cut off from its brokers
             #    says so rather than look ready while it renders into the void.
             await self._start_broker_watch()

@@ -4,7 +4,7 @@ import the stages it wires."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from streamtts.runtime.pipeline_settings import voice_map
@@ -80,3 +80,15 @@ STAGE_FACTORIES: dict[str, Callable[[Worker, GroupSpec], Stage]] = {
     "sink": _sink,
 }
 """Builds one consumer group's service of each stage in `TOPOLOGY` (complete: a test checks)."""
+
+
+async def _warm_segment() -> None:
+    from streamtts.processors.segment.stage import warm_segmenting
+
+    await warm_segmenting()
+
+
+STAGE_WARMERS: dict[str, Callable[[], Awaitable[None]]] = {"segment": _warm_segment}
+"""What a stage loads for the whole process before its first record, run before any stage of
+the worker starts: a load that holds the GIL then starves no started stage (the segment
+stage's language models did, ~5 s, while the sink and encode in its process had joined)."""

@@ -76,6 +76,15 @@ class LexiconVersionUnknown(RecordError, ValueError):
     reason = "lexicon_version_unknown"
 
 
+async def warm_segmenting() -> None:
+    """Load language identification's models and jieba's dictionary before the first record,
+    in a thread. lingua holds the GIL while it loads (~5 s on 2 cores): a worker runs this
+    before any stage joins its group (`worker_stages.STAGE_WARMERS`), so a stage started
+    earlier in the same process is not starved of its heartbeats and records meanwhile."""
+    await asyncio.to_thread(warm_identification)
+    await asyncio.to_thread(warm_han_words)
+
+
 class SegmentStage(FaustStage):
     name = "segment"
 
@@ -133,9 +142,7 @@ class SegmentStage(FaustStage):
         await super().start()
 
     async def warm(self) -> None:
-        # Language identification's models load before the first record, off the loop.
-        await asyncio.to_thread(warm_identification)
-        await asyncio.to_thread(warm_han_words)
+        await warm_segmenting()
 
     async def stop(self) -> None:
         # 1. a plan still running ends at its next check, at once: its thread no longer
