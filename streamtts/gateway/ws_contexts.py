@@ -103,9 +103,13 @@ class Contexts:
         a typo in its id, which would otherwise leave the real one open until its idle end."""
         turn = self.turns.pop(context, None)
         if turn is None:
-            return context in self.named
+            return self.known(context)
         await turn.close(ended)
         return True
+
+    def known(self, context: str) -> bool:
+        """Whether the client named `context` on this socket (lately), open or not."""
+        return context in self.turns or context in self.named
 
     def _named(self, context: str) -> None:
         self.named[context] = None

@@ -259,6 +259,12 @@ class Session:
             raise ApiError(400, "invalid_message", "played_ms must be a finite number of milliseconds ≥ 0")
         if context is None:
             self.buffer, self.stop_at = "", 0
+        elif not self.contexts.known(context):
+            # As for `end`: a context never named is a client's mistake (a typo would otherwise
+            # be answered with an empty `cancelled` while the reply it meant plays on).
+            why = f"no context {context!r} was named on this socket"
+            await self._error("unknown_context", why, context_id=context)
+            return
         await self._barge_in(None if played_ms is None else float(played_ms), context)
 
     def _cancelled_elsewhere(self, request_id: str | None) -> None:

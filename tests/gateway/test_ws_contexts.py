@@ -161,6 +161,9 @@ async def test_contexts_are_bounded_named_and_cut_together(live_gateway_url: str
         await line.send({"type": "end", "context_id": "x3-typo"})
         unknown = await line.until(lambda e: e["type"] == "error")
         assert unknown["code"] == "unknown_context" and unknown["context_id"] == "x3-typo", unknown
+        await line.send({"type": "cancel", "context_id": "x4-typo"})  # likewise for a cancel
+        unknown = await line.until(lambda e: e["type"] == "error")
+        assert unknown["code"] == "unknown_context" and unknown["context_id"] == "x4-typo", unknown
         await line.send({"type": "text", "context_id": "x0", "text": "Anything else?"})
         again = await line.until(lambda e: e["type"] == "started")
         await line.send({"type": "end"})
