@@ -18,6 +18,7 @@ from streamtts.processors.segment.exceptions import TooCostly
 from streamtts.processors.segment.han_words import warm_han_words
 from streamtts.processors.segment.langid import warm_identification
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
+from streamtts.processors.segment.numbers_zh import warm_zh_numbers
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
 from streamtts.processors.segment.segment_records import send_segments
@@ -77,12 +78,13 @@ class LexiconVersionUnknown(RecordError, ValueError):
 
 
 async def warm_segmenting() -> None:
-    """Load language identification's models and jieba's dictionary before the first record,
+    """Load language identification's models, jieba's dictionary and cn2an before the first record,
     in a thread. lingua holds the GIL while it loads (~5 s on 2 cores): a worker runs this
     before any stage joins its group (`worker_stages.STAGE_WARMERS`), so a stage started
     earlier in the same process is not starved of its heartbeats and records meanwhile."""
     await asyncio.to_thread(warm_identification)
     await asyncio.to_thread(warm_han_words)
+    await asyncio.to_thread(warm_zh_numbers)
 
 
 class SegmentStage(FaustStage):
