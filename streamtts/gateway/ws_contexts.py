@@ -12,10 +12,12 @@ cancelled.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from streamtts.gateway.errors import ApiError
 from streamtts.gateway.request_state import RequestState
@@ -136,3 +138,22 @@ class Contexts:
     def forget(self, request_id: str) -> None:
         """A request the session no longer tracks (delivered, or cut and reported)."""
         self.of_request.pop(request_id, None)
+
+
+def unknown_context(context: str) -> dict[str, Any]:
+    """The error for an `end` or `cancel` naming a context never named on the socket."""
+    why = f"no context {context!r} was named on this socket"
+    return {"type": "error", "code": "unknown_context", "message": why, "context_id": context}
+
+
+def played_ms_of(value: object) -> float | None:
+    """A cancel's `played_ms` (the client's playback position), checked.
+
+    Raises:
+        ApiError: not a finite number of milliseconds ≥ 0.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ApiError(400, "invalid_message", "played_ms must be a finite number of milliseconds ≥ 0")
+    return float(value)

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,7 @@ from streamtts.gateway.framing import Pacer
 from streamtts.gateway.request_state import RequestState
 from streamtts.gateway.service import Gateway
 from streamtts.gateway.speech_options import SpeechOptions
-from streamtts.gateway.ws_contexts import DEFAULT, Contexts, parse_context
+from streamtts.gateway.ws_contexts import DEFAULT, Contexts, parse_context, played_ms_of, unknown_context
 from streamtts.gateway.ws_events import (
     heard_entry,
     sentence_base,
@@ -206,8 +205,7 @@ class Session:
         elif kind == "end" and context is not None:
             # That reply is written; the session goes on.
             if not await self.contexts.close(context):
-                why = f"no context {context!r} was named on this socket"
-                await self._error("unknown_context", why, context_id=context)
+                await self._event(unknown_context(context))
         elif kind == "end":
             if self._streamed:
                 await self.contexts.close_all()
@@ -250,22 +248,14 @@ class Session:
     async def _cancel(self, played_ms: object, context: str | None = None) -> None:
         """Barge-in: the line goes silent at once, and the session takes the next reply; with
         `context`, only that context's reply is cut and the others go on."""
-        if played_ms is not None and (
-            isinstance(played_ms, bool)
-            or not isinstance(played_ms, int | float)
-            or not math.isfinite(played_ms)
-            or played_ms < 0
-        ):
-            raise ApiError(400, "invalid_message", "played_ms must be a finite number of milliseconds ≥ 0")
+        played = played_ms_of(played_ms)
         if context is None:
             self.buffer, self.stop_at = "", 0
         elif not self.contexts.known(context):
-            # As for `end`: a context never named is a client's mistake (a typo would otherwise
-            # be answered with an empty `cancelled` while the reply it meant plays on).
-            why = f"no context {context!r} was named on this socket"
-            await self._error("unknown_context", why, context_id=context)
+            # As for `end`: a typo would otherwise get an empty `cancelled` while its reply plays.
+            await self._event(unknown_context(context))
             return
-        await self._barge_in(None if played_ms is None else float(played_ms), context)
+        await self._barge_in(played, context)
 
     def _cancelled_elsewhere(self, request_id: str | None) -> None:
         """A cancel of one of this session's requests from outside (DELETE, `tts.control`): a
