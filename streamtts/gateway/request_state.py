@@ -133,6 +133,17 @@ class RequestState:
         self._notify()
         return self.heard_ms
 
+    def heard_until(self, heard_ms: float) -> bool:
+        """A request wholly written to its client, but played only to `heard_ms` when the
+        client was cut (fast pacing leaves audio in the client's buffer): that is what was
+        heard. False when it had been heard whole (nothing changes)."""
+        sent = max((d.sent_ms for d in self.deliveries), default=0.0)
+        if heard_ms >= sent or (self.heard_ms is not None and self.heard_ms <= heard_ms):
+            return False
+        self.heard_ms = max(0.0, heard_ms)
+        self._notify()
+        return True
+
     async def wait_result(self, timeout_s: float) -> CompletionResult:
         """The sink's result (or a failure), once it arrives."""
         async with asyncio.timeout(timeout_s):

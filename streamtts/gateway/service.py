@@ -393,6 +393,14 @@ class Gateway:
             self.heard.follow(state)
         return stopped or not state.terminal
 
+    def cut_unplayed(self, state: RequestState, heard_ms: float) -> bool:
+        """A request whose audio was all written, cut at `heard_ms` while the client still
+        played it: its result is corrected to what was heard (the pipeline is done with it)."""
+        if not state.heard_until(heard_ms):
+            return False
+        self.heard.follow(state)
+        return True
+
     def _cancel_seen(self, state: RequestState, message: ControlMessage) -> None:
         """A cancel on `tts.control` (the CLI, a client library, another gateway, this one):
         this gateway's streams of the request stop too, and its result is corrected."""

@@ -4,6 +4,7 @@ sentence's start; `session_offset_ms` places the sentence on the session clock."
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from streamtts.gateway.delivery import words_heard
@@ -87,6 +88,28 @@ def heard_entry(
         entry["words_spoken"] = [w.model_dump() for w in words]
         on_session = _shifted(words, start_ms or 0.0)
     return entry, on_session
+
+
+def heard_report(
+    cut: Sequence[RequestState],
+    heard: Sequence[float],
+    starts_ms: Mapping[str, float],
+    context_of: Callable[[str], str],
+    *,
+    timestamps: bool,
+) -> tuple[list[Event], list[Event]]:
+    """A cancel's `requests` (one `heard_entry` per cut sentence, `heard` ms of each) and its
+    `words_spoken` on the session clock."""
+    requests: list[Event] = []
+    words_spoken: list[Event] = []
+    for state, spoken in zip(cut, heard, strict=True):
+        start = starts_ms.get(state.request_id)
+        entry, words = heard_entry(
+            state, spoken, start, timestamps=timestamps, context=context_of(state.request_id)
+        )
+        requests.append(entry)
+        words_spoken += words
+    return requests, words_spoken
 
 
 def _about(chunk: AudioChunk, kind: str, base: Event) -> Event:

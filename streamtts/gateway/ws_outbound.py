@@ -104,6 +104,19 @@ class Outbound:
         self.queued_ms -= dropped_ms
         self.queued_frames -= dropped_frames
 
+    def heard_of(self, delivery: Delivery, heard_at: float) -> float:
+        """What of a request was heard when playback stood at `heard_at` (session clock)."""
+        start = self.starts_ms.get(delivery.request_id)
+        return 0.0 if start is None else max(0.0, min(delivery.sent_ms, heard_at - start))
+
+    def plays_past(self, delivery: Delivery, played_ms: float | None) -> bool:
+        """A request wholly written whose end the client's playback (`played_ms`) had not
+        reached: audio still in the client's buffer."""
+        start = self.starts_ms.get(delivery.request_id)
+        if played_ms is None or delivery.live or start is None:
+            return False
+        return start + delivery.sent_ms > played_ms
+
     def restart_clock(self) -> float:
         """After a cancel: the queued clock goes on from what was written and the audio still
         queued (another reply's, when one context was cut); returns it."""

@@ -26,7 +26,7 @@ from streamtts.gateway.service import Gateway
 from streamtts.gateway.speech_options import SpeechOptions
 from streamtts.gateway.ws_contexts import DEFAULT, Contexts, parse_context, played_ms_of, unknown_context
 from streamtts.gateway.ws_events import (
-    heard_entry,
+    heard_report,
     sentence_base,
 )
 from streamtts.gateway.ws_forward import AudioForward
@@ -288,8 +288,16 @@ class Session:
                 return context is None or self.contexts.context_of(state.request_id) == context
 
             # 0. The sentences it cuts: those not wholly written yet (taken before any await,
-            #    so a reply sent meanwhile is not among them).
+            #    so a reply sent meanwhile is not among them), and those written but still
+            #    playing at `played_ms` (fast pacing leaves them in the client's buffer).
             cut = [s for s in self.submitted if self.deliveries[s.request_id].live and mine(s)]
+            unplayed = [
+                s
+                for s in self.submitted
+                if mine(s)
+                and s.heard_ms is None
+                and self.out.plays_past(self.deliveries[s.request_id], played_ms)
+            ]
             # 1. Stop making audio: the cut sentences queued (first, so the forwarder cannot
             #    take the next one when the current one stops), then the one being forwarded.
             queued = [self.sentences.get_nowait() for _ in range(self.sentences.qsize())]
@@ -312,34 +320,25 @@ class Session:
             heard_at = position if played_ms is None else min(played_ms, position)
             # 4. Each unfinished sentence: what of it was heard; the pipeline and the result
             #    are told that (`Gateway.cancel`), whether the pipeline had finished it or not.
-            requests: list[dict[str, Any]] = []
-            words_spoken: list[dict[str, Any]] = []
-            heard: list[float] = []
             for state in cut:
-                delivery = self.deliveries[state.request_id]
-                delivery.on_stop = None  # this session stops it now; no second barge-in
-                start = self.out.starts_ms.get(state.request_id)
-                heard.append(0.0 if start is None else max(0.0, min(delivery.sent_ms, heard_at - start)))
-            told = await asyncio.gather(*(self.gw.cancel(s, ms) for s, ms in zip(cut, heard, strict=True)))
+                self.deliveries[state.request_id].on_stop = None  # stopped here: no second barge-in
+            heard = [self.out.heard_of(self.deliveries[s.request_id], heard_at) for s in (*cut, *unplayed)]
+            told = await asyncio.gather(*map(self.gw.cancel, cut, heard[: len(cut)]))
+            told += map(self.gw.cut_unplayed, unplayed, heard[len(cut) :])
+            cut += unplayed
             stopped = [s.request_id for s, yes in zip(cut, told, strict=True) if yes]
-            for state, spoken in zip(cut, heard, strict=True):
-                start = self.out.starts_ms.get(state.request_id)
-                entry, words = heard_entry(
-                    state,
-                    spoken,
-                    start,
-                    timestamps=self.config.timestamps,
-                    context=self.contexts.context_of(state.request_id),
-                )
-                requests.append(entry)
-                words_spoken += words
+            requests, words_spoken = heard_report(
+                cut, heard, self.out.starts_ms, self.contexts.context_of, timestamps=self.config.timestamps
+            )
             # 5. The session clock goes on from what was written and what is still queued: the
             #    next reply starts at once (a cut of a context not playing left it as it was).
             if stops_current:
                 self.out.restart_clock()
                 self.pacer = None
-                if self.config.frames == "media":
-                    await self._event({"event": "clear", "streamSid": self.session_id})
+            # A media client (a telephony bridge) plays from its own buffer, where fast pacing
+            # puts a whole reply at once: `clear` empties it, or the caller hears the reply out.
+            if self.config.frames == "media" and (stops_current or everything or unplayed):
+                await self._event({"event": "clear", "streamSid": self.session_id})
             event: dict[str, Any] = {
                 "type": "cancelled",
                 **({"context_id": context} if context else {}),

@@ -136,23 +136,43 @@ async def _websocket_barge_in(live_gateway_url: str, kafka_settings: KafkaSettin
                 leaked += 1
             elif event.get("type") == "started":
                 break
+        next_start: float | None = None  # the next reply's place on the session clock
         while True:
             event = orjson.loads(await ws.recv())
+            if event.get("type") == "words" and next_start is None:
+                next_start = event["session_offset_ms"] - event["offset_ms"]
             if event.get("event") == "media":
                 next_first = time.monotonic() - next_sent
                 break
+        played: float | None = None
+        if pace == "fast":
+            # Fast pacing writes the whole reply at once: the bridge still plays it from its
+            # buffer when the caller barges in at `played` (300 ms into it).
+            while (event := orjson.loads(await ws.recv())).get("type") != "completed":
+                if event.get("type") == "words" and next_start is None:
+                    next_start = event["session_offset_ms"] - event["offset_ms"]
+            assert next_start is not None
+            played = next_start + 300
         # 4. A second barge-in cuts only the new reply: the first one's sentences are closed.
-        await ws.send(orjson.dumps({"type": "cancel"}).decode())
+        await ws.send(orjson.dumps({"type": "cancel", **({"played_ms": played} if played else {})}).decode())
+        cleared_again = False
         while (event := orjson.loads(await ws.recv())).get("type") != "cancelled":
-            pass
+            cleared_again = cleared_again or event.get("event") == "clear"
         again = event
         await ws.send(orjson.dumps({"type": "end"}).decode())
         while orjson.loads(await ws.recv()).get("type") != "done":
             pass
     first_cut = {r["request_id"] for r in cancelled["requests"]}
     assert not first_cut & {r["request_id"] for r in again["requests"]}, again
-    if pace == "realtime":  # (fast, the short reply was all written before the second cancel)
-        assert again["requests"], again
+    assert again["requests"], again
+    # The line goes silent either way: a reply all written (fast) is still in the bridge's buffer.
+    assert cleared_again, "media mode: a clear event at every barge-in"
+    if played is not None:  # heard: the 300 ms it played, in the event and on tts.results
+        [entry] = again["requests"]
+        assert again["request_ids"] == [entry["request_id"]], again
+        assert entry["spoken_ms"] == pytest.approx(300, abs=FRAME_MS), entry
+        result = await _result(kafka_settings, entry["request_id"], "cancelled")
+        assert result.spoken_ms == pytest.approx(300, abs=FRAME_MS), result
     received_ms = media * FRAME_MS
     after_cancel_ms = (media - at_cancel) * FRAME_MS
     assert first_frame_after is not None

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from streamtts.gateway.delivery import Delivery, heard_ms, words_heard
 from streamtts.gateway.request_state import RequestState
+from streamtts.gateway.ws_outbound import Outbound
 from streamtts.schemas import AudioChunk, CompletionResult, WordTiming
 from streamtts.sinks.result_builder import as_heard
 
@@ -100,3 +101,30 @@ def test_first_and_last_audio_are_told_once_each_when_the_chunks_arrive_in_order
     assert told == ["first", "last"] and state.streamed
     state.add_chunk(_chunk(1, 500.0, []))  # redelivered
     assert told == ["first", "last"]
+
+
+def test_a_request_written_whole_but_played_in_part_is_heard_to_the_play_position() -> None:
+    state = RequestState("r1", "acme", "mulaw", expects_result=False)
+    delivery = state.deliver(Delivery("r1"))
+    delivery.wrote(2000.0)
+    delivery.ended = True  # fast pacing: all written, the bridge still plays it
+    assert state.heard_until(2000.0) is False  # played to its end: heard whole, nothing changes
+    assert state.heard_ms is None
+    assert state.heard_until(300.0) is True
+    assert state.heard_ms == 300.0
+    assert state.heard_until(500.0) is False  # a later, larger position cannot add to it
+
+
+def test_the_session_knows_which_written_replies_the_client_still_plays() -> None:
+    out = Outbound(ws=None, queue_frames=8, send_timeout_s=1.0)  # type: ignore[arg-type]
+    out.starts_ms["r1"] = 1000.0
+    written = Delivery("r1")
+    written.wrote(2000.0)
+    written.ended = True
+    assert out.plays_past(written, 2500.0)  # it ends at 3000 on the session clock
+    assert not out.plays_past(written, 3000.0)
+    assert not out.plays_past(written, None)  # no position from the client: all heard
+    assert not out.plays_past(Delivery("r1"), 1200.0)  # still being written: a live cut
+    assert out.heard_of(written, 1300.0) == 300.0
+    assert out.heard_of(written, 900.0) == 0.0
+    assert out.heard_of(Delivery("never-written"), 5000.0) == 0.0
