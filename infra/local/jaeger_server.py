@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +82,7 @@ exporters:
 
 
 @dataclass(frozen=True)
-class JaegerNode:
+class JaegerNode(processes.LocalProcess):
     paths: LocalPaths
     host: str = "127.0.0.1"
     otlp_port: int = 4318
@@ -91,6 +90,7 @@ class JaegerNode:
     health_port: int = 13133
     name: str = "jaeger"
     """Its pid, log and state names (a test stack runs its own under another name)."""
+    title = "Jaeger"
 
     @property
     def otlp_endpoint(self) -> str:
@@ -112,10 +112,6 @@ class JaegerNode:
     @property
     def config_file(self) -> Path:
         return self.paths.state_dir / self.name / "jaeger.yaml"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.paths.pid_file(self.name)
 
     @property
     def marker(self) -> str:
@@ -166,9 +162,6 @@ class JaegerNode:
         if not self.installed():
             raise InfraError(f"go build finished but {self.binary} is missing")
 
-    def pid(self) -> int | None:
-        return processes.running_pid(self.pid_file, self.marker)
-
     def start(self, say: Say) -> int:
         if (pid := self.pid()) is not None:
             return pid
@@ -188,10 +181,7 @@ class JaegerNode:
         )
         say(f"starting Jaeger on {self.query_url} (OTLP/HTTP in: {self.otlp_endpoint})")
         argv = [str(self.binary), "--config", str(self.config_file)]
-        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file(self.name))
-
-    def stop(self) -> bool:
-        return processes.stop(self.pid_file, self.marker)
+        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file)
 
     def ready(self) -> bool:
         """Its health check answers 200 and the query API answers."""
@@ -205,17 +195,7 @@ class JaegerNode:
             return False
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        gone = 0
-        while not self.ready():
-            # Gone on three polls in a row, not one: just after the fork, until it execs, the
-            # child's command line is still ours and does not name its config (its marker).
-            gone = gone + 1 if self.pid() is None else 0
-            if gone >= 3:
-                raise InfraError(f"Jaeger exited during start-up (log: {self.paths.log_file(self.name)})")
-            if time.monotonic() > deadline:
-                raise InfraError(f"Jaeger not ready after {timeout_s:.0f} s")
-            time.sleep(0.1)  # polling a remote health check
+        self._wait_ready(timeout_s, poll_s=0.1)
 
 
 def _remove(tree: Path) -> None:
@@ -238,5 +218,5 @@ def jaeger_status(node: JaegerNode) -> ServiceStatus:
         pid=pid,
         ready=pid is not None and node.ready(),
         rss_mib=rss / 1024 if rss is not None else None,
-        log=str(node.paths.log_file(node.name)),
+        log=str(node.log_file),
     )

@@ -27,7 +27,7 @@ MARKER = "kafka.Kafka"
 
 
 @dataclass(frozen=True)
-class KafkaNode:
+class KafkaNode(processes.LocalProcess):
     paths: LocalPaths
     host: str = "127.0.0.1"
     port: int = 9092
@@ -36,6 +36,7 @@ class KafkaNode:
     node_id: int = 1
     name: str = "kafka"
     """Service name: the state subdir, the pid file and the log file are named after it."""
+    title = "Kafka"
     voters: str = ""
     """`controller.quorum.voters` of a multi-node quorum; empty: this node alone."""
     cluster_size: int = 1
@@ -64,14 +65,6 @@ class KafkaNode:
     @property
     def config_file(self) -> Path:
         return self.paths.state_dir / self.name / "server.properties"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.paths.pid_file(self.name)
-
-    @property
-    def log_file(self) -> Path:
-        return self.paths.log_file(self.name)
 
     @property
     def marker(self) -> str:
@@ -113,9 +106,6 @@ class KafkaNode:
         (self.libs_dir / ".complete").write_text(KAFKA_VERSION)
 
     # -- run -----------------------------------------------------------------------------
-    def pid(self) -> int | None:
-        return processes.running_pid(self.pid_file, self.marker)
-
     def start(self, say: Say, cluster_id: str | None = None) -> int:
         """Start this node unless it runs. `cluster_id` formats fresh storage (every voter of
         a quorum must carry the same one); None draws a new id for a node of its own."""
@@ -147,9 +137,6 @@ class KafkaNode:
         if self.netns:
             argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the pid stays Java's
         return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file)
-
-    def stop(self) -> bool:
-        return processes.stop(self.pid_file, self.marker)
 
     def _write_config(self) -> None:
         self.config_file.parent.mkdir(parents=True, exist_ok=True)

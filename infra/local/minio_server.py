@@ -8,7 +8,6 @@ as a separate process; nothing of it is linked into streamtts.
 from __future__ import annotations
 
 import os
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 
 
 @dataclass(frozen=True)
-class MinioNode:
+class MinioNode(processes.LocalProcess):
     paths: LocalPaths
     access_key: str
     secret_key: str
@@ -33,6 +32,8 @@ class MinioNode:
     console_port: int = 9001
     netns: str = ""
     """The network namespace MinIO runs in (a host of its own); empty: this machine's own."""
+    name = "minio"
+    title = "MinIO"
 
     @property
     def endpoint(self) -> str:
@@ -49,10 +50,6 @@ class MinioNode:
     @property
     def data_dir(self) -> Path:
         return self.paths.state_dir / "minio" / "data"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.paths.pid_file("minio")
 
     @property
     def marker(self) -> str:
@@ -78,9 +75,6 @@ class MinioNode:
         )
         if not self.installed():
             raise InfraError(f"go install finished but {self.binary} is missing")
-
-    def pid(self) -> int | None:
-        return processes.running_pid(self.pid_file, self.marker)
 
     def start(self, say: Say) -> int:
         if (pid := self.pid()) is not None:
@@ -113,10 +107,7 @@ class MinioNode:
         ]
         if self.netns:
             argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the pid stays MinIO's
-        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.paths.log_file("minio"), env=env)
-
-    def stop(self) -> bool:
-        return processes.stop(self.pid_file, self.marker)
+        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, env=env)
 
     def ready(self) -> bool:
         """MinIO's own readiness probe answers 200."""
@@ -127,17 +118,7 @@ class MinioNode:
             return False
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        gone = 0
-        while not self.ready():
-            # Gone on three polls in a row, not one: a suite run once saw it "exit" right after
-            # it logged its API address, with nothing in its log.
-            gone = gone + 1 if self.pid() is None else 0
-            if gone >= 3:
-                raise InfraError(f"MinIO exited during start-up (log: {self.paths.log_file('minio')})")
-            if time.monotonic() > deadline:
-                raise InfraError(f"MinIO not ready after {timeout_s:.0f} s")
-            time.sleep(0.2)  # polling a remote readiness probe
+        self._wait_ready(timeout_s, poll_s=0.2)
 
 
 def minio_credentials_valid(access_key: str, secret_key: str) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streamtts.errors import InfraError
+from streamtts.infra.local.paths import LocalPaths
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -132,3 +133,53 @@ def rss_kib(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+class LocalProcess:
+    """A service of the local stack run as a background process of its own (a node
+    dataclass mixes it in): found by its pid file and the marker on its command line,
+    stopped, and waited for at start-up."""
+
+    paths: LocalPaths
+    name: str
+    """Its pid, log and state names."""
+    title: str
+    """Its name in messages ("MinIO")."""
+
+    @property
+    def marker(self) -> str:
+        """What its command line carries that names this clone's state (see `running_pid`)."""
+        raise NotImplementedError
+
+    @property
+    def pid_file(self) -> Path:
+        return self.paths.pid_file(self.name)
+
+    @property
+    def log_file(self) -> Path:
+        return self.paths.log_file(self.name)
+
+    def pid(self) -> int | None:
+        return running_pid(self.pid_file, self.marker)
+
+    def stop(self) -> bool:
+        return stop(self.pid_file, self.marker)
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def _wait_ready(self, timeout_s: float, poll_s: float) -> None:
+        """Poll `ready` every `poll_s` until it holds; InfraError once the process is gone or
+        after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        gone = 0
+        while not self.ready():
+            # Gone on three polls in a row, not one: just after the fork, until it execs, the
+            # child's command line is still ours and does not name its marker; and a suite run
+            # once saw MinIO "exit" right after it logged its API address, with nothing in its log.
+            gone = gone + 1 if self.pid() is None else 0
+            if gone >= 3:
+                raise InfraError(f"{self.title} exited during start-up (log: {self.log_file})")
+            if time.monotonic() > deadline:
+                raise InfraError(f"{self.title} not ready after {timeout_s:.0f} s")
+            time.sleep(poll_s)  # polling a remote health check

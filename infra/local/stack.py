@@ -197,7 +197,7 @@ class LocalStack:
                 pid=m_pid,
                 ready=m_pid is not None and self.minio.ready(),
                 rss_mib=_rss_mib(m_pid),
-                log=str(self.minio.paths.log_file("minio")),
+                log=str(self.minio.log_file),
             ),
         ]
 
@@ -226,7 +226,7 @@ class LocalStack:
     def _wait_ready(self, pids: dict[str, int], deadline: float, with_minio: bool) -> None:
         kafka_ok, minio_ok = False, not with_minio
         logs = {node.name: node.log_file for node in self.brokers}
-        logs["MinIO"] = self.minio.paths.log_file("minio")
+        logs["MinIO"] = self.minio.log_file
         while time.monotonic() < deadline:
             for name, pid in pids.items():
                 if not processes.is_running(pid):
