@@ -22,7 +22,7 @@ from pathlib import Path
 
 from streamtts.errors import InfraError
 from streamtts.infra.local import processes
-from streamtts.infra.local.installer import Say, require_tool, run_step
+from streamtts.infra.local.installer import Say, run_step
 from streamtts.infra.local.paths import LocalPaths
 from streamtts.infra.local.stack import ServiceStatus
 
@@ -82,7 +82,7 @@ exporters:
 
 
 @dataclass(frozen=True)
-class JaegerNode(processes.LocalProcess):
+class JaegerNode(processes.GoBuiltProcess):
     paths: LocalPaths
     host: str = "127.0.0.1"
     otlp_port: int = 4318
@@ -117,13 +117,10 @@ class JaegerNode(processes.LocalProcess):
     def marker(self) -> str:
         return str(self.config_file)
 
-    def installed(self) -> bool:
-        return self.binary.exists() and os.access(self.binary, os.X_OK)
-
     def install(self, say: Say) -> None:
         if self.installed():
             return
-        go = require_tool("go", "install Go ≥ 1.24 to build Jaeger from the Go module proxy")
+        go = self._go()
         env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
         say(f"building Jaeger {JAEGER_VERSION} from the Go module proxy (first time only; ~6 min on 2 cores)")
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from streamtts.errors import InfraError
 from streamtts.infra.local import processes
-from streamtts.infra.local.installer import Say, require_tool, run_step
+from streamtts.infra.local.installer import Say, run_step
 from streamtts.infra.local.paths import LocalPaths
 
 # MinIO publishes no module tags any more; this pseudo-version is the one verified to build.
@@ -23,7 +23,7 @@ MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 
 
 @dataclass(frozen=True)
-class MinioNode(processes.LocalProcess):
+class MinioNode(processes.GoBuiltProcess):
     paths: LocalPaths
     access_key: str
     secret_key: str
@@ -55,13 +55,10 @@ class MinioNode(processes.LocalProcess):
     def marker(self) -> str:
         return str(self.data_dir)
 
-    def installed(self) -> bool:
-        return self.binary.exists() and os.access(self.binary, os.X_OK)
-
     def install(self, say: Say) -> None:
         if self.installed():
             return
-        go = require_tool("go", "install Go ≥ 1.24 to build MinIO from the Go module proxy")
+        go = self._go()
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         say(f"building MinIO {MINIO_VERSION} with `go install` (first time only; minutes on 2 cores)")
         env = dict(os.environ, GOBIN=str(self.bin_dir), CGO_ENABLED="0", GOFLAGS="-mod=mod")

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streamtts.errors import InfraError
+from streamtts.infra.local.installer import require_tool
 from streamtts.infra.local.paths import LocalPaths
 
 
@@ -183,3 +184,18 @@ class LocalProcess:
             if time.monotonic() > deadline:
                 raise InfraError(f"{self.title} not ready after {timeout_s:.0f} s")
             time.sleep(poll_s)  # polling a remote health check
+
+
+class GoBuiltProcess(LocalProcess):
+    """A local service whose binary is built from the Go module proxy once per machine."""
+
+    @property
+    def binary(self) -> Path:
+        raise NotImplementedError
+
+    def installed(self) -> bool:
+        return self.binary.exists() and os.access(self.binary, os.X_OK)
+
+    def _go(self) -> str:
+        """The Go toolchain that builds it."""
+        return require_tool("go", f"install Go ≥ 1.24 to build {self.title} from the Go module proxy")
