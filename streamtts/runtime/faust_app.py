@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import faust
+from faust.tables import TableManager
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from streamtts.runtime.kafka import faust_credentials
@@ -33,6 +34,20 @@ class IdempotentProducer(faust_aiokafka.Producer):
 
 class IdempotentTransport(faust_aiokafka.Transport):
     Producer = IdempotentProducer
+
+
+class TablelessManager(TableManager):
+    """faust's table manager, without its start-up nap: faust sleeps 1 s before it looks for
+    tables (so agents started late can still add one), and the consumer subscribes only after.
+    A stage declares no tables, so the nap was a second of every stage's group join (three
+    seconds of a front worker's start, its stages starting one after another)."""
+
+    async def on_start(self) -> None:
+        if self:  # a table after all: faust's own start, nap included
+            await super().on_start()
+        elif not self.should_stop:
+            await self._update_channels()
+            await self.recovery.start()
 
 
 def group_id(kafka: KafkaSettings, stage: str) -> str:
@@ -77,6 +92,7 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         stream_ack_cancelled_tasks=False,
         logging_config=None,
         loghandlers=[],
+        TableManager=TablelessManager,
     )
     conf.update(overrides)
     app = faust.App(group_id(kafka, stage), **conf)
