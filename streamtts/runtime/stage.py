@@ -10,7 +10,27 @@ from streamtts.runtime.stage_outputs import StageOutputs
 from streamtts.schemas.headers import REPLAY_STAGE, header
 
 
-class Stage(Protocol):
+class DeadLettering(Protocol):
+    """`Stage.dead_letter` for every stage kind: the stage only provides its publisher (which
+    knows how that stage sends: a faust topic, or inside the sink's partition transaction).
+    A stage subclasses it for the method; `Stage` carries it as part of the seam."""
+
+    dead_letters: DeadLetterPublisher
+
+    async def dead_letter(
+        self,
+        source: SourceRecord,
+        error: BaseException,
+        *,
+        request_id: str | None = None,
+        tenant: str | None = None,
+    ) -> str:
+        """Write `source` to the stage's DLQ and wait for the broker's ack; the outcome label."""
+        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
+        return "dead_lettered"
+
+
+class Stage(DeadLettering, Protocol):
     name: str
     """The stage (segment, synthesize, encode, sink): names its DLQ and its metrics."""
     group: str
@@ -29,17 +49,6 @@ class Stage(Protocol):
         """Why the stage's consuming loop died, or None while it runs (supervision)."""
         ...
 
-    async def dead_letter(
-        self,
-        source: SourceRecord,
-        error: BaseException,
-        *,
-        request_id: str | None = None,
-        tenant: str | None = None,
-    ) -> str:
-        """Write `source` to the stage's DLQ and wait for the ack; returns the outcome label."""
-        ...
-
 
 @runtime_checkable
 class ReportsLoad(Protocol):
@@ -51,25 +60,6 @@ class ReportsLoad(Protocol):
     def firsts_waiting(self) -> int:
         """First spans read ahead but not yet handed to the model."""
         ...
-
-
-class DeadLettering:
-    """`Stage.dead_letter` for every stage kind: the stage only provides its publisher (which
-    knows how that stage sends: a faust topic, or inside the sink's partition transaction)."""
-
-    dead_letters: DeadLetterPublisher
-
-    async def dead_letter(
-        self,
-        source: SourceRecord,
-        error: BaseException,
-        *,
-        request_id: str | None = None,
-        tenant: str | None = None,
-    ) -> str:
-        """Write `source` to the stage's DLQ and wait for the broker's ack; the outcome label."""
-        await self.dead_letters.publish(source, error, request_id=request_id, tenant=tenant)
-        return "dead_lettered"
 
 
 def aimed_elsewhere(headers: object, stage: str) -> bool:
