@@ -25,7 +25,7 @@ from typing import Any
 
 from streamtts.bench.fresh_workers import workers_on
 from streamtts.bench.loadgen import poisson_schedule
-from streamtts.bench.stats import percentile
+from streamtts.bench.stats import rounded_percentile
 from streamtts.bench.worker_procs import Topology, UsageWindow
 from streamtts.errors import StreamTTSError
 from streamtts.producers.request_producer import RequestProducer
@@ -90,10 +90,10 @@ class BargeRun:
             "completed": sum(1 for r in done if r.result and r.result.status == "completed"),
             "cancelled": sum(1 for r in done if r.result and r.result.status == "cancelled"),
             "lost": len(self.records) - len(done),
-            "ttfa_p50_s": round(percentile(ttfa, 50), 3) if ttfa else None,
-            "ttfa_p99_s": round(percentile(ttfa, 99), 3) if ttfa else None,
-            "cancel_to_last_audio_p50_s": round(percentile(stops, 50), 3) if stops else None,
-            "cancel_to_last_audio_p99_s": round(percentile(stops, 99), 3) if stops else None,
+            "ttfa_p50_s": rounded_percentile(ttfa, 50, 3),
+            "ttfa_p99_s": rounded_percentile(ttfa, 99, 3),
+            "cancel_to_last_audio_p50_s": rounded_percentile(stops, 50, 3),
+            "cancel_to_last_audio_p99_s": rounded_percentile(stops, 99, 3),
             "cpu_s_per_request": round(self.cpu_s / max(1, len(self.records)), 3),
             "audio_s_spoken": round(
                 sum((r.result.spoken_ms or r.result.duration_ms) for r in done if r.result) / 1000, 1

@@ -28,7 +28,7 @@ import orjson
 import websockets
 
 from streamtts.bench.barge_in import ANSWERS
-from streamtts.bench.stats import percentile
+from streamtts.bench.stats import rounded_percentile
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
@@ -57,9 +57,7 @@ class AgentStats:
     errors: int = 0
 
     def row(self) -> dict[str, Any]:
-        def p(values: list[float], q: float) -> float | None:
-            return round(percentile(values, q), 1) if values else None
-
+        p = rounded_percentile
         return {
             "replies": self.replies,
             "cancels": self.cancels,

@@ -33,7 +33,7 @@ import orjson
 import websockets
 
 from streamtts.bench.llm_replies import REPLIES, Reply, completing_token
-from streamtts.bench.stats import percentile
+from streamtts.bench.stats import rounded_percentile
 from streamtts.bench.token_stream import stream_tokens, write_paced
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
@@ -62,9 +62,7 @@ class StreamRun:
     errors: int = 0
 
     def row(self) -> dict[str, Any]:
-        def p(values: list[float], q: float) -> float | None:
-            return round(percentile(values, q), 1) if values else None
-
+        p = rounded_percentile
         return {
             "lang": self.lang,
             "transport": self.transport,

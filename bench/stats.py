@@ -64,6 +64,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def rounded_percentile(values: Sequence[float], q: float, digits: int = 1) -> float | None:
+    """`percentile` rounded to `digits` for a report row; None for no values."""
+    return round(percentile(values, q), digits) if values else None
+
+
 @dataclass(frozen=True)
 class Dist:
     """P50/P95/P99/max of one latency, in seconds."""
