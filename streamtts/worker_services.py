@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -40,7 +39,6 @@ async def start_model(worker: Worker) -> None:
 
     worker.telemetry.release_info.labels(worker.pipeline.release.name).set(1)
     renderer = worker._renderer
-    shared = renderer is not None  # handed in: a model other workers of this process share
     if renderer is None:
         counters = worker.telemetry.render_cache
 
@@ -95,37 +93,14 @@ async def start_model(worker: Worker) -> None:
         interval_s=worker.pipeline.operations.canary_interval_s,
         on_result=on_result,
     )
-    if shared:
-        reference = await _shared_reference(worker.canary, renderer.synth, (worker.pipeline, voice, lang))
-    else:
-        reference = await worker.canary.establish()
+    # Measured once per model, settings, voice and language: workers of one process that
+    # share a model (a test session's, `streamtts chaos`'s) do not render it again each.
+    reference = await renderer.synth.canary_references.establish(
+        worker.canary, (worker.pipeline, voice, lang)
+    )
     on_result(reference)
     worker.readiness.model_ready = True
     worker.telemetry.model_ready.set(1)
-
-
-_SHARED_REFERENCES: weakref.WeakKeyDictionary[Any, dict[tuple[Any, str, str], Any]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Canary references of models shared by several workers of one process, by model and then
-(settings, voice, language)."""
-
-
-async def _shared_reference(canary: Any, synth: Any, key: tuple[Any, str, str]) -> Any:
-    """The canary's reference for a model shared with other workers of this process (a test's
-    session-wide model, `streamtts chaos`'s in-process workers): the engine is deterministic
-    for a given session (`canary.py`), so the same sentence, voice and settings on the same
-    model give the reference the first of them measured; it is established once per model,
-    not again at every worker's start (~1-2 s of rendering each on 2 cores)."""
-    known = _SHARED_REFERENCES.setdefault(synth, {})
-    reference = known.get(key)
-    if reference is None:
-        reference = await canary.establish()
-        if reference.ok:
-            known[key] = reference
-    else:
-        canary.reference = reference
-    return reference
 
 
 async def close_model(worker: Worker) -> None:

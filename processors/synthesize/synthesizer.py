@@ -27,6 +27,7 @@ from streamtts.processors.synthesize.word_timing import (
     word_units,
 )
 from streamtts.runtime.byte_lru import ByteLRU
+from streamtts.runtime.canary import CanaryReferences
 from streamtts.schemas.segment import TextBlock
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,8 @@ class Synthesizer:
         self.cache = cache
         """Render cache of raw engine output (None: every span is synthesized)."""
         self._phonemes: ByteLRU[str] = ByteLRU(PHONEME_MEMO_BYTES)
+        self.canary_references = CanaryReferences()
+        """The canary's references on this model (workers sharing it measure theirs once)."""
 
     def synthesize_span(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,3 +107,24 @@ class Canary:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
+
+
+class CanaryReferences:
+    """The references measured on one model, by what was measured (settings, voice, language):
+    owned by the model, so the workers of a process that share it establish theirs once. The
+    engine gives the same bytes for the same session (above), so the first measure stands for
+    every later one; a failed one is not kept (the next worker measures again)."""
+
+    def __init__(self) -> None:
+        self._known: dict[Hashable, CanaryResult] = {}
+
+    async def establish(self, canary: Canary, key: Hashable) -> CanaryResult:
+        """`canary`'s reference: the one measured for `key` on this model, or a new measure."""
+        reference = self._known.get(key)
+        if reference is None:
+            reference = await canary.establish()
+            if reference.ok:
+                self._known[key] = reference
+        else:
+            canary.reference = reference
+        return reference
