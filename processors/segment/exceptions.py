@@ -59,3 +59,23 @@ class UnreadableNumber(SegmentationError, reason="unreadable_number"):
 class TooCostly(SegmentationError, reason="too_costly"):
     """Planning the request took longer than its budget (`plan_budget`); the message says
     how far it got."""
+
+
+# Errors of the stage's routing, not of the text (a request fails them whatever it says).
+class ReplyTopicNotAllowed(RecordError, ValueError):
+    """The request names a reply topic outside the configured reply prefix."""
+
+    reason = "reply_topic_not_allowed"
+
+
+class UnknownReplyTopicError(RecordError, ValueError):
+    """The request names a reply topic that does not exist (auto-creation is off)."""
+
+    reason = "unknown_reply_topic"
+
+
+class LexiconVersionUnknown(RecordError, ValueError):
+    """The request pins a lexicon version this worker does not hold (older than the kept
+    history, or never written)."""
+
+    reason = "lexicon_version_unknown"

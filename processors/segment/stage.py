@@ -14,7 +14,12 @@ from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.features.releases.routing import Route, route
 from streamtts.features.releases.watch import ReleaseWatch
-from streamtts.processors.segment.exceptions import TooCostly
+from streamtts.processors.segment.exceptions import (
+    LexiconVersionUnknown,
+    ReplyTopicNotAllowed,
+    TooCostly,
+    UnknownReplyTopicError,
+)
 from streamtts.processors.segment.han_words import warm_han_words
 from streamtts.processors.segment.langid import warm_identification
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher
@@ -56,25 +61,6 @@ class VoiceCatalog(VoiceChooser, Protocol):
 def pool_for(request: TTSRequest, long_text_chars: int) -> str:
     """ "short" or "long": priority decides first, then text length (`schemas.request.pool_of`)."""
     return pool_of(request, long_text_chars)
-
-
-class ReplyTopicNotAllowed(RecordError, ValueError):
-    """The request names a reply topic outside the configured reply prefix."""
-
-    reason = "reply_topic_not_allowed"
-
-
-class UnknownReplyTopicError(RecordError, ValueError):
-    """The request names a reply topic that does not exist (auto-creation is off)."""
-
-    reason = "unknown_reply_topic"
-
-
-class LexiconVersionUnknown(RecordError, ValueError):
-    """The request pins a lexicon version this worker does not hold (older than the kept
-    history, or never written)."""
-
-    reason = "lexicon_version_unknown"
 
 
 async def warm_segmenting() -> None:
