@@ -11,7 +11,7 @@ from typing import Any
 
 from streamtts.bench.bench_plan import LoadRun
 from streamtts.bench.stats import summarize
-from streamtts.bench.worker_procs import OTHERS, ProcUsage
+from streamtts.bench.worker_procs import CLK_TCK, OTHERS, ProcUsage
 from streamtts.errors import ConfigError
 from streamtts.runtime.settings import Settings
 
@@ -92,6 +92,36 @@ def wire_measures(run: LoadRun, inference_s: float, grown: dict[str, int]) -> di
         "outside_inference_cpu_ms_per_request": round((total - inference_s) / n * 1000, 1),
         "kafka_bytes_per_audio_s": {t: round(b / audio_s) for t, b in sorted(grown.items()) if b > 0},
     }
+
+
+WARM_BROKER_S = 180.0
+"""A local broker younger than this is still JIT-compiling: measured 2026-12-05, a Kafka JVM
+a minute old took 24 % of a core under a Piper load that a 4-minute-old one served with 12 %,
+and the pipeline gave 0.88-0.93x direct against 1.01x (docs/performance.md)."""
+
+
+def process_age_s(pid: int) -> float | None:
+    """Seconds since process `pid` started (None: no such process, or no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # comm may contain spaces; fields after ")" are fixed
+    return max(0.0, uptime_s - int(fields[19]) / CLK_TCK)  # starttime: field 22 of proc(5)
+
+
+def broker_note(age_s: float | None) -> str:
+    """The report's line on the local broker's age: a warning when it was still warming up."""
+    if age_s is None:
+        return ""
+    note = f"Local Kafka up {age_s / 60:.1f} min at the start"
+    if age_s < WARM_BROKER_S:
+        note += (
+            " — still warming up (its JIT takes CPU from the first minutes' loads: fewer req/s "
+            "and later first audio than a warm broker gives; see docs/performance.md)"
+        )
+    return note + "."
 
 
 def infra_pids(settings: Settings) -> dict[str, int]:

@@ -9,7 +9,7 @@ import random
 import time
 from pathlib import Path
 
-from streamtts.bench.bench_facts import infra_pids, machine, say
+from streamtts.bench.bench_facts import WARM_BROKER_S, broker_note, infra_pids, machine, process_age_s, say
 from streamtts.bench.bench_plan import BenchResult, Plan
 from streamtts.bench.worker_procs import WorkerSet
 from streamtts.bench.workloads import WorkItem
@@ -32,6 +32,12 @@ class Bench:
         self.overhead_items: dict[str, list[WorkItem]] = {}
         self.voice_fast: dict[str, bool] = {}
         self.infra_pids = infra_pids(self.settings)
+        kafka = self.infra_pids.get("kafka")
+        age = process_age_s(kafka) if kafka else None
+        if age is not None:
+            self.result.machine["broker_age_s"] = round(age)
+            if age < WARM_BROKER_S:
+                say(broker_note(age))
 
     def left_s(self) -> float:
         return self.deadline - time.monotonic()

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from streamtts.bench.bench_facts import pool_rounds
+from streamtts.bench.bench_facts import broker_note, pool_rounds
 from streamtts.bench.bench_plan import BenchResult, LoadRun
 from streamtts.bench.capacity import P99_TTFA_TARGET_S
 from streamtts.bench.stats import Dist, ratio
@@ -61,7 +61,8 @@ def _head(result: BenchResult) -> list[str]:
         "mp3 at the voice's rate; render cache off in the workers (`streamtts bench --cache` "
         "measures it); local Kafka 4.1.1 + MinIO on the same machine. "
         "TTFA = request sent → first audio chunk at a Kafka subscriber; completion = every chunk "
-        "received *and* the completion result (file stored in MinIO) published.",
+        "received *and* the completion result (file stored in MinIO) published. "
+        + broker_note(m.get("broker_age_s")),
         "",
         "## Targets",
         "",

@@ -1,0 +1,32 @@
+"""The bench says when its local broker was still warming up (a cold JVM's JIT costs the
+pipeline's first minutes: docs/performance.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from streamtts.bench.bench_facts import WARM_BROKER_S, broker_note, process_age_s
+
+
+def test_a_process_age_is_read_from_proc() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        young = process_age_s(child.pid)
+        mine = process_age_s(os.getpid())
+        assert young is not None and mine is not None
+        assert 0.0 <= young < 10.0  # just started
+        assert mine >= young  # this test process started before its child
+    finally:
+        child.kill()
+        child.wait()
+    assert process_age_s(child.pid) is None  # gone
+
+
+def test_the_report_warns_of_a_broker_still_warming_up() -> None:
+    assert broker_note(None) == ""
+    cold = broker_note(60.0)
+    assert cold.startswith("Local Kafka up 1.0 min at the start") and "still warming up" in cold
+    warm = broker_note(WARM_BROKER_S + 60)
+    assert warm == "Local Kafka up 4.0 min at the start."
