@@ -11,7 +11,7 @@ from typing import Any
 
 from streamtts.bench.bench_plan import LoadRun
 from streamtts.bench.stats import summarize
-from streamtts.bench.worker_procs import CLK_TCK, OTHERS, ProcUsage
+from streamtts.bench.worker_procs import OTHERS, ProcUsage
 from streamtts.errors import ConfigError
 from streamtts.runtime.settings import Settings
 
@@ -98,17 +98,6 @@ WARM_BROKER_S = 180.0
 """A local broker younger than this is still JIT-compiling: measured 2026-12-05, a Kafka JVM
 a minute old took 24 % of a core under a Piper load that a 4-minute-old one served with 12 %,
 and the pipeline gave 0.88-0.93x direct against 1.01x (docs/performance.md)."""
-
-
-def process_age_s(pid: int) -> float | None:
-    """Seconds since process `pid` started (None: no such process, or no /proc)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # comm may contain spaces; fields after ")" are fixed
-    return max(0.0, uptime_s - int(fields[19]) / CLK_TCK)  # starttime: field 22 of proc(5)
 
 
 def broker_note(age_s: float | None) -> str:

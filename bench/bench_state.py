@@ -9,9 +9,9 @@ import random
 import time
 from pathlib import Path
 
-from streamtts.bench.bench_facts import WARM_BROKER_S, broker_note, infra_pids, machine, process_age_s, say
+from streamtts.bench.bench_facts import WARM_BROKER_S, broker_note, infra_pids, machine, say
 from streamtts.bench.bench_plan import BenchResult, Plan
-from streamtts.bench.worker_procs import WorkerSet
+from streamtts.bench.worker_procs import WorkerSet, process_age_s
 from streamtts.bench.workloads import WorkItem
 from streamtts.runtime.settings import KafkaSettings, Settings
 

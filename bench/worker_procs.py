@@ -134,13 +134,30 @@ class ProcUsage:
     rss_peak_mb: float
 
 
-def _cpu_ticks(pid: int) -> int | None:
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat from field 3 on (None: no such process). fields[k] is proc(5)'s k + 3."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat.rsplit(")", 1)[1].split()  # comm may contain spaces; fields after ")" are fixed
-    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of proc(5))
+    return stat.rsplit(")", 1)[1].split()  # comm may contain spaces; fields after ")" are fixed
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def process_age_s(pid: int) -> float | None:
+    """Seconds since process `pid` started (None: no such process, or no /proc)."""
+    fields = _stat_fields(pid)
+    try:
+        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return (
+        None if fields is None else max(0.0, uptime_s - int(fields[19]) / CLK_TCK)
+    )  # starttime: field 22 of proc(5)
 
 
 def _machine_busy_ticks() -> int:

@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 
-from streamtts.bench.bench_facts import WARM_BROKER_S, broker_note, process_age_s
+from streamtts.bench.bench_facts import WARM_BROKER_S, broker_note
+from streamtts.bench.worker_procs import process_age_s
 
 
 def test_a_process_age_is_read_from_proc() -> None:
