@@ -67,8 +67,15 @@ class ApplyReport:
     """The profile applied (None: the plain spec)."""
 
 
+TEMPLATES = ("dead_letters", "stage_topics")
+"""The spec's `templates`: for a topology topic it does not list (a dead-letter topic, or
+another stage topic)."""
+
+
 def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
-    """Parse the YAML spec. Raises ConfigError naming the offending topic/key."""
+    """Parse the YAML spec: its topics, then every topic the topology names that it does not
+    list, from its `templates` (if it has them). Raises ConfigError naming the offending
+    topic/key."""
     try:
         raw = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:
@@ -78,25 +85,33 @@ def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
     defaults = raw.get("defaults") or {}
     default_rf = int(defaults.get("replication_factor", 1))
     default_cfg = {str(k): str(v) for k, v in (defaults.get("configs") or {}).items()}
-    specs = []
-    for name, body in raw["topics"].items():
+
+    def topic(name: str, body: Any, what: str) -> TopicSpec:
         body = body or {}
         unknown = set(body) - {"partitions", "replication_factor", "configs"}
         if unknown:
-            raise ConfigError(f"topic spec: topic {name!r} has unknown key {sorted(unknown)[0]!r}")
+            raise ConfigError(f"topic spec: {what} {name!r} has unknown key {sorted(unknown)[0]!r}")
         partitions = body.get("partitions")
         if not isinstance(partitions, int) or partitions < 1:
-            raise ConfigError(f"topic spec: topic {name!r} needs 'partitions' ≥ 1")
+            raise ConfigError(f"topic spec: {what} {name!r} needs 'partitions' ≥ 1")
         configs = dict(default_cfg)
         configs.update({str(k): str(v) for k, v in (body.get("configs") or {}).items()})
-        specs.append(
-            TopicSpec(
-                name=f"{prefix}{name}",
-                partitions=partitions,
-                replication_factor=int(body.get("replication_factor", default_rf)),
-                configs=configs,
-            )
+        return TopicSpec(
+            name=f"{prefix}{name}" if what == "topic" else name,
+            partitions=partitions,
+            replication_factor=int(body.get("replication_factor", default_rf)),
+            configs=configs,
         )
+
+    specs = [topic(name, body, "topic") for name, body in raw["topics"].items()]
+    templates = raw.get("templates") or {}
+    if unknown := set(templates) - set(TEMPLATES):
+        raise ConfigError(f"topic spec: unknown template {sorted(unknown)[0]!r}; templates are {', '.join(TEMPLATES)}")
+    listed = {s.name for s in specs}
+    for name in topology_topics(TopicNames(prefix)):
+        kind = "dead_letters" if name.endswith(".dlq") else "stage_topics"
+        if name not in listed and kind in templates:
+            specs.append(replace(topic(kind, templates[kind], "template"), name=name))
     return specs
 
 

@@ -17,23 +17,21 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
-from streamtts.processors.encode.stage import EncodeStage
-from streamtts.processors.segment.stage import SegmentStage
-from streamtts.processors.synthesize.lanes import InferenceLanes
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.speech_stack import build_lanes
-from streamtts.processors.synthesize.stage import SynthesizeStage
 from streamtts.runtime.faust_stage import FaustStage
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import aimed_elsewhere
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, StageSpec
@@ -66,69 +64,25 @@ class MemoryEvent:
     message: MemoryRecord
 
 
-@dataclass(frozen=True)
-class StageParts:
-    """What building a stage may need: the settings and the process's shared pieces."""
-
-    kafka: KafkaSettings
-    pipeline: PipelineSettings
-    topics: TopicNames
-    telemetry: Telemetry
-    renderer: SegmentRenderer
-    lexicons: LexiconBook | None = None
-    lanes: InferenceLanes | None = None
+def _given(value: object) -> object:
+    return value
 
 
-StageFactory = Callable[[StageParts, StageSpec], list[FaustStage]]
-"""Builds a stage's groups (synthesize: one per pool) where `spec` places it."""
-
-
-def _segment(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
-    return [
-        SegmentStage(
-            parts.kafka,
-            parts.pipeline,
-            parts.topics,
-            voices=parts.renderer.synth.registry,
-            telemetry=parts.telemetry,
-            lexicons=parts.lexicons,
-            spec=spec,
-        )
-    ]
-
-
-def _synthesize(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
-    return [
-        SynthesizeStage(
-            parts.kafka,
-            parts.pipeline,
-            parts.renderer,
-            parts.topics,
-            pool=group.pool or "short",
-            telemetry=parts.telemetry,
-            lanes=parts.lanes,
-            spec=spec,
-        )
-        for group in spec.groups
-    ]
-
-
-def _encode(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
-    return [EncodeStage(parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec)]
-
-
-STAGES: dict[str, StageFactory] = {"segment": _segment, "synthesize": _synthesize, "encode": _encode}
-"""The faust stages of `TOPOLOGY` (the sink is an aiokafka loop with object storage: not here)."""
-
-
-def build_stages(
-    parts: StageParts, topology: Sequence[StageSpec], factories: Mapping[str, StageFactory] | None = None
-) -> list[FaustStage]:
-    """Every stage of `topology` that has a factory, in data-path order, each reading and
-    writing what its spec there says. `factories` adds to (or replaces) `STAGES`: a new
-    stage is its spec and its factory."""
-    known = {**STAGES, **(factories or {})}
-    return [stage for spec in topology if spec.name in known for stage in known[spec.name](parts, spec)]
+def build_stages(parts: StageParts, topology: Sequence[StageSpec]) -> list[FaustStage]:
+    """Every stage of `topology` that runs in memory (`StageSpec.in_memory`), in data-path
+    order, one per consumer group (synthesize: one per pool), each built by its spec's
+    `build` and reading and writing what its spec there says."""
+    stages: list[FaustStage] = []
+    for spec in topology:
+        if not spec.in_memory:
+            continue
+        build = spec.factory()
+        for group in spec.groups:
+            stage = build(parts, spec, group)
+            if not isinstance(stage, FaustStage):
+                raise TypeError(f"stage {spec.name!r} is not a FaustStage: it cannot run in memory")
+            stages.append(stage)
+    return stages
 
 
 class InMemoryTopology:
@@ -150,7 +104,6 @@ class InMemoryTopology:
         on_record: Callable[[MemoryRecord], None] | None = None,
         log: logging.Logger | None = None,
         topology: Sequence[StageSpec] = TOPOLOGY,
-        factories: Mapping[str, StageFactory] | None = None,
     ) -> None:
         """renderer: the model (its registry also resolves voice names for segment);
         lexicons: tenant lexicons segment applies (fill it with `LexiconBook.take`);
@@ -159,21 +112,26 @@ class InMemoryTopology:
         on_record: told of every record as it is written (e.g. the first PCM: first audio);
         log: where every stage logs instead of its own logger (the canary's: its warnings
         only, so its renders are not read as traffic);
-        topology, factories: the stages to run (see `build_stages`)."""
+        topology: the stages to run (see `build_stages`)."""
         self.renderer = renderer
         self.pipeline = pipeline or PipelineSettings()
         self.topics = topics or TopicNames()
         self.lanes = build_lanes(self.pipeline) if lanes else None
+        self.topology = tuple(topology)
+        given: dict[str, object] = {
+            "model": renderer,
+            "voices": renderer.synth.registry,
+            "lexicons": lexicons,
+            "lanes": self.lanes,
+        }
         parts = StageParts(
             KafkaSettings(topic_prefix=self.topics.prefix),  # named, never contacted
             self.pipeline,
             self.topics,
             telemetry or Telemetry(),
-            renderer,
-            lexicons,
-            self.lanes,
+            pieces={name: partial(_given, value) for name, value in given.items()},
         )
-        self.stages: list[FaustStage] = build_stages(parts, topology, factories)
+        self.stages: list[FaustStage] = build_stages(parts, self.topology)
         for stage in self.stages:
             stage.send_through(self._append)
             if log is not None:
@@ -191,8 +149,9 @@ class InMemoryTopology:
         """What the stages load at start (language identification's models, ~3 s), off the
         loop. Needed where a request may leave its language to detection: cold, the first plan
         could overrun its budget; a request with a language hint never loads them."""
-        for stage in self.stages:
-            await stage.warm()
+        for spec in self.topology:
+            if spec.in_memory and (warm := spec.warmer()) is not None:
+                await warm()
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()

@@ -41,9 +41,10 @@ from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered, StageOutputs
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import stage_spec
+from streamtts.runtime.topology import GroupSpec, StageSpec, stage_spec
 from streamtts.schemas import CompletionResult, ContractError, FilePart, wire
 from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
@@ -60,6 +61,15 @@ REREAD_TIMEOUT_S = 10.0
 """Bound on one read again of tts.results (normally well under a second)."""
 REREAD_PAUSE_S = 1.0
 """Pause before a failed read again is retried."""
+
+
+def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> CompletionSink:
+    """The completion sink (`StageSpec.build`): it needs object storage."""
+    if parts.s3 is None:
+        raise RuntimeError("the sink stores files: it needs object storage settings")
+    return CompletionSink(
+        parts.kafka, parts.s3, parts.pipeline, parts.topics, namespace=parts.namespace, telemetry=parts.telemetry
+    )
 
 
 class CompletionSink(DeadLettering):

@@ -87,7 +87,7 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
     from streamtts.producers.request_producer import RequestProducer
     from streamtts.producers.result_waiter import ResultWaiter
     from streamtts.runtime.topics import TopicNames
-    from streamtts.schemas.names import STAGES
+    from streamtts.runtime.topology import STAGES
     from streamtts.sinks.subscriber import AudioSubscriber
     from streamtts.worker import Worker
 

@@ -1,5 +1,5 @@
 """How a worker starts each side service the topology names (`SIDE_SERVICES`), in one place
-beside the stages' factories (`worker_stages`): the model and its canary, the cancels, the
+(each stage builds itself: `StageSpec.build`): the model and its canary, the cancels, the
 release rule and its guard, the lexicons, the load reports. Each is held by the worker under
 its name (`Worker.side`) from its start until its stop."""
 

@@ -28,7 +28,6 @@ LAYERS: dict[str, int] = {
     "streamtts.cli": 4,
     "streamtts.gateway": 4,
     "streamtts.worker": 4,
-    "streamtts.worker_stages": 4,
     "streamtts.worker_services": 4,
     "streamtts.worker_run": 4,
     "streamtts.demo": 4,

@@ -40,10 +40,11 @@ from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import StageSpec
+from streamtts.runtime.topology import GroupSpec, StageSpec
 from streamtts.schemas import AudioChunk, ContractError, FilePart, PcmChunk, wire
 from streamtts.schemas.chunks import ChunkRecord, FileCarries, StreamUse
 from streamtts.schemas.headers import carried_headers
@@ -112,6 +113,11 @@ def encode_pcm_chunk(
         created_at=ctx.created_at,
         encoded_at=datetime.now(UTC),
     )
+
+
+def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> EncodeStage:
+    """The encode stage where `spec` places it (`StageSpec.build`)."""
+    return EncodeStage(parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec)
 
 
 class EncodeStage(FaustStage):

@@ -37,11 +37,12 @@ from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage_outputs import Transport
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import StageSpec
+from streamtts.runtime.topology import GroupSpec, StageSpec
 from streamtts.schemas import Lexicon, Segment, TTSRequest
 from streamtts.schemas.headers import RELEASE, header
 from streamtts.schemas.request import pool_of
@@ -66,11 +67,25 @@ def pool_for(request: TTSRequest, long_text_chars: int) -> str:
 async def warm_segmenting() -> None:
     """Load language identification's models, jieba's dictionary and cn2an before the first record,
     in a thread. lingua holds the GIL while it loads (~5 s on 2 cores): a worker runs this
-    before any stage joins its group (`worker_stages.STAGE_WARMERS`), so a stage started
+    before any stage joins its group (the spec's `warm`), so a stage started
     earlier in the same process is not starved of its heartbeats and records meanwhile."""
     await asyncio.to_thread(warm_identification)
     await asyncio.to_thread(warm_han_words)
     await asyncio.to_thread(warm_zh_numbers)
+
+
+def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> SegmentStage:
+    """The segment stage where `spec` places it (`StageSpec.build`)."""
+    return SegmentStage(
+        parts.kafka,
+        parts.pipeline,
+        parts.topics,
+        voices=parts.piece("voices"),
+        telemetry=parts.telemetry,
+        lexicons=parts.piece("lexicons"),
+        releases=parts.piece("releases"),
+        spec=spec,
+    )
 
 
 class SegmentStage(FaustStage):
@@ -128,9 +143,6 @@ class SegmentStage(FaustStage):
     async def start(self) -> None:
         self._restored.clear()  # until the first assignment has read the utterances back
         await super().start()
-
-    async def warm(self) -> None:
-        await warm_segmenting()
 
     async def stop(self) -> None:
         # 1. a plan still running ends at its next check, at once: its thread no longer

@@ -31,10 +31,11 @@ from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import StageSpec
+from streamtts.runtime.topology import GroupSpec, StageSpec
 from streamtts.schemas import ContractError, Segment, wire
 from streamtts.schemas.headers import FIRST_SEGMENT, carried_headers, header
 
@@ -49,6 +50,26 @@ class Read:
 
     segment: Segment
     found: CacheLookup = NOTHING_CACHED
+
+
+def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> SynthesizeStage:
+    """The synthesize stage's group serving `group.pool`, where `spec` places it
+    (`StageSpec.build`); the process's model is loaded before it is built."""
+    renderer = parts.piece("model")
+    if renderer is None:
+        raise RuntimeError("the synthesize stage needs the model loaded before it is built")
+    return SynthesizeStage(
+        parts.kafka,
+        parts.pipeline,
+        renderer,
+        parts.topics,
+        pool=group.pool or "short",
+        telemetry=parts.telemetry,
+        cancels=parts.piece("cancels"),
+        profile=parts.piece("release_profile"),
+        lanes=parts.piece("lanes"),
+        spec=spec,
+    )
 
 
 class SynthesizeStage(FaustStage):

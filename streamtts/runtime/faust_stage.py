@@ -308,7 +308,10 @@ class FaustStage(DeadLettering):
         instead of it for a stage whose app never started (the in-memory topology)."""
 
     async def warm(self) -> None:
-        """Load what the stage needs before its first record (off the event loop)."""
+        """Load what the stage needs before its first record: its spec's `warm` (off the event
+        loop; a worker has run it for the whole process before any stage started)."""
+        if (warm := self.spec.warmer()) is not None:
+            await warm()
 
     async def start(self) -> None:
         await self.warm()

@@ -6,14 +6,14 @@ import re
 from dataclasses import dataclass
 from typing import overload
 
-from streamtts.runtime.topology import TOPIC_ROLES, TopicRole, stage_spec
+from streamtts.runtime.topology import STAGES, TOPIC_ROLES, TopicRole, stage_spec
 from streamtts.schemas import Delivery
-from streamtts.schemas.names import STAGES
+from streamtts.schemas.names import STAGE_NAME
 from streamtts.schemas.release import BASE_RELEASE, RELEASE_PATTERN
 
 __all__ = ["STAGES", "TopicNames"]
 
-_NEW_ROLE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+_NEW_ROLE = STAGE_NAME
 """A role outside `TOPIC_ROLES`: lower-case words joined by "_" (a topic name's parts)."""
 
 LANE_POOLS: dict[str, str] = {"segments": "short", "segments_long": "long"}
@@ -86,7 +86,7 @@ class TopicNames:
         """The topic of a topology role (see `runtime.topology`). A role the pipeline does not
         have (a stage added to a topology given as a value) is named by the same rule as
         the others: "pcm_raw" is tts.pcm.raw."""
-        if role in TOPIC_ROLES:
+        if role in TOPIC_ROLES and isinstance(vars(TopicNames).get(role), _Topic):
             name: str = getattr(self, role)
             return name
         if not _NEW_ROLE.fullmatch(role):

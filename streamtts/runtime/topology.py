@@ -6,19 +6,25 @@ these stages, `TopicNames.sources` / `is_source` (replay's re-drive check) deriv
 sources, and the topic spec (infra/topics.yaml) is checked against every topic named here.
 Topics are named by role (a `TopicNames` property), so the deployment's prefix applies.
 
-A new stage: its name in `schemas.names.Stage`, a `StageSpec` here, its factory in the worker
-(`streamtts.worker_stages.STAGE_FACTORIES`, checked complete by a test), its topics in topics.yaml.
+A new stage is two files: a `StageSpec` here (naming its topics, and its `build` function as
+"module:function"), and its module. Its topics need no entry in infra/topics.yaml unless they
+want settings of their own: `topics apply` gives the others the file's templates.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
-from streamtts.schemas.names import STAGES, Pool, Stage
+from streamtts.errors import ConfigError
+from streamtts.schemas.names import Pool
 from streamtts.schemas.release import BASE_RELEASE
 
 if TYPE_CHECKING:
+    from streamtts.runtime.stage import Stage
+    from streamtts.runtime.stage_parts import StageParts
     from streamtts.runtime.topics import TopicNames
 
 TopicRole = Literal[
@@ -42,6 +48,9 @@ DynamicOutput = Literal["release_lanes", "reply"]
 """release_lanes: a candidate release's lane, tts.release.NAME.segments[.long]; reply: the
 request's own reply topic (never one of the pipeline's topics)."""
 
+StageFactory = Callable[["StageParts", "StageSpec", "GroupSpec"], "Stage"]
+"""Builds one consumer group's stage where its spec places it (synthesize: one per pool)."""
+
 SideService = Literal["model", "cancels", "releases", "lexicons", "canary", "release_guard", "load_reports"]
 """A process-wide service a stage needs beside its consumer: started once per worker."""
 
@@ -60,12 +69,24 @@ class GroupSpec:
 class StageSpec:
     """One stage of the data path: its consumer groups, outputs, DLQ and side services."""
 
-    name: Stage
-    """Names its DLQ (tts.<name>.dlq), its metrics and its consumer groups."""
+    name: str
+    """Names its DLQ (tts.<name>.dlq), its metrics and its consumer groups: lower-case words
+    joined by "_", as the wire names it (dead letters, replay headers)."""
     groups: tuple[GroupSpec, ...]
     outputs: tuple[TopicRole, ...]
     """Topics it writes (besides its DLQ); see `dynamic` for the others. A stage can write
     nothing else (`runtime.stage_outputs`)."""
+    build: str | StageFactory = ""
+    """Builds one group's stage from the process's parts: "module:function", imported when a
+    process runs the stage (the runtime never imports the stages it declares), or the
+    function itself (a topology given as a value, e.g. in a test)."""
+    warm: str = ""
+    """"module:function", awaited once per process before any of its stages joins a group:
+    what the stage loads for the whole process (a load holding the GIL then starves no
+    started stage's heartbeats: segment's language models did, ~5 s)."""
+    in_memory: bool = True
+    """Runs in the in-memory topology (`processors.in_memory`); False: a stage with outside
+    effects that have no in-memory double (the sink's object storage)."""
     services: tuple[SideService, ...] = ()
     """Side services the stage needs in its process (see `SIDE_SERVICES` for their order)."""
     release_lanes: bool = False
@@ -105,6 +126,30 @@ class StageSpec:
     def dlq(self, topics: TopicNames) -> str:
         return topics.dlq(self.name)
 
+    def factory(self) -> StageFactory:
+        """The function that builds the stage (imported now if `build` names it)."""
+        if callable(self.build):
+            return self.build
+        return cast("StageFactory", _resolve(self.build, f"stage {self.name!r}: build"))
+
+    def warmer(self) -> Callable[[], Awaitable[None]] | None:
+        """What the stage loads for the whole process, or None."""
+        if not self.warm:
+            return None
+        return cast("Callable[[], Awaitable[None]]", _resolve(self.warm, f"stage {self.name!r}: warm"))
+
+
+def _resolve(path: str, what: str) -> object:
+    """The object "module:attribute" names; ConfigError naming `what` when there is none."""
+    module, _, attr = path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ConfigError(f"{what} {path!r} names nothing importable ({err})") from None
+    if not callable(found):
+        raise ConfigError(f"{what} {path!r} is not a function")
+    return found
+
 
 # fmt: off
 TOPOLOGY: tuple[StageSpec, ...] = (
@@ -114,11 +159,14 @@ TOPOLOGY: tuple[StageSpec, ...] = (
               groups=(GroupSpec(("requests",)),),
               # utterances: the changelog of open streamed utterances (`segment.utterances`).
               outputs=("segments", "segments_long", "utterances"),
+              build="streamtts.processors.segment.stage:build_stage",
+              warm="streamtts.processors.segment.stage:warm_segmenting",
               services=("releases", "lexicons", "release_guard"),
               dynamic=("release_lanes",)),
     StageSpec("synthesize",
               groups=(GroupSpec(("segments",), pool="short"), GroupSpec(("segments_long",), pool="long")),
               outputs=("pcm",),
+              build="streamtts.processors.synthesize.stage:build_stage",
               services=("model", "cancels", "canary", "load_reports"),
               release_lanes=True),
     # Encode writes each chunk's part of the stored file beside its live audio, so the sink
@@ -126,12 +174,18 @@ TOPOLOGY: tuple[StageSpec, ...] = (
     StageSpec("encode",
               groups=(GroupSpec(("pcm",)),),
               outputs=("audio", "file_parts"),
+              build="streamtts.processors.encode.stage:build_stage",
               dynamic=("reply",)),
     StageSpec("sink",
               groups=(GroupSpec(("file_parts",)),),
-              outputs=("results",)),
+              outputs=("results",),
+              build="streamtts.sinks.completion_sink:build_stage",
+              in_memory=False),
 )
 # fmt: on
+
+STAGES: tuple[str, ...] = tuple(spec.name for spec in TOPOLOGY)
+"""The pipeline's stages, in data-path order: each has a dead-letter topic tts.<stage>.dlq."""
 
 
 @dataclass(frozen=True)

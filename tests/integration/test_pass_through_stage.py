@@ -18,12 +18,13 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.admin import NewTopic
 
-from streamtts.processors.in_memory import InMemoryTopology, StageFactory, StageParts, build_stages
+from streamtts.processors.in_memory import InMemoryTopology, build_stages
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.kafka import make_admin, make_consumer, topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
@@ -42,7 +43,7 @@ class Attenuate(FaustStage):
 
     name = "attenuate"
 
-    def __init__(self, parts: StageParts, spec: StageSpec) -> None:
+    def __init__(self, parts: StageParts, spec: StageSpec, group: GroupSpec) -> None:
         super().__init__(parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec)
         self.out = self.outputs.role(spec.outputs[0])
 
@@ -68,15 +69,9 @@ def _topology() -> tuple[StageSpec, ...]:
     synthesize = dataclasses.replace(
         stage_spec("synthesize"), groups=(GroupSpec(("segments",), pool="short"),), outputs=(RAW,)
     )
-    attenuate = StageSpec(cast(Any, "attenuate"), groups=(GroupSpec((RAW,)),), outputs=("pcm",))
+    attenuate = StageSpec("attenuate", groups=(GroupSpec((RAW,)),), outputs=("pcm",), build=Attenuate)
     return (stage_spec("segment"), synthesize, attenuate, stage_spec("encode"))
 
-
-def _attenuate(parts: StageParts, spec: StageSpec) -> list[FaustStage]:
-    return [Attenuate(parts, spec)]
-
-
-FACTORIES: dict[str, StageFactory] = {"attenuate": _attenuate}
 
 Written = dict[str, list[tuple[int, int, bytes]]]
 """topic → (seq, part, payload) of one request, in order."""
@@ -106,9 +101,7 @@ def _request() -> TTSRequest:
 async def _in_memory(
     renderer: Any, pipeline: PipelineSettings, topics: TopicNames, request: TTSRequest
 ) -> Written:
-    async with InMemoryTopology(
-        renderer, pipeline, topics, lanes=False, topology=_topology(), factories=FACTORIES
-    ) as memory:
+    async with InMemoryTopology(renderer, pipeline, topics, lanes=False, topology=_topology()) as memory:
         assert [s.name for s in memory.stages] == ["segment", "synthesize", "attenuate", "encode"]
         await memory.submit(request)
         await memory.run()
@@ -131,8 +124,14 @@ async def _on_kafka(
         await admin.create_topics([NewTopic(raw, 3, 1), NewTopic(topics.dlq("attenuate"), 1, 1)])
     finally:
         await admin.close()
-    parts = StageParts(kafka, pipeline, topics, Telemetry(), renderer)
-    stages = build_stages(parts, _topology(), FACTORIES)
+    parts = StageParts(
+        kafka,
+        pipeline,
+        topics,
+        Telemetry(),
+        pieces={"model": lambda: renderer, "voices": lambda: renderer.synth.registry},
+    )
+    stages = build_stages(parts, _topology())
     consumer = make_consumer(kafka, group_id=None)
     await consumer.start()
     try:

@@ -6,18 +6,26 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import pytest
 
+from streamtts.errors import ConfigError
 from streamtts.infra.topics import load_spec, topology_gaps
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import SIDE_SERVICES, TOPOLOGY, SideService, topology_topics
-from streamtts.schemas.names import POOLS, STAGES
+from streamtts.runtime.topology import (
+    SIDE_SERVICES,
+    STAGES,
+    TOPOLOGY,
+    GroupSpec,
+    SideService,
+    StageSpec,
+    topology_topics,
+)
+from streamtts.schemas.names import POOLS
 from streamtts.worker import SIDE_SERVICE_STARTERS, Worker
-from streamtts.worker_stages import STAGE_FACTORIES
 
 PREFIX = "p."
 TOPICS = TopicNames(PREFIX)
@@ -56,6 +64,35 @@ def test_topics_yaml_declares_every_topic_the_topology_names_with_sane_settings(
     assert {TOPICS.lane("segments", "stable"), TOPICS.lane("segments_long", "stable")} <= set(declared)
 
 
+def test_a_stage_added_to_the_topology_gets_its_topics_from_the_templates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new stage is its spec and its module: its dead letters and its new topic need no
+    entry in infra/topics.yaml, and the worker builds it from its spec's `build`."""
+    import streamtts.runtime.topology as topology
+
+    raw = cast(Any, "pcm_raw")
+    synthesize = replace(topology.stage_spec("synthesize"), outputs=(raw,))
+    attenuate = StageSpec(
+        "attenuate",
+        groups=(GroupSpec((raw,)),),
+        outputs=("pcm",),
+        build="streamtts.processors.encode.stage:build_stage",  # any importable builder
+    )
+    grown = tuple(
+        s for spec in TOPOLOGY for s in ((synthesize, attenuate) if spec.name == "synthesize" else (spec,))
+    )
+    monkeypatch.setattr(topology, "TOPOLOGY", grown)
+    declared = {s.name: s for s in load_spec(prefix=PREFIX)}
+    dlq, new = declared[TOPICS.dlq("attenuate")], declared[TOPICS.role(raw)]
+    assert new.name == "p.tts.pcm.raw" and new.partitions == 6
+    assert new.configs["retention.ms"] == "86400000"
+    assert dlq.partitions == 1 and dlq.configs["retention.ms"] == "2592000000"
+    assert dlq.configs["max.message.bytes"] == declared[TOPICS.dlq("sink")].configs["max.message.bytes"]
+    assert topology_gaps(list(declared.values()), TOPICS) == []
+    assert declared[TOPICS.pcm].configs["retention.ms"] == "21600000", "a listed topic keeps its own"
+
+
 def test_the_topic_check_finds_a_missing_topic_and_a_dead_letter_topic_too_small() -> None:
     specs = load_spec(prefix=PREFIX)
     without_pcm = [s for s in specs if s.name != TOPICS.pcm]
@@ -71,9 +108,19 @@ def test_the_topic_check_finds_a_missing_topic_and_a_dead_letter_topic_too_small
     assert f"{TOPICS.dlq('sink')}: retention.ms shorter than its source {TOPICS.file_parts}'s" in gaps
 
 
-def test_every_stage_and_side_service_has_its_factory_in_the_worker() -> None:
-    assert set(STAGE_FACTORIES) == {spec.name for spec in TOPOLOGY}
+def test_every_stage_names_a_build_function_and_every_side_service_has_its_starter() -> None:
+    for spec in TOPOLOGY:
+        assert callable(spec.factory()), spec.name
+        assert spec.warm == "" or callable(spec.warmer()), spec.name
     assert set(SIDE_SERVICE_STARTERS) == {svc.name for svc in SIDE_SERVICES}
+
+
+def test_a_build_path_that_names_nothing_is_a_clear_error() -> None:
+    spec = replace(TOPOLOGY[0], build="streamtts.processors.segment.stage:no_such_function")
+    with pytest.raises(ConfigError, match=r"stage 'segment': build .*no_such_function.* names nothing"):
+        spec.factory()
+    with pytest.raises(ConfigError, match="names nothing importable"):
+        replace(TOPOLOGY[0], warm="streamtts.no_such_module:warm").warmer()
 
 
 @pytest.mark.parametrize("pools", [("short",), ("long",), POOLS])
@@ -100,14 +147,15 @@ async def test_each_built_stage_has_the_group_sources_and_dlq_of_its_spec(releas
     pipeline = PipelineSettings.of(release=release)
     worker = Worker(list(STAGES), _settings(), pipeline, renderer=renderer, ops=False)
     built = [
-        (spec, group, STAGE_FACTORIES[spec.name](worker, group)) for spec, group in worker.stage_groups()
+        (spec, group, spec.factory()(worker.stage_parts(), spec, group))
+        for spec, group in worker.stage_groups()
     ]
     assert len(built) == sum(len(spec.groups) for spec in TOPOLOGY)
     for spec, group, stage in built:
         assert stage.name == spec.name
         assert stage.group == spec.group_role(group, release)
         assert stage.sources == spec.group_sources(group, TOPICS, release)
-        assert stage.dead_letters.topic == TOPICS.dlq(spec.name)  # type: ignore[attr-defined]
+        assert stage.dead_letters.topic == TOPICS.dlq(spec.name)
     groups = {stage.group: stage.sources for _, _, stage in built}
     if release == CANDIDATE:  # a candidate's synthesize groups read its own lanes
         assert groups["synthesize-release-joe-v2"] == ["p.tts.release.joe-v2.segments"]
@@ -159,12 +207,10 @@ async def test_start_order_is_prerequisites_then_stages_downstream_first_then_wa
         def failure(self) -> None:
             return None
 
-    for name in STAGE_FACTORIES:
-        monkeypatch.setitem(
-            STAGE_FACTORIES,
-            name,
-            lambda w, g, name=name: FakeStage(name + ("-long" if g.pool == "long" else "")),
-        )
+    def fake(self: StageSpec) -> Any:
+        return lambda parts, spec, g: FakeStage(spec.name + ("-long" if g.pool == "long" else ""))
+
+    monkeypatch.setattr(StageSpec, "factory", fake)
     for svc in SIDE_SERVICE_STARTERS:
 
         async def start(worker: Worker, svc: str = svc) -> None:

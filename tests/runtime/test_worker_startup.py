@@ -6,6 +6,7 @@ start-up bound the worker stops everything and raises one `StartupFailed` line."
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from aiokafka.errors import InvalidSessionTimeoutError, KafkaConnectionError
@@ -14,8 +15,8 @@ from streamtts.errors import ConfigError
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings, Settings
 from streamtts.runtime.startup import StartupFailed
+from streamtts.runtime.topology import StageSpec
 from streamtts.worker import SIDE_SERVICE_STARTERS, Worker
-from streamtts.worker_stages import STAGE_FACTORIES
 
 STAGES = ["encode", "sink"]
 
@@ -71,13 +72,13 @@ def _worker(
     monkeypatch: pytest.MonkeyPatch, events: list[str], how: str, fails: int, bound_s: float
 ) -> Worker:
     tries: dict[str, int] = {}
+
     # The sink starts first (downstream first); the encode stage is the one that fails.
-    for name in STAGES:
-        monkeypatch.setitem(
-            STAGE_FACTORIES,
-            name,
-            lambda w, g, name=name: Flaky(name, events, how if name == "encode" else "ok", fails, tries),
-        )
+    def flaky(self: StageSpec) -> Any:
+        name = self.name
+        return lambda parts, spec, g: Flaky(name, events, how if name == "encode" else "ok", fails, tries)
+
+    monkeypatch.setattr(StageSpec, "factory", flaky)
     pipe = PipelineSettings.of(startup_timeout_s=bound_s, startup_step_timeout_s=0.3)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), s3=S3Settings())
     return Worker(STAGES, settings, pipe, ops=False)
