@@ -32,8 +32,8 @@ from minio import Minio
 
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import STAGES
 from streamtts.schemas import AudioChunk
-from streamtts.schemas.names import STAGES
 from streamtts.schemas.wire import decode
 
 DURATION_TOLERANCE_MS = 80.0

@@ -14,8 +14,7 @@ from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.kafka import describe_partitions, make_consumer, started_admin
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.runtime.topology import stage_spec
-from streamtts.schemas.names import STAGES
+from streamtts.runtime.topology import STAGES, stage_spec
 
 
 class ResultObserver:

@@ -126,7 +126,7 @@ async def pipeline_part(
     from streamtts.infra.topics import apply_topics
     from streamtts.runtime.pipeline_settings import PipelineSettings
     from streamtts.runtime.settings import Settings
-    from streamtts.schemas.names import STAGES
+    from streamtts.runtime.topology import STAGES
     from streamtts.worker import Worker
 
     prefix = f"eval{time.strftime('%Y%m%d%H%M%S')}-"

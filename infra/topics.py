@@ -106,7 +106,9 @@ def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
     specs = [topic(name, body, "topic") for name, body in raw["topics"].items()]
     templates = raw.get("templates") or {}
     if unknown := set(templates) - set(TEMPLATES):
-        raise ConfigError(f"topic spec: unknown template {sorted(unknown)[0]!r}; templates are {', '.join(TEMPLATES)}")
+        raise ConfigError(
+            f"topic spec: unknown template {sorted(unknown)[0]!r}; templates are {', '.join(TEMPLATES)}"
+        )
     listed = {s.name for s in specs}
     for name in topology_topics(TopicNames(prefix)):
         kind = "dead_letters" if name.endswith(".dlq") else "stage_topics"

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from streamtts.schemas.exceptions import ContractError
 from streamtts.schemas.headers import header_pairs
-from streamtts.schemas.names import STAGES
+from streamtts.schemas.names import STAGE_NAME
 
 DLQ_PREFIX = "streamtts.dlq."
 """Every dead-letter header starts with this; re-driven records keep only attempts/first failure."""
@@ -132,8 +132,10 @@ class DeadLetter:
             return at
 
         stage = need(DlqHeader.STAGE)
-        if stage not in STAGES:
-            raise ContractError("dead_letter", DlqHeader.STAGE, "literal_error", f"unknown stage {stage!r}")
+        if not STAGE_NAME.fullmatch(stage):
+            raise ContractError(
+                "dead_letter", DlqHeader.STAGE, "pattern_mismatch", f"not a stage name: {stage!r}"
+            )
         return cls(
             stage=stage,
             topic=need(DlqHeader.TOPIC),

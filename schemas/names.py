@@ -1,13 +1,14 @@
-"""Enumerations of the wire contracts, each defined once: stages, synthesize pools, formats.
+"""Enumerations of the wire contracts, each defined once: synthesize pools, formats, codecs.
 
-Every other module (topics, workers, gateway, CLI) reads its choices from here, so a new stage
-is one edit and the JSON Schemas follow. Audio formats are the codec registry's
+Every other module (topics, workers, gateway, CLI) reads its choices from here, and the JSON
+Schemas follow. Audio formats are the codec registry's
 (`streamtts.audio.formats`): a field typed `AudioFormat` accepts exactly the registered names,
 and its JSON Schema enum lists them, so a new format is one `formats.register(...)`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
@@ -17,11 +18,9 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from streamtts.audio import formats
 
-Stage = Literal["segment", "synthesize", "encode", "sink"]
-"""The pipeline's stages, in data-path order, as the wire names them (dead letters, replay
-headers); each has a dead-letter topic tts.<stage>.dlq. What each reads and writes is declared
-once, in `streamtts.runtime.topology`."""
-STAGES: tuple[str, ...] = get_args(Stage)
+STAGE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+"""How the wire names a stage (dead letters, replay headers) and a topic role: lower-case words
+joined by "_". Which stages exist is the topology's (`streamtts.runtime.topology.STAGES`)."""
 
 Pool = Literal["short", "long"]
 """Synthesize pools: interactive requests (tts.segments) and long/batch ones (tts.segments.long)."""

@@ -68,7 +68,12 @@ def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> Complet
     if parts.s3 is None:
         raise RuntimeError("the sink stores files: it needs object storage settings")
     return CompletionSink(
-        parts.kafka, parts.s3, parts.pipeline, parts.topics, namespace=parts.namespace, telemetry=parts.telemetry
+        parts.kafka,
+        parts.s3,
+        parts.pipeline,
+        parts.topics,
+        namespace=parts.namespace,
+        telemetry=parts.telemetry,
     )
 
 
