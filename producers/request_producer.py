@@ -17,13 +17,13 @@ from streamtts.schemas.trace import TraceContext
 
 
 def _trace(
-    caller: TraceContext | None, given: list[tuple[str, bytes]] | None = None
+    caller: TraceContext | None, sample_ratio: float, given: list[tuple[str, bytes]] | None = None
 ) -> list[tuple[str, bytes]]:
     """A request's trace headers: the caller's context (its span is the request's parent), or
-    a new trace; none where the caller's own `headers` carry one already."""
+    a new trace, sampled at `sample_ratio`; none where the caller's own `headers` carry one."""
     if caller is None and header(given, TRACEPARENT) is not None:
         return []
-    return (caller or TraceContext.start()).headers()
+    return (caller or TraceContext.start(sample_ratio=sample_ratio)).headers()
 
 
 class RequestProducer(AsyncLifecycle):
@@ -35,8 +35,13 @@ class RequestProducer(AsyncLifecycle):
         topics: TopicNames | None = None,
         *,
         wire_format: wire.WireFormat = wire.DEFAULT_WIRE_FORMAT,
+        sample_ratio: float = 1.0,
     ) -> None:
+        """sample_ratio: the share of the traces this producer begins (a request sent with no
+        caller's trace) that are marked sampled: the deployment's `STREAMTTS_TRACE_SAMPLE_RATIO`
+        (`Settings.tracing.sample_ratio`), so workers record that share of them."""
         self._topics = topics or TopicNames(kafka.topic_prefix)
+        self.sample_ratio = sample_ratio
         self.wire_format = wire_format
         self._producer = make_producer(kafka)
 
@@ -69,7 +74,11 @@ class RequestProducer(AsyncLifecycle):
             topic or self._topics.requests,
             value=request.to_bytes(),
             key=request.request_id.encode(),
-            headers=[*self._headers(request, "request.v1"), *_trace(trace, headers), *(headers or [])],
+            headers=[
+                *self._headers(request, "request.v1"),
+                *_trace(trace, self.sample_ratio, headers),
+                *(headers or []),
+            ],
         )
 
     async def submit_many(
@@ -84,7 +93,7 @@ class RequestProducer(AsyncLifecycle):
                     topic or self._topics.requests,
                     value=request.to_bytes(),
                     key=request.request_id.encode(),
-                    headers=[*self._headers(request, "request.v1"), *_trace(trace)],
+                    headers=[*self._headers(request, "request.v1"), *_trace(trace, self.sample_ratio)],
                 )
             )
         return [await f for f in futures]

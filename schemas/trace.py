@@ -50,9 +50,16 @@ class TraceContext:
     """`tracestate`, passed on as it came (validated, at most `MAX_TRACESTATE_CHARS`)."""
 
     @classmethod
-    def start(cls, sampled: bool = True) -> TraceContext:
-        """A new trace (what a request that came without one begins)."""
-        return cls(secrets.token_hex(16), secrets.token_hex(8), "01" if sampled else "00")
+    def start(cls, sampled: bool = True, *, sample_ratio: float | None = None) -> TraceContext:
+        """A new trace (what a request that came without one begins). sample_ratio: the
+        sampled flag is decided from the trace id as OpenTelemetry's `TraceIdRatioBased`
+        decides it (its lower 64 bits below ratio × 2^64), so the deployment's ratio applies
+        to the traces we begin too: with the flag always set, every process's parent-based
+        sampler would record every request whatever the ratio."""
+        trace_id = secrets.token_hex(16)
+        if sample_ratio is not None:
+            sampled = int(trace_id[16:], 16) < round(min(max(sample_ratio, 0.0), 1.0) * 2**64)
+        return cls(trace_id, secrets.token_hex(8), "01" if sampled else "00")
 
     def child(self) -> TraceContext:
         """The same trace, a new span id (what a hop writes as its parent)."""

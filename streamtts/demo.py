@@ -107,7 +107,9 @@ async def _run_pipeline(settings: Settings, out: Path, timeout_s: float) -> int:
             ResultWaiter(settings.kafka) as waiter,
             AudioSubscriber(settings.kafka, topics.audio, request_ids=list(by_id)) as sub,
         ):
-            async with RequestProducer(settings.kafka) as producer:
+            async with RequestProducer(
+                settings.kafka, sample_ratio=settings.tracing.sample_ratio
+            ) as producer:
                 for row in rows:
                     row.sent_at = time.monotonic()
                     await producer.submit(row.request)

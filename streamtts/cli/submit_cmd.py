@@ -219,7 +219,7 @@ async def _submit(args: argparse.Namespace, requests: list[TTSRequest]) -> tuple
             return wanted, 0
         if waiter:
             await waiter.start()  # attach before sending: a fast result must not be missed
-        async with RequestProducer(settings.kafka) as producer:
+        async with RequestProducer(settings.kafka, sample_ratio=settings.tracing.sample_ratio) as producer:
             trace = parse_traceparent(args.traceparent, args.tracestate) if args.traceparent else None
             for meta_req in zip(await producer.submit_many(requests, trace=trace), requests, strict=True):
                 print(meta_req[1].request_id, flush=True)

@@ -113,7 +113,7 @@ class Gateway:
             keys=ApiKeys(KeyRing.from_settings(settings)),
             limiter=RateLimiter(settings.rate_for),
             voices=VoiceCatalog.load(),
-            producer=RequestProducer(pipeline.kafka),
+            producer=RequestProducer(pipeline.kafka, sample_ratio=pipeline.tracing.sample_ratio),
             fanout=Fanout(
                 pipeline.kafka,
                 metrics,
@@ -252,7 +252,11 @@ class Gateway:
         ):
             # The request's records are children of this span (with tracing off: of the
             # caller's, or of a trace of its own); the span is the submit (queued, acked).
-            trace = Tracing.current() or trace or TraceContext.start()
+            trace = (
+                Tracing.current()
+                or trace
+                or TraceContext.start(sample_ratio=self.pipeline.tracing.sample_ratio)
+            )
             state.traceparent = trace.traceparent
             if self.tracing.recording:
                 state.on_first_chunk = partial(self._audio_span, "first", trace, submitted_ns, attributes)

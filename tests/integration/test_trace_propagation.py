@@ -46,10 +46,15 @@ POISON_CALLER = "00-5cf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 async def _trace_ids(
-    kafka: KafkaSettings, topics: TopicNames, wanted: set[bytes], expect: dict[str, int]
+    kafka: KafkaSettings,
+    topics: TopicNames,
+    wanted: set[bytes],
+    expect: dict[str, int],
+    sampled: dict[bytes, set[bool]] | None = None,
 ) -> dict[str, dict[bytes, set[str | None]]]:
     """topic → request key → the trace ids its records carry, until each topic in `expect`
-    holds records of that many of the `wanted` requests."""
+    holds records of that many of the `wanted` requests; `sampled`: filled with each
+    request's sampled flags, all topics together."""
     consumer = make_consumer(kafka, group_id=None)
     await consumer.start()
     seen: dict[str, dict[bytes, set[str | None]]] = defaultdict(lambda: defaultdict(set))
@@ -64,6 +69,8 @@ async def _trace_ids(
                         if r.key in wanted:
                             ctx = trace_of(r.headers)
                             seen[tp.topic][r.key].add(ctx.trace_id if ctx else None)
+                            if ctx is not None and sampled is not None:
+                                sampled.setdefault(r.key, set()).add(ctx.sampled)
     finally:
         await consumer.stop()
     return seen
@@ -80,10 +87,14 @@ async def test_every_record_of_a_request_carries_its_trace(
     own = TTSRequest.new("Hello there.", language="en", format="wav", cache=False)
     foreign = TTSRequest.new("A producer that knows nothing of traces.", language="en", format="pcm")
     poison = TTSRequest.new("Unknown voice.", language="en", voice="no_such_voice")
+    # A producer of a deployment that samples none of the traces it begins.
+    unsampled = TTSRequest.new("Nobody records this one.", language="en", format="pcm", cache=False)
     async with RequestProducer(kafka_settings) as producer:
         await producer.submit(traced, trace=caller)
         await producer.submit(own)  # no caller: the request starts its own trace
         await producer.submit(poison, trace=poison_caller)
+    async with RequestProducer(kafka_settings, sample_ratio=0.0) as producer:
+        await producer.submit(unsampled)
     plain = make_producer(kafka_settings)  # a client that sets no header at all
     await plain.start()
     try:
@@ -91,22 +102,28 @@ async def test_every_record_of_a_request_carries_its_trace(
     finally:
         await plain.stop()
 
-    keys = {r.request_id.encode() for r in (traced, own, foreign, poison)}
+    keys = {r.request_id.encode() for r in (traced, own, foreign, poison, unsampled)}
+    flags: dict[bytes, set[bool]] = {}
     seen = await _trace_ids(
         kafka_settings,
         topics,
         keys,
-        # Requests: 4; segments, chunks, results: 3 (the poison has none); its dead letter.
+        # Requests: 5; segments, chunks, results: 4 (the poison has none); its dead letter.
         {
-            topics.requests: 4,
-            topics.segments: 3,
-            topics.pcm: 3,
-            topics.audio: 3,
-            topics.file_parts: 3,
-            topics.results: 3,
+            topics.requests: 5,
+            topics.segments: 4,
+            topics.pcm: 4,
+            topics.audio: 4,
+            topics.file_parts: 4,
+            topics.results: 4,
             topics.dlq("segment"): 1,
         },
+        flags,
     )
+    # Unsampled at the start, so on every record: no worker recorded a span of it (a
+    # recording span would have written its children as sampled).
+    assert flags[unsampled.request_id.encode()] == {False}
+    assert flags[traced.request_id.encode()] == {True} and flags[own.request_id.encode()] == {True}
     t_key, own_key, foreign_key = (
         traced.request_id.encode(),
         own.request_id.encode(),

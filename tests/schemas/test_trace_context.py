@@ -98,3 +98,23 @@ def test_a_replay_is_a_new_trace_linked_to_the_original() -> None:
     assert (REPLAY_TRACE, W3C_EXAMPLE.encode()) in headers
     assert without_trace(original) == [("other", b"1")]
     assert REPLAY_TRACE not in dict(replay_trace([]))
+
+
+@pytest.mark.parametrize("ratio", [0.0, 0.1, 0.5, 1.0])
+def test_a_trace_we_begin_is_sampled_as_opentelemetrys_ratio_sampler_decides(ratio: float) -> None:
+    """The deployment's sample ratio applies to the traces a producer or the gateway begins:
+    the sampled flag is the decision OpenTelemetry's own `TraceIdRatioBased` makes for the
+    same trace id, so every worker's parent-based sampler agrees with it."""
+    from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
+
+    sampler = TraceIdRatioBased(ratio)
+    begun = [TraceContext.start(sample_ratio=ratio) for _ in range(2000)]
+    for trace in begun:
+        decision = sampler.should_sample(None, int(trace.trace_id, 16), "request").decision
+        assert trace.sampled == (decision == Decision.RECORD_AND_SAMPLE), trace
+    share = sum(t.sampled for t in begun) / len(begun)
+    assert abs(share - ratio) < 0.05, share  # 2,000 draws: 0.05 is > 7 standard deviations
+
+
+def test_a_trace_begun_without_a_ratio_is_sampled_unless_told_not_to_be() -> None:
+    assert TraceContext.start().sampled and not TraceContext.start(sampled=False).sampled
