@@ -9,6 +9,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.client import AIOKafkaClient
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamtts.runtime.settings import KafkaSettings
@@ -97,6 +98,13 @@ def make_consumer(
     )
     kwargs.update(overrides)
     return AIOKafkaConsumer(*topics, **kwargs)
+
+
+def make_client(kafka: KafkaSettings, **overrides: Any) -> AIOKafkaClient:
+    """A bare client (requests of our own choosing, e.g. a metadata request for no topic)."""
+    kwargs = dict(client_kwargs(kafka), request_timeout_ms=15000)
+    kwargs.update(overrides)
+    return AIOKafkaClient(**kwargs)
 
 
 def make_admin(kafka: KafkaSettings, **overrides: Any) -> AIOKafkaAdminClient:

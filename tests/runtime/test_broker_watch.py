@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from streamtts.runtime.broker_watch import BrokerWatch
 from streamtts.runtime.settings import KafkaSettings
 
@@ -40,3 +42,19 @@ async def test_a_broker_that_never_answers_is_lost_after_the_bound() -> None:
         for w in held:
             w.close()
         server.close()
+
+
+@pytest.mark.integration
+async def test_a_probe_of_a_real_broker_asks_for_no_topic(kafka_settings: KafkaSettings) -> None:
+    """The probe runs every second in every worker and gateway: it asks for the brokers only.
+    (`describe_cluster` asked for every topic's metadata and decoded it all: on a broker with
+    ~470 topics an idle worker spent 37-41 ms of CPU a second on it, 15-18 without.)"""
+    watch = BrokerWatch(kafka_settings, every_s=0.1)
+    await watch.start()
+    try:
+        await asyncio.wait_for(watch.probed(2), timeout=30)
+        assert watch.reachable and not watch.last_error
+        # This test's own topics (infra/topics.yaml's, under its prefix) are on the broker.
+        assert watch.answer == (1, 0), "one broker answered, and it listed no topic"
+    finally:
+        await watch.stop()
