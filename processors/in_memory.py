@@ -87,7 +87,7 @@ def build_stages(parts: StageParts, topology: Sequence[StageSpec]) -> list[Faust
 
 class InMemoryTopology:
     """Segment → synthesize (short and long pools) → encode, run in this process (or any
-    topology of faust stages given as a value: `topology` and `factories`).
+    topology of faust stages given as a value: `topology`, each stage built by its spec's `build`).
 
     Use `async with`: stages are built (not started: no consumer, no producer, no broker) and
     their thread pools shut down at exit."""
