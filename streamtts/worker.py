@@ -12,7 +12,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamtts.errors import ConfigError, StreamTTSError
@@ -26,7 +25,6 @@ from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.readiness import Readiness
 from streamtts.runtime.settings import Settings
 from streamtts.runtime.stage import Stage
-from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.startup import (
     StartupClock,
     StartupFailed,
@@ -40,7 +38,7 @@ from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import STAGES, GroupSpec, StageSpec, select, services_for
 from streamtts.runtime.tracing import Tracing
 from streamtts.schemas.names import POOLS
-from streamtts.worker_services import SIDE_SERVICE_STARTERS
+from streamtts.worker_services import SIDE_SERVICE_STARTERS, stage_parts
 
 if TYPE_CHECKING:  # the speech stack is heavy: imported only by workers that synthesize
     from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -107,7 +105,7 @@ class Worker:
         self.lanes: Any = None
         """The process's inference lanes, shared by its synthesize stages (None: "fifo")."""
         self._name_registry: Any = None
-        """Resolves voice names for a segment stage in a process with no model (`_voices`)."""
+        """Resolves voice names for a segment stage in a process with no model."""
         self.side: dict[str, AsyncLifecycle] = {}
         """The side services running now, by name (`worker_services`); gone once stopped."""
         self.ops_started = asyncio.Event()
@@ -159,45 +157,6 @@ class Worker:
     def canary_reports(self) -> Any:
         """A candidate release's synthesize worker reports its canary to the release guard."""
         return self.side.get("canary_reports")
-
-    def stage_parts(self) -> StageParts:
-        """What this process's stages are built from (`StageSpec.build`): its settings, and
-        its model, lanes and side services as they are when a stage asks."""
-        pieces: dict[str, Callable[[], Any]] = {
-            name: partial(self.side.get, name) for name in ("cancels", "lexicons", "releases")
-        }
-        return StageParts(
-            self.settings.kafka,
-            self.pipeline,
-            self.topics,
-            self.telemetry,
-            s3=self.settings.s3,
-            namespace=self._sink_namespace,
-            pieces={
-                **pieces,
-                "model": lambda: self.renderer,
-                "voices": self._voices,
-                "lanes": lambda: self.lanes,
-                "release_profile": self._release_profile,
-            },
-        )
-
-    def _voices(self) -> Any:
-        """The model's registry where this process loaded one (voice packs load once); else
-        one that only resolves names (engines load lazily, never in the segment stage)."""
-        from streamtts.processors.synthesize.registry import VoiceRegistry
-
-        if self.renderer is not None:
-            return self.renderer.synth.registry
-        if self._name_registry is None:
-            self._name_registry = VoiceRegistry(threads=1)
-        return self._name_registry
-
-    def _release_profile(self) -> Any:
-        from streamtts.features.releases.profile import ReleaseProfile
-        from streamtts.runtime.pipeline_settings import voice_map
-
-        return ReleaseProfile(self.pipeline.release.name, voice_map(self.pipeline.release.voices))
 
     def _on_stop(self, what: str, stop: Stop) -> None:
         self._stops.append((what, stop))
@@ -434,7 +393,7 @@ def _stage_starter(spec: StageSpec, group: GroupSpec) -> StepStart:
     before it starts (an unwind stops one that failed half-way), then started."""
 
     async def start(worker: Worker) -> None:
-        service = spec.factory()(worker.stage_parts(), spec, group)
+        service = spec.factory()(stage_parts(worker), spec, group)
         worker.services.append(service)
 
         async def stop() -> None:

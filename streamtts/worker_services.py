@@ -1,7 +1,7 @@
-"""How a worker starts each side service the topology names (`SIDE_SERVICES`), in one place
-(each stage builds itself: `StageSpec.build`): the model and its canary, the cancels, the
-release rule and its guard, the lexicons, the load reports. Each is held by the worker under
-its name (`Worker.side`) from its start until its stop."""
+"""How a worker starts each side service the topology names (`SIDE_SERVICES`): the model
+and its canary, the cancels, the release rule and its guard, the lexicons, the load reports,
+each held by the worker under its name (`Worker.side`) from its start until its stop; and
+what its stages are built from (`stage_parts`: each stage builds itself, `StageSpec.build`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from streamtts.features.control.cancel_watch import CancelWatch
 from streamtts.features.lexicons.book import LexiconBook
+from streamtts.features.releases.profile import ReleaseProfile
 from streamtts.features.releases.watch import ReleaseWatch
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.pipeline_settings import voice_map
 from streamtts.runtime.stage import ReportsLoad
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.topology import SideService
 from streamtts.schemas import LoadReport
 from streamtts.schemas.load import CostLine
@@ -27,6 +29,43 @@ if TYPE_CHECKING:
     from streamtts.worker import Worker
 
 log = logging.getLogger("streamtts.worker")
+
+
+def stage_parts(worker: Worker) -> StageParts:
+    """What `worker`'s stages are built from (`StageSpec.build`): its settings, and its
+    model, lanes and side services as they are when a stage asks."""
+    pieces: dict[str, Callable[[], Any]] = {
+        name: partial(worker.side.get, name) for name in ("cancels", "lexicons", "releases")
+    }
+    return StageParts(
+        worker.settings.kafka,
+        worker.pipeline,
+        worker.topics,
+        worker.telemetry,
+        s3=worker.settings.s3,
+        namespace=worker._sink_namespace,
+        pieces={
+            **pieces,
+            "model": lambda: worker.renderer,
+            "voices": partial(_voices, worker),
+            "lanes": lambda: worker.lanes,
+            "release_profile": lambda: ReleaseProfile(
+                worker.pipeline.release.name, voice_map(worker.pipeline.release.voices)
+            ),
+        },
+    )
+
+
+def _voices(worker: Worker) -> Any:
+    """The model's registry where the process loaded one (voice packs load once); else one
+    that only resolves names (engines load lazily, never in the segment stage)."""
+    from streamtts.processors.synthesize.registry import VoiceRegistry
+
+    if worker.renderer is not None:
+        return worker.renderer.synth.registry
+    if worker._name_registry is None:
+        worker._name_registry = VoiceRegistry(threads=1)
+    return worker._name_registry
 
 
 async def start_model(worker: Worker) -> None:

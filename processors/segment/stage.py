@@ -76,15 +76,9 @@ async def warm_segmenting() -> None:
 
 def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> SegmentStage:
     """The segment stage where `spec` places it (`StageSpec.build`)."""
+    pieces = {name: parts.piece(name) for name in ("voices", "lexicons", "releases")}
     return SegmentStage(
-        parts.kafka,
-        parts.pipeline,
-        parts.topics,
-        voices=parts.piece("voices"),
-        telemetry=parts.telemetry,
-        lexicons=parts.piece("lexicons"),
-        releases=parts.piece("releases"),
-        spec=spec,
+        parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec, **pieces
     )
 
 

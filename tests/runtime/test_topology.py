@@ -26,6 +26,7 @@ from streamtts.runtime.topology import (
 )
 from streamtts.schemas.names import POOLS
 from streamtts.worker import SIDE_SERVICE_STARTERS, Worker
+from streamtts.worker_services import stage_parts
 
 PREFIX = "p."
 TOPICS = TopicNames(PREFIX)
@@ -147,7 +148,7 @@ async def test_each_built_stage_has_the_group_sources_and_dlq_of_its_spec(releas
     pipeline = PipelineSettings.of(release=release)
     worker = Worker(list(STAGES), _settings(), pipeline, renderer=renderer, ops=False)
     built = [
-        (spec, group, spec.factory()(worker.stage_parts(), spec, group))
+        (spec, group, spec.factory()(stage_parts(worker), spec, group))
         for spec, group in worker.stage_groups()
     ]
     assert len(built) == sum(len(spec.groups) for spec in TOPOLOGY)
