@@ -86,24 +86,25 @@ def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
     default_rf = int(defaults.get("replication_factor", 1))
     default_cfg = {str(k): str(v) for k, v in (defaults.get("configs") or {}).items()}
 
-    def topic(name: str, body: Any, what: str) -> TopicSpec:
+    def topic(label: str, body: Any, name: str) -> TopicSpec:
+        """The spec `body` gives topic `name`; errors name `label` (a topic or a template)."""
         body = body or {}
         unknown = set(body) - {"partitions", "replication_factor", "configs"}
         if unknown:
-            raise ConfigError(f"topic spec: {what} {name!r} has unknown key {sorted(unknown)[0]!r}")
+            raise ConfigError(f"topic spec: {label} has unknown key {sorted(unknown)[0]!r}")
         partitions = body.get("partitions")
         if not isinstance(partitions, int) or partitions < 1:
-            raise ConfigError(f"topic spec: {what} {name!r} needs 'partitions' ≥ 1")
+            raise ConfigError(f"topic spec: {label} needs 'partitions' ≥ 1")
         configs = dict(default_cfg)
         configs.update({str(k): str(v) for k, v in (body.get("configs") or {}).items()})
         return TopicSpec(
-            name=f"{prefix}{name}" if what == "topic" else name,
+            name=name,
             partitions=partitions,
             replication_factor=int(body.get("replication_factor", default_rf)),
             configs=configs,
         )
 
-    specs = [topic(name, body, "topic") for name, body in raw["topics"].items()]
+    specs = [topic(f"topic {name!r}", body, f"{prefix}{name}") for name, body in raw["topics"].items()]
     templates = raw.get("templates") or {}
     if unknown := set(templates) - set(TEMPLATES):
         raise ConfigError(
@@ -113,7 +114,7 @@ def load_spec(path: Path = SPEC_PATH, prefix: str = "") -> list[TopicSpec]:
     for name in topology_topics(TopicNames(prefix)):
         kind = "dead_letters" if name.endswith(".dlq") else "stage_topics"
         if name not in listed and kind in templates:
-            specs.append(replace(topic(kind, templates[kind], "template"), name=name))
+            specs.append(topic(f"template {kind!r}", templates[kind], name))
     return specs
 
 
