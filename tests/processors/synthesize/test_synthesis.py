@@ -5,6 +5,8 @@ Short texts only: one Kokoro call costs ~0.7 s of fixed time on 2 cores.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,7 @@ from streamtts.processors.direct import synthesize_text
 from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.normalize import is_speakable_char
 from streamtts.processors.synthesize.exceptions import InvalidParameterError, UnknownVoiceError
-from streamtts.processors.synthesize.kokoro import MAX_PHONEMES, split_phonemes
+from streamtts.processors.synthesize.kokoro import MAX_PHONEMES, STYLE_MIN_TOKENS, KokoroEngine, split_phonemes
 from streamtts.processors.synthesize.piper import PiperEngine
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.synthesizer import Synthesizer
@@ -184,3 +186,25 @@ def test_first_chunk_is_yielded_before_later_spans_are_synthesized(
         assert calls == ["One."], "later spans are not even phonemized before the first is yielded"
     finally:
         del engine.phonemize
+
+
+def test_a_short_input_speaks_with_the_style_of_a_sentence_length_input(registry: VoiceRegistry) -> None:
+    """Kokoro's pack rows for short inputs speak worse (docs/speech-quality.md): a short span,
+    such as a streamed first clause, takes the row of STYLE_MIN_TOKENS tokens instead."""
+    voice = registry.spec("jm_kumo")
+    engine = registry.engine(voice)
+    assert isinstance(engine, KokoroEngine) and voice.style is not None
+    phonemes = engine.phonemize("请妥善保管。", "zh")
+    assert 0 < sum(c in engine.vocab for c in phonemes) < STYLE_MIN_TOKENS
+
+    def samples(style: np.ndarray) -> bytes:
+        spoken = dataclasses.replace(voice, style=style)
+        return b"".join(c.samples.astype(np.float32).tobytes() for c in engine.synthesize_phonemes(phonemes, spoken))
+
+    short_rows_gone = voice.style.copy()
+    short_rows_gone[:STYLE_MIN_TOKENS] = 0.0
+    floor_row_gone = voice.style.copy()
+    floor_row_gone[STYLE_MIN_TOKENS] = 0.0
+    reference = samples(voice.style)
+    assert samples(short_rows_gone) == reference  # no row of a shorter input is read
+    assert samples(floor_row_gone) != reference  # the floor's row is

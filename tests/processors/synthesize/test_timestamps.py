@@ -12,7 +12,7 @@ import pytest
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.synthesize.chunker import pcm_chunks
 from streamtts.processors.synthesize.engine import make_session
-from streamtts.processors.synthesize.kokoro import KokoroEngine, read_model_bytes
+from streamtts.processors.synthesize.kokoro import KokoroEngine, read_model_bytes, style_row
 from streamtts.processors.synthesize.piper import PiperEngine
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.renderer import SegmentRenderer
@@ -35,7 +35,7 @@ def test_kokoro_duration_output_leaves_the_audio_bytes_unchanged(registry: Voice
         phonemes = engine.phonemize(text, lang)
         [chunk] = list(engine.synthesize_phonemes(phonemes, voice))
         tokens = [engine.vocab[c] for c in phonemes if c in engine.vocab]
-        style = voice.style[len(tokens)].reshape(1, 256)
+        style = style_row(voice.style, len(tokens))
         [audio] = plain.run(
             None,
             {
