@@ -104,6 +104,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--threads and --per-lang must be ≥ 1")
     if args.out and not args.out.parent.exists():
         raise ConfigError(f"output directory {args.out.parent} does not exist")
+    if args.out and args.out.is_dir():
+        raise ConfigError(f"--out {args.out} is a directory: give the report's file name")
     langs = [v.strip() for v in args.langs.split(",") if v.strip()] if args.langs else None
     if args.timestamps:
         return _run_timestamps(args, langs)

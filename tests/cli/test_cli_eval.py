@@ -54,3 +54,12 @@ def test_streamed_mistakes_are_one_line(
     err = capsys.readouterr().err
     assert err.startswith("streamtts: error: ") and message in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+def test_an_out_that_is_a_folder_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found after a 20-minute run ended in a trace: the report could not be written."""
+    assert main(["eval", "--no-pipeline", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamtts: error: ") and "is a directory" in err and "Traceback" not in err
