@@ -368,7 +368,7 @@ class EvalPlan:
     """Also send each sentence through the pipeline as a streamed utterance at this many
     tokens a second (system "streamed"; needs `pipeline`)."""
     stream_delay_ms: int | None = None
-    """The streamed utterances' `max_buffer_delay_ms` (None: the default, 300)."""
+    """The streamed utterances' `max_buffer_delay_ms` (None: the contract's default)."""
 
 
 def run_eval(

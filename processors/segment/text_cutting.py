@@ -29,6 +29,7 @@ from typing import Literal
 from streamtts.processors.segment.cut_words import is_cjk
 from streamtts.processors.segment.han_words import han_breaks, is_han
 from streamtts.processors.segment.splitter import CLAUSE_END, CLOSERS, SENTENCE_END, ClauseSplitter
+from streamtts.schemas.utterance import DEFAULT_MAX_BUFFER_DELAY_MS
 
 Force = Literal["none", "words", "all"]
 """What asks for the cut: a new delta ("none"), the timer ("words"), a flush or the end ("all")."""
@@ -46,7 +47,7 @@ class CutPolicy:
     """Later spans are cut at a clause (not only a sentence) once the held text costs this."""
     cjk_weight: int = 2
     """Cost of a CJK character (one carries what a short word does)."""
-    max_buffer_delay_ms: int = 300
+    max_buffer_delay_ms: int = DEFAULT_MAX_BUFFER_DELAY_MS
     """The timer for the first span (0: none)."""
     later_delay_ms: int = 1500
     """The timer for later spans: they wait longer for a whole sentence."""

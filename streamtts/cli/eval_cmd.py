@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="MS",
-        help="--streamed utterances' max_buffer_delay_ms (default 300): how long the first text "
+        help="--streamed utterances' max_buffer_delay_ms (default 1000): how long the first text "
         "waits for a clause boundary before the timer speaks it (the latency/quality knob)",
     )
     p.add_argument(

@@ -2,14 +2,14 @@
 
 A turn — the text from the first `text` until `end` or a `cancel` — is one streamed utterance
 on Kafka (`<session>-<n>`, session id in metadata; docs/streamed-text.md): the segment stage
-speaks its first clause as soon as it is whole (or after `max_buffer_delay_ms`, 300 by default,
+speaks its first clause as soon as it is whole (or after `max_buffer_delay_ms`, 1,000 ms by default,
 up to the last whole word), later text in whole sentences; one request, one `completed`, word
 times from the turn's start. `"aggregation": "sentence"` in start keeps the earlier behaviour:
 each complete sentence a request of its own, submitted when its end arrives. Audio is
 forwarded strictly in order. Protocol (client → server, text frames):
 
     {"type": "start", "voice": "en_joe", "language": "en", "format": "pcm", "speed": 1.0, "store": false,
-     "max_buffer_delay_ms": 300, "aggregation": "utterance"}
+     "max_buffer_delay_ms": 1000, "aggregation": "utterance"}
     {"type": "text", "text": "Hello there. How are"}     (or a plain, non-JSON text frame)
     {"type": "flush"}      speak what is held now, even without a boundary
     {"type": "end"}        end the turn, deliver the remaining audio, then close

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from streamtts.gateway.framing import FRAME_MS_CHOICES, frameable, frameable_choices
 from streamtts.schemas.request import AudioFormat, Language
+from streamtts.schemas.utterance import DEFAULT_MAX_BUFFER_DELAY_MS
 
 
 class StartMessage(BaseModel):
@@ -30,7 +31,7 @@ class StartMessage(BaseModel):
     """"utterance": a turn (its text until `end` or a cancel) is one streamed utterance,
     spoken from its first whole clause on (docs/streamed-text.md); "sentence": each complete
     sentence is a request of its own, submitted when its end arrives (the earlier behaviour)."""
-    max_buffer_delay_ms: int = Field(default=300, ge=0, le=10_000)
+    max_buffer_delay_ms: int = Field(default=DEFAULT_MAX_BUFFER_DELAY_MS, ge=0, le=10_000)
     """Utterance mode: the longest a turn's first text waits for a clause boundary before
     what is held is spoken up to its last whole word."""
     frame_ms: int | None = None

@@ -20,7 +20,14 @@ import unicodedata
 from livekit.agents import APIConnectionError, APIConnectOptions, tts, utils
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 
-from streamtts.integrations.ws_client import SAMPLE_RATE, Received, ReplyError, ReplyTarget, StreamedReply
+from streamtts.integrations.ws_client import (
+    DEFAULT_MAX_BUFFER_DELAY_MS,
+    SAMPLE_RATE,
+    Received,
+    ReplyError,
+    ReplyTarget,
+    StreamedReply,
+)
 
 
 class TTS(tts.TTS):
@@ -31,7 +38,7 @@ class TTS(tts.TTS):
         api_key: str,
         voice: str = "auto",
         language: str = "auto",
-        max_buffer_delay_ms: int = 300,
+        max_buffer_delay_ms: int = DEFAULT_MAX_BUFFER_DELAY_MS,
         speed: float = 1.0,
     ) -> None:
         super().__init__(

@@ -23,7 +23,13 @@ from typing import Any
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame, TTSStoppedFrame
 from pipecat.services.tts_service import TextAggregationMode, TTSService
 
-from streamtts.integrations.ws_client import SAMPLE_RATE, ReplyError, ReplyTarget, StreamedReply
+from streamtts.integrations.ws_client import (
+    DEFAULT_MAX_BUFFER_DELAY_MS,
+    SAMPLE_RATE,
+    ReplyError,
+    ReplyTarget,
+    StreamedReply,
+)
 
 
 class StreamTTSService(TTSService):
@@ -34,7 +40,7 @@ class StreamTTSService(TTSService):
         api_key: str,
         voice: str = "auto",
         language: str = "auto",
-        max_buffer_delay_ms: int = 300,
+        max_buffer_delay_ms: int = DEFAULT_MAX_BUFFER_DELAY_MS,
         **kwargs: Any,
     ) -> None:
         super().__init__(

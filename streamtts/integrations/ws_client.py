@@ -14,6 +14,8 @@ from urllib.parse import urlencode
 import orjson
 import websockets
 
+from streamtts.schemas.utterance import DEFAULT_MAX_BUFFER_DELAY_MS
+
 SAMPLE_RATE = 24_000
 """What the plugins ask for: pcm, 24 kHz s16le mono (the gateway's default for pcm)."""
 
@@ -54,7 +56,7 @@ class ReplyTarget:
     api_key: str
     voice: str = "auto"
     language: str = "auto"
-    max_buffer_delay_ms: int = 300
+    max_buffer_delay_ms: int = DEFAULT_MAX_BUFFER_DELAY_MS
     speed: float = 1.0
 
     def reply(self) -> StreamedReply:
@@ -80,7 +82,7 @@ class StreamedReply:
         *,
         voice: str = "auto",
         language: str = "auto",
-        max_buffer_delay_ms: int = 300,
+        max_buffer_delay_ms: int = DEFAULT_MAX_BUFFER_DELAY_MS,
         timestamps: bool = True,
         speed: float = 1.0,
     ) -> None:

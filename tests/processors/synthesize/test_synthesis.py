@@ -15,7 +15,12 @@ from streamtts.processors.direct import synthesize_text
 from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.normalize import is_speakable_char
 from streamtts.processors.synthesize.exceptions import InvalidParameterError, UnknownVoiceError
-from streamtts.processors.synthesize.kokoro import MAX_PHONEMES, STYLE_MIN_TOKENS, KokoroEngine, split_phonemes
+from streamtts.processors.synthesize.kokoro import (
+    MAX_PHONEMES,
+    STYLE_MIN_TOKENS,
+    KokoroEngine,
+    split_phonemes,
+)
 from streamtts.processors.synthesize.piper import PiperEngine
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.synthesizer import Synthesizer
@@ -199,7 +204,9 @@ def test_a_short_input_speaks_with_the_style_of_a_sentence_length_input(registry
 
     def samples(style: np.ndarray) -> bytes:
         spoken = dataclasses.replace(voice, style=style)
-        return b"".join(c.samples.astype(np.float32).tobytes() for c in engine.synthesize_phonemes(phonemes, spoken))
+        return b"".join(
+            c.samples.astype(np.float32).tobytes() for c in engine.synthesize_phonemes(phonemes, spoken)
+        )
 
     short_rows_gone = voice.style.copy()
     short_rows_gone[:STYLE_MIN_TOKENS] = 0.0
