@@ -257,6 +257,15 @@ def streamed_deltas(rows: Sequence[LangRow]) -> dict[str, float]:
     }
 
 
+def streamed_verdict(delta: float) -> str:
+    """ "yes" within ±STREAMED_WITHIN; "better" where the streamed utterance was understood
+    better than the whole request by more than that (not a regression: report it, and read it
+    as noise or as the cut helping); "no" where it was worse."""
+    if abs(delta) <= STREAMED_WITHIN:
+        return "yes"
+    return "better" if delta < 0 else "no"
+
+
 def format_table(rows: Sequence[LangRow]) -> str:
     systems = list(dict.fromkeys(s for row in rows for s in row.rate))
     lines = [_line("lang", "error rate (n, metric)", systems)]
@@ -274,8 +283,7 @@ def format_table(rows: Sequence[LangRow]) -> str:
     if deltas := streamed_deltas(rows):
         lines += ["", _line("lang", "streamed − pipeline", ("Δ error", f"±{STREAMED_WITHIN}"))]
         for lang, delta in deltas.items():
-            within = "yes" if abs(delta) <= STREAMED_WITHIN else "no"
-            lines.append(_line(lang, "", (f"{delta:+.3f}", within)))
+            lines.append(_line(lang, "", (f"{delta:+.3f}", streamed_verdict(delta))))
     timed = [s for s in systems if any(s in row.first_audio_p50_s for row in rows)]
     if timed:
         lines += ["", _line("lang", "first audio p50 (s)", timed)]
