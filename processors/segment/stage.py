@@ -206,7 +206,7 @@ class SegmentStage(FaustStage):
             notes=segments[0].request.notes or None,
             release=lane.release if lane else None,
             routed_by=lane.why if lane else None,
-            rule_version=self.releases.current.version if lane and self.releases else None,
+            rule_version=lane.rule_version if lane else None,
             text=snippet(request.text),
         )
         return "ok"
@@ -315,7 +315,7 @@ class SegmentStage(FaustStage):
         ):
             # The candidate's lane has no live consumer (crashed, never started): a request
             # sent there would wait for nobody; stable serves it and the guard rolls back.
-            lane = Route(self.releases.current.stable, "no_consumer")
+            lane = Route(self.releases.current.stable, "no_consumer", self.releases.current.version)
         if lane is None:
             return out, None
         self.telemetry.release_routed.labels(lane.release, lane.why).inc()

@@ -145,6 +145,19 @@ def load_sentences_with_plain():  # type: ignore[no-untyped-def]
     return load_timestamp_sentences()
 
 
+def _syllables_in(expect: str, heard: str) -> bool:
+    """Whether `expect`'s syllables (toneless pinyin) are heard in a row, each among the
+    readings of the character Whisper wrote there."""
+    from pypinyin import Style, lazy_pinyin, pinyin
+
+    wanted = lazy_pinyin(expect)
+    readings = [set(r) for r in pinyin(heard, style=Style.NORMAL, heteronym=True)]
+    return any(
+        all(w in readings[i + k] for k, w in enumerate(wanted))
+        for i in range(len(readings) - len(wanted) + 1)
+    )
+
+
 def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> None:  # type: ignore[no-untyped-def]
     """SSML and lexicons through Whisper: what the document or the lexicon asks for is what a
     listener hears, where the plain reading says something else: "1984 boxes" read digit by
@@ -216,9 +229,9 @@ def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> Non
         bare = re.sub(r"[\W_]", "", transcript.lower())
         heard.append((transcript, expect))
         if lang == "zh" and not expect.isdigit():
-            # Whisper-base writes Mandarin homophones (招商 as 找上): compare the syllables.
-            from pypinyin import lazy_pinyin
-
-            folded, expect = "".join(lazy_pinyin(folded)), "".join(lazy_pinyin(expect))
+            # Whisper-base writes Mandarin homophones (招商 as 找上, or as 朝商: 朝 is also read
+            # zhāo): compare the syllables, any reading of a character Whisper wrote.
+            assert _syllables_in(expect, folded), heard
+            continue
         assert expect in folded or expect in bare, heard
     print("heard:", heard)

@@ -30,6 +30,9 @@ class Route:
     """The lane: the rule's stable release or its candidate."""
     why: str
     """"header", "tenant", "percent" (candidate) or "default" (stable)."""
+    rule_version: int | None = None
+    """The version of the rule that decided (the rule in force may change while the request
+    is still being routed: what is logged is the rule that chose, not the one current then)."""
 
 
 def route(rule: ReleaseConfig, tenant: str, request_id: str, header: str | None = None) -> Route:
@@ -37,9 +40,9 @@ def route(rule: ReleaseConfig, tenant: str, request_id: str, header: str | None 
     rule's stable nor its candidate is ignored (a client cannot reach a retired lane)."""
     if rule.routing and rule.candidate is not None:
         if rule.header and header in (rule.candidate, rule.stable):
-            return Route(header, "header")
+            return Route(header, "header", rule.version)
         if tenant in rule.tenants:
-            return Route(rule.candidate, "tenant")
+            return Route(rule.candidate, "tenant", rule.version)
         if bucket(tenant, request_id) < round(rule.percent * BUCKETS / 100):
-            return Route(rule.candidate, "percent")
-    return Route(rule.stable, "default")
+            return Route(rule.candidate, "percent", rule.version)
+    return Route(rule.stable, "default", rule.version)

@@ -104,3 +104,15 @@ def test_release_lanes_have_their_own_topics_and_are_replay_targets() -> None:
     assert not t.is_source("synthesize", "p.tts.release.Bad.segments")
     assert not t.is_source("encode", "p.tts.release.joe-v2.segments")
     assert not t.is_source("synthesize", "tts.release.joe-v2.segments"), "another prefix"
+
+
+def test_a_route_names_the_rule_version_that_chose_it() -> None:
+    """The segment stage logs the version of the rule that routed a request: read after its
+    awaits, the rule in force could already be the next one (a CI run saw a request routed to
+    the candidate under v1 and logged as v2, the rollback)."""
+    ids = _ids(200)
+    canary = _rule(version=7, percent=50, tenants=["acme"], header=True)
+    assert {route(canary, "acme", rid).rule_version for rid in ids} == {7}
+    assert {route(canary, "globex", rid).rule_version for rid in ids} == {7}
+    assert route(canary, "globex", ids[0], "joe-v2").rule_version == 7
+    assert route(_rule(version=8, state="rolled_back"), "acme", ids[0]).rule_version == 8
