@@ -38,12 +38,8 @@ from streamtts.audio.exceptions import EncodingError
 from streamtts.processors.encode.streams import OpenStreams, StreamStep
 from streamtts.runtime.byte_lru import ByteLRU
 from streamtts.runtime.faust_stage import FaustStage, source_of
-from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import ReadAhead, Taken
-from streamtts.runtime.telemetry import Telemetry
-from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, StageSpec
 from streamtts.schemas import AudioChunk, ContractError, FilePart, PcmChunk, wire
 from streamtts.schemas.chunks import ChunkRecord, FileCarries, StreamUse
@@ -117,22 +113,15 @@ def encode_pcm_chunk(
 
 def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> EncodeStage:
     """The encode stage where `spec` places it (`StageSpec.build`)."""
-    return EncodeStage(parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec)
+    return EncodeStage(parts, spec=spec)
 
 
 class EncodeStage(FaustStage):
     name = "encode"
 
-    def __init__(
-        self,
-        kafka: KafkaSettings,
-        pipeline: PipelineSettings,
-        topics: TopicNames | None = None,
-        *,
-        telemetry: Telemetry | None = None,
-        spec: StageSpec | None = None,
-    ) -> None:
-        super().__init__(kafka, pipeline, topics, telemetry=telemetry, spec=spec)
+    def __init__(self, parts: StageParts, *, spec: StageSpec | None = None) -> None:
+        super().__init__(parts, spec=spec)
+        pipeline = parts.pipeline
         self.pool = ThreadPoolExecutor(max_workers=sum(ENCODES.values()), thread_name_prefix="encode")
         # Only worth it where the render cache repeats PCM; off with the render cache.
         self.encoded = EncodedChunks(32 * 1024 * 1024) if pipeline.render_cache.enabled else None

@@ -34,14 +34,10 @@ from streamtts.processors.segment.voice_plan import VoiceChooser
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event, snippet
 from streamtts.runtime.kafka import topic_partitions
-from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage_outputs import Transport
 from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import Taken
-from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topic_existence import TopicExistence
-from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, StageSpec
 from streamtts.schemas import Lexicon, Segment, TTSRequest
 from streamtts.schemas.headers import RELEASE, header
@@ -77,9 +73,7 @@ async def warm_segmenting() -> None:
 def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> SegmentStage:
     """The segment stage where `spec` places it (`StageSpec.build`)."""
     pieces = {name: parts.piece(name) for name in ("voices", "lexicons", "releases")}
-    return SegmentStage(
-        parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec, **pieces
-    )
+    return SegmentStage(parts, spec=spec, **pieces)
 
 
 class SegmentStage(FaustStage):
@@ -87,19 +81,17 @@ class SegmentStage(FaustStage):
 
     def __init__(
         self,
-        kafka: KafkaSettings,
-        pipeline: PipelineSettings,
-        topics: TopicNames | None = None,
+        parts: StageParts,
         *,
         voices: VoiceCatalog,
-        telemetry: Telemetry | None = None,
         lexicons: LexiconBook | None = None,
         releases: ReleaseWatch | None = None,
         spec: StageSpec | None = None,
     ) -> None:
         """releases: the live routing rule; None (or no rule ever written) sends everything to
         the base release's topics, as before releases existed."""
-        super().__init__(kafka, pipeline, topics, telemetry=telemetry, spec=spec)
+        super().__init__(parts, spec=spec)
+        pipeline = parts.pipeline
         self.lexicons = lexicons
         # Compiled lexicons by (tenant, version), compiled off the event loop as soon as an
         # update arrives: the first request after it does not stall the stage.

@@ -29,12 +29,9 @@ from streamtts.processors.synthesize.span_plan import planned_voice
 from streamtts.processors.synthesize.timeline import RequestTimeline, published_audio_ms
 from streamtts.runtime.faust_stage import FaustStage, source_of
 from streamtts.runtime.jsonlog import log_event
-from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import ReadAhead, Taken
-from streamtts.runtime.telemetry import BREAKER_STATES, Telemetry
-from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.telemetry import BREAKER_STATES
 from streamtts.runtime.topology import GroupSpec, StageSpec
 from streamtts.schemas import ContractError, Segment, wire
 from streamtts.schemas.headers import FIRST_SEGMENT, carried_headers, header
@@ -59,12 +56,9 @@ def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> Synthes
     if renderer is None:
         raise RuntimeError("the synthesize stage needs the model loaded before it is built")
     return SynthesizeStage(
-        parts.kafka,
-        parts.pipeline,
+        parts,
         renderer,
-        parts.topics,
         pool=group.pool or "short",
-        telemetry=parts.telemetry,
         cancels=parts.piece("cancels"),
         profile=parts.piece("release_profile"),
         lanes=parts.piece("lanes"),
@@ -77,13 +71,10 @@ class SynthesizeStage(FaustStage):
 
     def __init__(
         self,
-        kafka: KafkaSettings,
-        pipeline: PipelineSettings,
+        parts: StageParts,
         renderer: SegmentRenderer,
-        topics: TopicNames | None = None,
         *,
         pool: str = "short",
-        telemetry: Telemetry | None = None,
         cancels: CancelWatch | None = None,
         profile: ReleaseProfile | None = None,
         lanes: InferenceLanes | None = None,
@@ -100,9 +91,8 @@ class SynthesizeStage(FaustStage):
             raise ValueError(f"pool must be short or long, not {pool!r}")
         self.profile = profile or ReleaseProfile()
         # Group and source (the release's lane of the pool's topic) as the topology says.
-        super().__init__(
-            kafka, pipeline, topics, telemetry=telemetry, pool=pool, release=self.profile.name, spec=spec
-        )
+        super().__init__(parts, spec=spec, pool=pool, release=self.profile.name)
+        pipeline = parts.pipeline
         self.pool_name = pool
         self.renderer = renderer
         self.out = self.outputs.role(self.spec.outputs[0])  # its one output: the topology wires it

@@ -19,15 +19,12 @@ from streamtts.runtime.exemplars import trace_exemplar
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.lifecycle import cancel_and_wait
-from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.redelivery import Redelivery, RedeliveryWatch
-from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.stage_outputs import StageOutputs, Transport
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import ReadAhead, Taken
-from streamtts.runtime.telemetry import Telemetry
-from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import StageSpec, stage_spec
 from streamtts.runtime.tracing import annotate
 from streamtts.schemas.headers import header_pairs
@@ -47,29 +44,27 @@ class FaustStage(DeadLettering):
 
     def __init__(
         self,
-        kafka: KafkaSettings,
-        pipeline: PipelineSettings,
-        topics: TopicNames | None = None,
+        parts: StageParts,
         *,
-        telemetry: Telemetry | None = None,
+        spec: StageSpec | None = None,
         pool: str | None = None,
         release: str = BASE_RELEASE,
-        spec: StageSpec | None = None,
     ) -> None:
-        """pool: the group of the stage's spec to run (synthesize: "short" or "long");
+        """parts: the settings, topic names and telemetry (`StageParts.of` in tests);
+        pool: the group of the stage's spec to run (synthesize: "short" or "long");
         release: the release served (a stage with release lanes reads that release's lane);
         spec: where the stage sits in a topology other than the pipeline's own (`TOPOLOGY`),
         e.g. with a stage inserted after it: what it reads and writes follows the spec."""
-        self.kafka = kafka
-        self.pipeline = pipeline
-        self.topics = topics or TopicNames(kafka.topic_prefix)
-        self.telemetry = telemetry or Telemetry()
+        self.kafka = parts.kafka
+        self.pipeline = parts.pipeline
+        self.topics = parts.topics
+        self.telemetry = parts.telemetry
         self.spec: StageSpec = spec or stage_spec(self.name)
         group = self.spec.group_for(pool)
         self.group = self.spec.group_role(group, release)
         self.sources: list[str] = self.spec.group_sources(group, self.topics, release)
         """The topics this stage consumes."""
-        self.app: faust.App = make_app(self.group, kafka, pipeline)
+        self.app: faust.App = make_app(self.group, self.kafka, self.pipeline)
         self._faust_topics: dict[str, faust.TopicT] = {}
         self.outputs = StageOutputs(self.name, self.topics, self._faust_send, self.spec)
         """The stage's only way to write: the outputs its spec declares, through this app."""

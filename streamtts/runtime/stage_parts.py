@@ -34,6 +34,20 @@ class StageParts:
     """Each shared piece (`PIECES`) as a function giving it: made when a stage asks, so a
     process builds nothing its stages do not use."""
 
+    @classmethod
+    def of(
+        cls,
+        kafka: KafkaSettings | None = None,
+        pipeline: PipelineSettings | None = None,
+        *,
+        topics: TopicNames | None = None,
+        telemetry: Telemetry | None = None,
+    ) -> StageParts:
+        """Parts with the defaults for what is not given (tests and tools build one stage)."""
+        kafka = kafka or KafkaSettings()
+        topics = topics or TopicNames(kafka.topic_prefix)
+        return cls(kafka, pipeline or PipelineSettings(), topics, telemetry or Telemetry())
+
     def piece(self, name: str) -> Any:
         """The piece `name`, or None where the process has none."""
         if name not in PIECES:

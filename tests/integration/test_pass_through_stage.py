@@ -44,7 +44,7 @@ class Attenuate(FaustStage):
     name = "attenuate"
 
     def __init__(self, parts: StageParts, spec: StageSpec, group: GroupSpec) -> None:
-        super().__init__(parts.kafka, parts.pipeline, parts.topics, telemetry=parts.telemetry, spec=spec)
+        super().__init__(parts, spec=spec)
         self.out = self.outputs.role(spec.outputs[0])
 
     async def take(self, event: Any) -> Taken[PcmChunk]:

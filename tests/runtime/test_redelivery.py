@@ -10,9 +10,8 @@ from faust.types import TP
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from streamtts.runtime.faust_stage import FaustStage
-from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.redelivery import RedeliveryWatch
-from streamtts.runtime.settings import KafkaSettings
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.tracing import Tracing, TracingSettings
@@ -89,7 +88,7 @@ class Handled(FaustStage):
 async def test_the_stage_marks_the_span_and_names_the_trace_in_its_stage_time() -> None:
     exporter = InMemorySpanExporter()
     telemetry = Telemetry(Tracing.to(TracingSettings(), "worker", exporter=exporter))
-    stage = Handled(KafkaSettings(), PipelineSettings.of(), telemetry=telemetry)
+    stage = Handled(StageParts.of(telemetry=telemetry))
     source = stage.sources[0]
     await stage._on_assigned(stage.app, {TP(source, 0)})
     caller = TraceContext.start()

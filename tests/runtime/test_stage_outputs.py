@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from streamtts.runtime.stage_outputs import DELIVERED, StageOutputs, UndeclaredOutput
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.topics import TopicNames
 
 TOPICS = TopicNames("t.")
@@ -82,11 +83,9 @@ def test_a_new_role_never_names_a_topic_the_pipeline_has(role: str) -> None:
 
 def test_only_the_synthesize_stage_reports_its_waiting_first_spans() -> None:
     from streamtts.processors.encode.stage import EncodeStage
-    from streamtts.runtime.pipeline_settings import PipelineSettings
-    from streamtts.runtime.settings import KafkaSettings
     from streamtts.runtime.stage import ReportsLoad
 
-    encode = EncodeStage(KafkaSettings(), PipelineSettings())
+    encode = EncodeStage(StageParts.of())
     try:
         assert not isinstance(encode, ReportsLoad), "encode's queue is not the model's: not admission's"
     finally:

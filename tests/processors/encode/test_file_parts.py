@@ -11,8 +11,8 @@ import pytest
 from streamtts.processors.encode.stage import EncodeStage
 from streamtts.processors.in_memory import MemoryEvent, MemoryRecord
 from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.topics import TopicNames
 from streamtts.schemas import AudioChunk, FilePart, PcmChunk, wire
 from tests.factories import pcm_chunk, request
@@ -42,7 +42,9 @@ class _Log:
 
 
 def _stage(**settings: object) -> tuple[EncodeStage, _Log]:
-    stage = EncodeStage(KafkaSettings(), PipelineSettings.of(render_cache=False, **settings), TOPICS)
+    stage = EncodeStage(
+        StageParts.of(pipeline=PipelineSettings.of(render_cache=False, **settings), topics=TOPICS)
+    )
     log = _Log()
     stage.send_through(log)
     return stage, log

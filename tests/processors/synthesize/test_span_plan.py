@@ -19,8 +19,8 @@ from streamtts.processors.synthesize.span_plan import plan_span
 from streamtts.processors.synthesize.stage import SynthesizeStage
 from streamtts.processors.synthesize.synthesizer import Synthesizer
 from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered
+from streamtts.runtime.stage_parts import StageParts
 from streamtts.schemas import Segment, TTSRequest, wire
 from streamtts.schemas.chunks import PcmChunk
 from streamtts.schemas.headers import FIRST_SEGMENT_HEADERS
@@ -135,7 +135,7 @@ def stage(registry: VoiceRegistry) -> Iterator[SynthesizeStage]:
     renderer = SegmentRenderer(
         Synthesizer(registry, cache=cache), budgets=Budgets(g2p_s=30.0, inference_base_s=120.0)
     )
-    built = SynthesizeStage(KafkaSettings(), PipelineSettings.of(synth_threads=2), renderer)
+    built = SynthesizeStage(StageParts.of(pipeline=PipelineSettings.of(synth_threads=2)), renderer)
     built.sent = Out()  # type: ignore[attr-defined]
     built.send_through(built.sent)  # type: ignore[attr-defined]
     try:
