@@ -91,6 +91,7 @@ class JaegerNode(processes.GoBuiltProcess):
     name: str = "jaeger"
     """Its pid, log and state names (a test stack runs its own under another name)."""
     title = "Jaeger"
+    executable = "jaeger"
 
     @property
     def otlp_endpoint(self) -> str:
@@ -104,10 +105,6 @@ class JaegerNode(processes.GoBuiltProcess):
     @property
     def bin_dir(self) -> Path:
         return self.paths.cache_dir / "jaeger" / f"jaeger-{JAEGER_VERSION.removeprefix('v')}"
-
-    @property
-    def binary(self) -> Path:
-        return self.bin_dir / "jaeger"
 
     @property
     def config_file(self) -> Path:

@@ -34,6 +34,7 @@ class MinioNode(processes.GoBuiltProcess):
     """The network namespace MinIO runs in (a host of its own); empty: this machine's own."""
     name = "minio"
     title = "MinIO"
+    executable = "minio"
 
     @property
     def endpoint(self) -> str:
@@ -42,10 +43,6 @@ class MinioNode(processes.GoBuiltProcess):
     @property
     def bin_dir(self) -> Path:
         return self.paths.cache_dir / f"minio-{MINIO_VERSION}"
-
-    @property
-    def binary(self) -> Path:
-        return self.bin_dir / "minio"
 
     @property
     def data_dir(self) -> Path:

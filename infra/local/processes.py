@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from streamtts.errors import InfraError
 from streamtts.infra.local.installer import require_tool
@@ -189,9 +190,17 @@ class LocalProcess:
 class GoBuiltProcess(LocalProcess):
     """A local service whose binary is built from the Go module proxy once per machine."""
 
+    executable: ClassVar[str]
+    """The built binary's file name (in `bin_dir`)."""
+
+    @property
+    def bin_dir(self) -> Path:
+        """Where this version's build lives (once per machine)."""
+        raise NotImplementedError
+
     @property
     def binary(self) -> Path:
-        raise NotImplementedError
+        return self.bin_dir / self.executable
 
     def installed(self) -> bool:
         return self.binary.exists() and os.access(self.binary, os.X_OK)
