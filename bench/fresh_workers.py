@@ -5,6 +5,7 @@ records, and repeated runs leave no topics behind)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -12,6 +13,9 @@ from pathlib import Path
 
 from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 from streamtts.bench.worker_procs import Topology, WorkerSet
+from streamtts.gateway.app import create_app
+from streamtts.gateway.server import GatewayServer
+from streamtts.gateway.settings import GatewaySettings
 from streamtts.runtime.settings import Settings
 
 
@@ -34,3 +38,20 @@ async def workers_on(
     finally:
         await asyncio.to_thread(workers.stop)
         await drop_bench_topics(settings, prefix)
+
+
+@asynccontextmanager
+async def gateway_on(
+    settings: Settings, prefix: str, topology: Topology, log_dir: Path, gateway: GatewaySettings
+) -> AsyncIterator[tuple[Settings, str]]:
+    """`workers_on` with the render cache off (every reply rendered) and a gateway in this
+    process in front of them: the pipeline's settings (on `prefix`) and the gateway's
+    `/v1/stream` WebSocket URL."""
+    pipeline = dataclasses.replace(settings, kafka=dataclasses.replace(settings.kafka, topic_prefix=prefix))
+    async with workers_on(settings, prefix, topology, log_dir, {"STREAMTTS_RENDER_CACHE": "0"}):
+        server = GatewayServer(create_app(gateway, pipeline))
+        try:
+            await server.start()
+            yield pipeline, f"ws://127.0.0.1:{server.port}/v1/stream"
+        finally:
+            await server.stop()
