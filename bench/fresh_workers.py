@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,6 +39,19 @@ async def workers_on(
     finally:
         await asyncio.to_thread(workers.stop)
         await drop_bench_topics(settings, prefix)
+
+
+@asynccontextmanager
+async def scenario_workers(
+    settings: Settings, bench: str, voice: str, mode: str, threads: int, log_dir: Path, env: Mapping[str, str]
+) -> AsyncIterator[tuple[str, WorkerSet]]:
+    """`workers_on` for one voice × mode scenario of a side-by-side bench: one worker warm on
+    the voice, its topics and logs named after the scenario. Yields the topic prefix and the
+    workers."""
+    prefix = f"bench{bench}{time.strftime('%H%M%S')}-{voice.replace('_', '')}-{mode}-"
+    topology = Topology(1, threads, warm_voices=(voice,))
+    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
+        yield prefix, workers
 
 
 @asynccontextmanager
