@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from streamtts.bench.fresh_workers import workers_on
+from streamtts.bench.fresh_workers import scenario_workers
 from streamtts.bench.loadgen import poisson_schedule
 from streamtts.bench.stats import rounded_percentile
-from streamtts.bench.worker_procs import Topology, UsageWindow
+from streamtts.bench.worker_procs import UsageWindow
 from streamtts.errors import StreamTTSError
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
@@ -116,10 +116,8 @@ async def _scenario(
     drain_s: float,
     threads: int,
 ) -> BargeRun:
-    prefix = f"benchbarge{time.strftime('%H%M%S')}-{voice.replace('_', '')}-{mode}-"
-    topology = Topology(1, threads, warm_voices=(voice,))
     env = {"STREAMTTS_RENDER_CACHE": "0"}
-    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
+    async with scenario_workers(settings, "barge", voice, mode, threads, log_dir, env) as (prefix, workers):
         kafka = dataclasses.replace(settings.kafka, topic_prefix=prefix)
         topics = TopicNames(prefix)
         audio = make_consumer(kafka, group_id=None, auto_offset_reset="latest")

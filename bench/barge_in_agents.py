@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -28,10 +26,9 @@ import orjson
 import websockets
 
 from streamtts.bench.barge_in import ANSWERS
+from streamtts.bench.fresh_workers import gateway_on
 from streamtts.bench.stats import rounded_percentile
-from streamtts.bench.worker_procs import Topology, WorkerSet
-from streamtts.gateway.app import create_app
-from streamtts.gateway.server import GatewayServer
+from streamtts.bench.worker_procs import Topology
 from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.runtime.settings import Settings
 
@@ -165,37 +162,23 @@ async def run_agent_bench(
     tokens_per_s: float = 40.0,
 ) -> AgentStats:
     """`sessions` agent sessions for `duration_s` against one worker and an in-process gateway."""
-    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
-
-    settings = Settings.from_env()
     prefix = f"benchagents{time.strftime('%H%M%S')}-"
-    await apply_bench_topics(settings, prefix)
-    env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
-    log_dir = out_dir / "logs" / "agents"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    workers = WorkerSet(Topology(1, threads, warm_voices=("en_joe",)), env, log_dir)
-    pipeline = dataclasses.replace(settings, kafka=dataclasses.replace(settings.kafka, topic_prefix=prefix))
     gw_settings = GatewaySettings(
         api_keys={KEY: "bench"},
         default_rate=RateLimit(per_s=100.0, burst=200.0),
         ws_max_sessions=sessions + 2,
         ws_max_sessions_per_tenant=sessions + 2,
     )
-    server = GatewayServer(create_app(gw_settings, pipeline))
+    topology = Topology(1, threads, warm_voices=("en_joe",))
     stats = AgentStats()
-    await asyncio.to_thread(workers.start)
-    try:
-        await server.start()
-        url = f"ws://127.0.0.1:{server.port}/v1/stream?api_key={KEY}"
+    log_dir = out_dir / "logs" / "agents"
+    async with gateway_on(Settings.from_env(), prefix, topology, log_dir, gw_settings) as (_, stream_url):
+        url = f"{stream_url}?api_key={KEY}"
         until = time.monotonic() + duration_s
         rng = random.Random(seed)
         await asyncio.gather(
             *(_session(url, random.Random(rng.random()), until, stats, tokens_per_s) for _ in range(sessions))
         )
-    finally:
-        await server.stop()
-        await asyncio.to_thread(workers.stop)
-        await drop_bench_topics(settings, prefix)
     return stats
 
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamtts.bench.fresh_workers import workers_on
+from streamtts.bench.fresh_workers import scenario_workers
 from streamtts.bench.loadgen import PipelineClient, RequestShape, open_loop, poisson_schedule, progress_line
 from streamtts.bench.stats import RequestRecord, Summary, percentile, summarize
-from streamtts.bench.worker_procs import Topology, UsageWindow
+from streamtts.bench.worker_procs import UsageWindow
 from streamtts.bench.workloads import WorkItem
 from streamtts.errors import StreamTTSError
 from streamtts.runtime.settings import Settings
@@ -151,14 +151,11 @@ async def _scenario(
     drain_s: float,
     threads: int = 2,
 ) -> CacheRun:
-    stamp = time.strftime("%H%M%S")
-    prefix = f"benchcache{stamp}-{voice.replace('_', '')}-{mode}-"
     env = {
         "STREAMTTS_RENDER_CACHE": "0" if mode == "off" else "1",
         "STREAMTTS_RENDER_CACHE_PREFIX": cache_prefix,
     }
-    topology = Topology(1, threads, warm_voices=(voice,))
-    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
+    async with scenario_workers(settings, "cache", voice, mode, threads, log_dir, env) as (prefix, workers):
         client = PipelineClient(dataclasses.replace(settings.kafka, topic_prefix=prefix))
         try:
             await client.start()

@@ -5,13 +5,18 @@ records, and repeated runs leave no topics behind)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 from streamtts.bench.worker_procs import Topology, WorkerSet
+from streamtts.gateway.app import create_app
+from streamtts.gateway.server import GatewayServer
+from streamtts.gateway.settings import GatewaySettings
 from streamtts.runtime.settings import Settings
 
 
@@ -34,3 +39,33 @@ async def workers_on(
     finally:
         await asyncio.to_thread(workers.stop)
         await drop_bench_topics(settings, prefix)
+
+
+@asynccontextmanager
+async def scenario_workers(
+    settings: Settings, bench: str, voice: str, mode: str, threads: int, log_dir: Path, env: Mapping[str, str]
+) -> AsyncIterator[tuple[str, WorkerSet]]:
+    """`workers_on` for one voice × mode scenario of a side-by-side bench: one worker warm on
+    the voice, its topics and logs named after the scenario. Yields the topic prefix and the
+    workers."""
+    prefix = f"bench{bench}{time.strftime('%H%M%S')}-{voice.replace('_', '')}-{mode}-"
+    topology = Topology(1, threads, warm_voices=(voice,))
+    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
+        yield prefix, workers
+
+
+@asynccontextmanager
+async def gateway_on(
+    settings: Settings, prefix: str, topology: Topology, log_dir: Path, gateway: GatewaySettings
+) -> AsyncIterator[tuple[Settings, str]]:
+    """`workers_on` with the render cache off (every reply rendered) and a gateway in this
+    process in front of them: the pipeline's settings (on `prefix`) and the gateway's
+    `/v1/stream` WebSocket URL."""
+    pipeline = dataclasses.replace(settings, kafka=dataclasses.replace(settings.kafka, topic_prefix=prefix))
+    async with workers_on(settings, prefix, topology, log_dir, {"STREAMTTS_RENDER_CACHE": "0"}):
+        server = GatewayServer(create_app(gateway, pipeline))
+        try:
+            await server.start()
+            yield pipeline, f"ws://127.0.0.1:{server.port}/v1/stream"
+        finally:
+            await server.stop()

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +30,11 @@ from typing import Any
 import orjson
 import websockets
 
+from streamtts.bench.fresh_workers import gateway_on
 from streamtts.bench.llm_replies import REPLIES, Reply, completing_token
 from streamtts.bench.stats import rounded_percentile
 from streamtts.bench.token_stream import stream_tokens, write_paced
-from streamtts.bench.worker_procs import Topology, WorkerSet
-from streamtts.gateway.app import create_app
-from streamtts.gateway.server import GatewayServer
+from streamtts.bench.worker_procs import Topology
 from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.runtime.settings import KafkaSettings, Settings
 
@@ -212,26 +209,16 @@ async def run_llm_stream_bench(
     replies: tuple[Reply, ...] = REPLIES,
 ) -> list[StreamRun]:
     """Every (language, transport, mode, rate): `rounds` passes over its replies, one at a time."""
-    from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
-
     engine = await engine_first_span_ms(replies)
-    settings = Settings.from_env()
     prefix = f"benchllm{time.strftime('%H%M%S')}-"
-    await apply_bench_topics(settings, prefix)
-    env = {**os.environ, "STREAMTTS_TOPIC_PREFIX": prefix, "STREAMTTS_RENDER_CACHE": "0"}
-    log_dir = out_dir / "logs" / "llm-stream"
-    log_dir.mkdir(parents=True, exist_ok=True)
     voices = tuple(dict.fromkeys(r.voice for r in replies))
-    workers = WorkerSet(Topology(1, threads, warm_voices=voices), env, log_dir)
-    pipeline = dataclasses.replace(settings, kafka=dataclasses.replace(settings.kafka, topic_prefix=prefix))
+    topology = Topology(1, threads, warm_voices=voices)
     gw = GatewaySettings(api_keys={KEY: "bench"}, default_rate=RateLimit(per_s=100.0, burst=200.0))
-    server = GatewayServer(create_app(gw, pipeline))
     langs = tuple(dict.fromkeys(r.lang for r in replies))
     runs = [StreamRun(lang, t, mode, rate) for rate in rates for lang in langs for t, mode in PATHS]
-    await asyncio.to_thread(workers.start)
-    try:
-        await server.start()
-        url = f"ws://127.0.0.1:{server.port}/v1/stream?api_key={KEY}"
+    log_dir = out_dir / "logs" / "llm-stream"
+    async with gateway_on(Settings.from_env(), prefix, topology, log_dir, gw) as (pipeline, stream_url):
+        url = f"{stream_url}?api_key={KEY}"
         for reply in {r.lang: r for r in replies}.values():  # each language's path warm
             await _reply_ws(url, reply, "utterance", 50.0, StreamRun("warm-up", "ws", "utterance", 50.0))
         for run in runs:
@@ -249,10 +236,6 @@ async def run_llm_stream_bench(
                 f"[llm-stream] {run.lang} {run.transport} {run.mode} at {run.words_per_s:g}/s: {run.row()}",
                 flush=True,
             )
-    finally:
-        await server.stop()
-        await asyncio.to_thread(workers.stop)
-        await drop_bench_topics(settings, prefix)
     return runs
 
 
