@@ -90,16 +90,20 @@ class PipelineClient:
 
     async def send(self, item: WorkItem, shape: RequestShape) -> RequestRecord:
         from streamtts.schemas import TTSRequest
+        from streamtts.schemas.trace import TraceContext
 
         request = TTSRequest.new(
             item.text, voice=shape.voice, language=item.request_language, format=shape.format
         )
         rid = request.request_id
-        rec = RequestRecord(rid, len(item.text), item.lang, item.kind, sent_at=time.monotonic())
+        trace = None if item.traced is None else TraceContext.start(sampled=item.traced)
+        rec = RequestRecord(
+            rid, len(item.text), item.lang, item.kind, sent_at=time.monotonic(), traced=item.traced
+        )
         self.records[rid] = rec
         self._done[rid] = asyncio.Event()
         # The send's own ack wait counts: a caller's latency starts before it hands over.
-        await self.producer.submit(request)
+        await self.producer.submit(request, trace=trace)
         return rec
 
     async def wait(self, rec: RequestRecord, timeout_s: float) -> bool:

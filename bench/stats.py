@@ -32,6 +32,8 @@ class RequestRecord:
     first_cached: bool = False
     first_left_s: float | None = None
     """Request created → its first chunk encoded (leaving the pipeline), by the stages' clocks."""
+    traced: bool | None = None
+    """Sent marked sampled (True) or not (False); None: as the producer's ratio decided."""
 
     @property
     def completed_at(self) -> float | None:

@@ -5,14 +5,25 @@ records none, side by side in one run.
 Arms alternate off, on, on, off (ABBA), each a fresh set of workers, so a drift over the run
 (the broker warming up, a neighbour) falls on both arms alike; each arm pools its two rounds.
 A round measures first audio one request at a time (what a span on the hot path would add)
-and throughput with `concurrency` in flight (what recording and exporting costs the CPU)."""
+and throughput with `concurrency` in flight (what recording and exporting costs the CPU).
+
+Two sets of workers differ by a few ms of first audio even when configured alike (a quick
+run measured +6.8 ms between two arms that recorded nothing), which is more than the bar.
+So each on round also runs a *paired* pass on the same workers: the same texts one at a time,
+each sent once in a trace marked sampled and once not, alternating request by request. The
+workers' sampler follows the caller's flag, so a request not sampled records and exports no
+span anywhere while its neighbours do: the per-text difference is what recording and
+exporting a request's spans adds to its first audio, with the workers' variance taken out."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
+import statistics
 import time
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from streamtts.bench.bench_facts import say
@@ -20,10 +31,11 @@ from streamtts.bench.bench_plan import BenchResult, LoadRun
 from streamtts.bench.bench_state import Bench
 from streamtts.bench.load_runs import Loads
 from streamtts.bench.pipeline_up import pipeline_up
-from streamtts.bench.stats import Summary, summarize
+from streamtts.bench.stats import Summary, percentile, summarize
 from streamtts.bench.tables import markdown_table
 from streamtts.bench.trace_hops import STEPS, Hops, first_audio_hops, medians
 from streamtts.bench.worker_procs import Topology
+from streamtts.bench.workloads import WorkItem
 from streamtts.errors import ConfigError
 from streamtts.runtime.env_vars import ENV_PREFIX
 
@@ -32,6 +44,32 @@ DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
 OFF, ON = "tracing off", "tracing on, 100 %"
 ORDER = (OFF, ON, ON, OFF)
 """ABBA: each arm twice, the pair in mirrored order."""
+PAIRED = "paired, sampled vs not"
+
+
+def paired_items(items: Sequence[WorkItem]) -> list[WorkItem]:
+    """`items` (a list of texts twice over) with every text sent once sampled and once not,
+    the flag alternating request by request: item i is sampled when i % half + i // half is
+    even, so the second pass flips the first pass's flags (whatever the parity of half)."""
+    half = max(1, len(items) // 2)
+    return [dataclasses.replace(item, traced=(i % half + i // half) % 2 == 0) for i, item in enumerate(items)]
+
+
+def paired_differences(result: BenchResult) -> list[float]:
+    """Each text's first audio sampled minus not sampled (s), within one paired pass: the
+    pass sends the texts twice, with the flags flipped the second time (`paired_items`)."""
+    out: list[float] = []
+    for run in result.runs:
+        if run.section != SECTION or run.extra.get("arm") != PAIRED:
+            continue
+        recs = run.records
+        half = len(recs) // 2
+        for a, b in zip(recs[:half], recs[half : 2 * half], strict=True):
+            a_s, b_s = a.ttfa_s, b.ttfa_s
+            if a_s is None or b_s is None or a.traced is None or a.traced == b.traced:
+                continue
+            out.append(a_s - b_s if a.traced else b_s - a_s)
+    return out
 
 
 def otlp_endpoint() -> str:
@@ -81,7 +119,8 @@ async def tracing_cost(bench: Bench) -> None:
     # requests than the overhead section sends (the render cache is off: a repeat is rendered).
     items = bench.overhead_items[voice] * 2
     per_round = len(items) * bench.per_item_s(voice) * 3 + 40
-    if not bench.fits(f"tracing ({len(ORDER)} rounds)", len(ORDER) * per_round):
+    per_pass = len(items) * bench.per_item_s(voice) + 20
+    if not bench.fits(f"tracing ({len(ORDER)} rounds)", len(ORDER) * per_round + ORDER.count(ON) * per_pass):
         return
     n = plan.concurrency
     for i, arm in enumerate(ORDER, 1):
@@ -94,6 +133,10 @@ async def tracing_cost(bench: Bench) -> None:
             for run in (one, many):
                 run.extra = {"arm": arm, "round": i}
             if arm == ON:
+                paired = await loads.measure(
+                    f"{PAIRED} c=1", paired_items(items), concurrency=1, duration_s=per_pass
+                )
+                paired.extra = {"arm": PAIRED, "round": i}
                 hops = await asyncio.to_thread(_hops_of, one)
                 one.extra["spans_seen"] = bool(hops)
                 one.extra["hops"] = [dict(h.steps) | {"first audio": h.total_ms} for h in hops]
@@ -198,7 +241,55 @@ def tracing_markdown(result: BenchResult) -> list[str]:
         intro,
         "",
         *markdown_table(["measure", OFF, ON, "on vs off"], rows),
+        *_paired_markdown(result),
         *_hops_markdown(result, voice),
+    ]
+
+
+def _paired_markdown(result: BenchResult) -> list[str]:
+    """The paired passes (see the module's docstring): first audio of the sampled and the
+    unsampled requests, and the median of the per-text differences."""
+    recs = [
+        rec
+        for r in result.runs
+        if r.section == SECTION and r.extra.get("arm") == PAIRED
+        for rec in r.records
+        if rec.ttfa_s is not None and rec.traced is not None
+    ]
+    diffs = paired_differences(result)
+    if not recs or not diffs:
+        return []
+    ttfa = {flag: [r.ttfa_s for r in recs if r.traced is flag] for flag in (False, True)}
+
+    def ms(values: Sequence[float | None], q: float) -> str:
+        known = [v for v in values if v is not None]
+        return f"{percentile(known, q) * 1000:,.1f}" if known else "-"
+
+    rows = [
+        [f"first audio {name}, ms", ms(ttfa[False], q), ms(ttfa[True], q), ""]
+        for name, q in (("p50", 50), ("p95", 95))
+    ]
+    spread = statistics.quantiles(diffs, n=4) if len(diffs) >= 2 else [diffs[0]] * 3
+    rows.append(
+        [
+            "per text, sampled − not (same text, same workers), ms",
+            "",
+            "",
+            f"median {statistics.median(diffs) * 1000:+.1f} "
+            f"(quartiles {spread[0] * 1000:+.1f} / {spread[2] * 1000:+.1f}; {len(diffs)} pairs)",
+        ]
+    )
+    return [
+        "",
+        "### Paired on the same workers: sampled vs not sampled",
+        "",
+        "In each on round's workers, the same texts one at a time, each sent once in a trace "
+        "marked sampled and once not, alternating request by request; a request not sampled "
+        "records and exports no span in any stage. The per-text difference is what recording "
+        "and exporting a request's spans adds to its first audio, without the variance between "
+        "two sets of workers.",
+        "",
+        *markdown_table(["measure", "not sampled", "sampled", "sampled − not"], rows),
     ]
 
 

@@ -26,6 +26,9 @@ class WorkItem:
     """en, zh or mixed (zh + en in one text)."""
     kind: str
     """short, long or paragraph."""
+    traced: bool | None = None
+    """Send it in a new trace marked sampled (True) or not (False), whatever the bench's own
+    ratio; None: as the producer's ratio decides (`--sections tracing` pairs the two)."""
 
     @property
     def request_language(self) -> str:

@@ -8,7 +8,18 @@ import socket
 from streamtts.bench.bench_plan import BenchResult, LoadRun, Plan
 from streamtts.bench.stats import RequestRecord, summarize
 from streamtts.bench.trace_hops import STEPS
-from streamtts.bench.tracing_bench import OFF, ON, _reachable, arm_env, pooled, tracing_markdown
+from streamtts.bench.tracing_bench import (
+    OFF,
+    ON,
+    PAIRED,
+    _reachable,
+    arm_env,
+    paired_differences,
+    paired_items,
+    pooled,
+    tracing_markdown,
+)
+from streamtts.bench.workloads import WorkItem
 
 
 def _records(ttfa_ms: list[float], start: float, gap_s: float = 0.5) -> list[RequestRecord]:
@@ -112,3 +123,34 @@ def test_the_on_arms_hops_are_tabled_beside_the_baseline() -> None:
 def test_an_endpoint_without_a_scheme_or_with_a_bad_port_is_not_reachable_rather_than_an_error() -> None:
     assert not _reachable("127.0.0.1:1", timeout_s=0.5)
     assert not _reachable("http://127.0.0.1:99999")
+
+
+def test_the_paired_pass_sends_each_text_once_sampled_once_not_alternating() -> None:
+    texts = [WorkItem(f"text {i}", "en", "short") for i in range(4)]
+    items = paired_items(texts * 2)
+    flags = [item.traced for item in items]
+    assert flags == [True, False, True, False, False, True, False, True]  # neighbours differ
+    for i in range(4):  # each text: once each way
+        assert {items[i].traced, items[i + 4].traced} == {True, False}
+        assert items[i].text == items[i + 4].text
+
+
+def test_the_paired_difference_is_per_text_sampled_minus_not() -> None:
+    # Texts 0..2 sent twice with flipped flags; sampled costs text 0 +4 ms, text 1 +2 ms, and
+    # text 2's second send is lost (no pair).
+    items = paired_items([WorkItem(f"t{i}", "en", "short") for i in range(3)] * 2)
+    recs = _records([104, 208, 300, 100, 210, 300], 0)
+    for rec, item in zip(recs, items, strict=True):
+        rec.traced = item.traced
+    recs[5].first_chunk_at = None
+    runs = [
+        _run(OFF, "c=1", _records([100], 0), 1),
+        _run(OFF, "c=4", _records([100], 5), 1),
+        _run(ON, "c=1", _records([100], 10), 2),
+        _run(ON, "c=4", _records([100], 15), 2),
+        _run(PAIRED, "c=1", recs, 2),
+    ]
+    diffs = paired_differences(_result(runs))
+    assert [round(d * 1000, 6) for d in diffs] == [4.0, 2.0]
+    text = "\n".join(tracing_markdown(_result(runs)))
+    assert "median +3.0 (quartiles" in text and "2 pairs)" in text
