@@ -17,7 +17,8 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
+from typing import ClassVar
 
 import aiohttp
 
@@ -96,24 +97,18 @@ class _StepWatch(logging.Handler):
             self.killed.set()
 
 
+@dataclass(eq=False)
 class StartupFaultSweep:
     """Kill the broker of `stack` at a worker's start-up steps, one run per step."""
 
-    def __init__(
-        self,
-        stack: LocalStack,
-        kafka: KafkaSettings,
-        make_worker: Callable[[], Worker],
-        *,
-        down_s: float = 2.0,
-        say: Say = lambda _m: None,
-    ) -> None:
-        self.stack = stack
-        self.kafka = kafka
-        self.make_worker = make_worker
-        self.down_s = down_s
-        self.say = say
-        self._log = logging.getLogger("streamtts.worker")
+    stack: LocalStack
+    kafka: KafkaSettings
+    make_worker: Callable[[], Worker]
+    _: KW_ONLY
+    down_s: float = 2.0
+    say: Say = lambda _m: None
+    _log: ClassVar[logging.Logger] = logging.getLogger("streamtts.worker")
+    """The worker's logger (one per name: the same object the worker logs to)."""
 
     async def steps(self) -> list[str]:
         """The start-up steps of a clean start, in the order the worker began them."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -33,25 +34,16 @@ class SendOutput(Protocol):
     ) -> None: ...
 
 
+@dataclass(eq=False)
 class RequestFinisher:
-    def __init__(
-        self,
-        writer: StorageWriter,
-        send: SendOutput,
-        dead_letters: DeadLetterPublisher,
-        telemetry: SinkTelemetry,
-        *,
-        results_topic: str,
-        stale_after_s: float,
-        wire_format: wire.WireFormat = wire.DEFAULT_WIRE_FORMAT,
-    ) -> None:
-        self.writer = writer
-        self._send = send
-        self.dead_letters = dead_letters
-        self.telemetry = telemetry
-        self.results_topic = results_topic
-        self.stale_after_s = stale_after_s
-        self.wire_format = wire_format
+    writer: StorageWriter
+    send: SendOutput
+    dead_letters: DeadLetterPublisher
+    telemetry: SinkTelemetry
+    _: KW_ONLY
+    results_topic: str
+    stale_after_s: float
+    wire_format: wire.WireFormat = wire.DEFAULT_WIRE_FORMAT
 
     @property
     def tracing(self) -> Tracing:
@@ -124,7 +116,7 @@ class RequestFinisher:
         out = [*trace_headers(headers), *record.headers]
         attributes = {"streamtts.status": result.status}
         with self.tracing.span("sink result", attributes=attributes):  # inside finish's span
-            await self._send(self.results_topic, result.request_id.encode(), record.value, out or None)
+            await self.send(self.results_topic, result.request_id.encode(), record.value, out or None)
 
     async def _dead_letter(self, req: AssembledRequest, err: BaseException) -> None:
         ctx = req.ctx

@@ -19,7 +19,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import UTC, datetime
 
 from streamtts.errors import RecordError
@@ -64,32 +64,24 @@ class UtteranceTooLong(RecordError, ValueError):
     reason = "utterance_too_long"
 
 
+@dataclass(eq=False)
 class StreamedUtterances:
     """The open utterances of one segment stage, and what to do with each record or timer."""
 
-    def __init__(
-        self,
-        text: TextSettings,
-        outputs: StageOutputs,
-        plan: PlanPiece,
-        *,
-        wire_format: wire.WireFormat,
-        log: logging.Logger,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.text = text
-        self.outputs = outputs
-        self._plan = plan
-        self._format = wire_format
-        self.log = log
-        self._clock = clock
-        self.open: dict[str, Utterance] = {}
-        """Open utterances by request id (those of the partitions this stage holds)."""
-        self.ended: OrderedDict[str, int] = OrderedDict()
-        """Ended utterances (the last `MAX_ENDED`) → the offset of their last record: a
-        redelivered record of one is skipped, a new one refused (never a second utterance)."""
-        self._lock = asyncio.Lock()
-        self._alarms: dict[str, asyncio.Task[None]] = {}
+    text: TextSettings
+    outputs: StageOutputs
+    plan: PlanPiece
+    _: KW_ONLY
+    wire_format: wire.WireFormat
+    log: logging.Logger
+    clock: Callable[[], float] = time.time
+    open: dict[str, Utterance] = field(default_factory=dict, init=False, repr=False)
+    """Open utterances by request id (those of the partitions this stage holds)."""
+    ended: OrderedDict[str, int] = field(default_factory=OrderedDict, init=False, repr=False)
+    """Ended utterances (the last `MAX_ENDED`) → the offset of their last record: a
+    redelivered record of one is skipped, a new one refused (never a second utterance)."""
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _alarms: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
 
     def policy(self, utterance: Utterance) -> CutPolicy:
         options = utterance.request.stream
@@ -130,7 +122,7 @@ class StreamedUtterances:
                     f"no streamed utterance {delta.request_id!r} of tenant {delta.tenant!r} is open "
                     "(never opened, or already ended)"
                 )
-            now = self._clock()
+            now = self.clock()
             try:
                 after = taken(
                     utterance,
@@ -161,7 +153,7 @@ class StreamedUtterances:
         self._alarms[key] = asyncio.create_task(self._ring(key, at, force), name=f"utterance-{key}")
 
     async def _ring(self, key: str, at: float, force: Force | None) -> None:
-        await asyncio.sleep(max(0.0, at - self._clock()))
+        await asyncio.sleep(max(0.0, at - self.clock()))
         async with self._lock:
             utterance = self.open.get(key)
             if utterance is None:
@@ -177,7 +169,7 @@ class StreamedUtterances:
                     self.log, "utterance_timer_failed", logging.ERROR, request_id=key, error=str(err)[:300]
                 )
                 retry = asyncio.create_task(
-                    self._ring(key, self._clock() + 1.0, force), name=f"utterance-{key}"
+                    self._ring(key, self.clock() + 1.0, force), name=f"utterance-{key}"
                 )
                 self._alarms[key] = retry
 
@@ -219,7 +211,7 @@ class StreamedUtterances:
         """Cut and speak what the policy releases, save the state, re-arm the timer."""
         key = utterance.request.request_id
         policy = self.policy(utterance)
-        now = self._clock()
+        now = self.clock()
         sent = 0
         if utterance.ended is not None:
             force = "all"
@@ -262,7 +254,7 @@ class StreamedUtterances:
         planned: list[Segment] = []
         if piece.text.strip():
             try:
-                planned = await self._plan(request)
+                planned = await self.plan(request)
             except SegmentationError as err:
                 # Punctuation alone, or text nobody can say: a streamed piece may be that.
                 log_event(
@@ -272,7 +264,7 @@ class StreamedUtterances:
                     reason=getattr(err, "reason", type(err).__name__),
                 )
         segments = renumbered(planned, utterance, piece)
-        await send_segments(self.outputs, utterance.topic, segments, self._format, utterance.headers())
+        await send_segments(self.outputs, utterance.topic, segments, self.wire_format, utterance.headers())
         # The next piece's sentence: the one after this piece's last, or the same one where
         # the piece was cut at a clause.
         following = max((s.sentence_index for s in segments), default=utterance.sentence - 1) + 1

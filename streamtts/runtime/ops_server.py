@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
+from dataclasses import KW_ONLY, dataclass, field
 
 import orjson
 from aiohttp import web
@@ -31,24 +32,18 @@ def bearer_matches(authorization: str | None, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
+@dataclass(eq=False)
 class OpsServer:
-    def __init__(
-        self,
-        readiness: Readiness,
-        telemetry: Telemetry,
-        host: str = "0.0.0.0",
-        port: int = 0,
-        *,
-        metrics_token: str | None = None,
-    ) -> None:
-        self.readiness = readiness
-        self.telemetry = telemetry
-        self.host = host
-        self.port = port
-        self._metrics_token = metrics_token
-        self.loop_lag_s = 0.0
-        self._runner: web.AppRunner | None = None
-        self._lag_task: asyncio.Task[None] | None = None
+    readiness: Readiness
+    telemetry: Telemetry
+    host: str = "0.0.0.0"
+    port: int = 0
+    """The port to bind (0: any free one); after `start`, the one bound."""
+    _: KW_ONLY
+    metrics_token: str | None = field(default=None, repr=False)
+    loop_lag_s: float = field(default=0.0, init=False)
+    _runner: web.AppRunner | None = field(default=None, init=False, repr=False)
+    _lag_task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     async def start(self) -> int:
         app = web.Application()
@@ -102,8 +97,8 @@ class OpsServer:
         )
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        if self._metrics_token and not bearer_matches(
-            request.headers.get("Authorization"), self._metrics_token
+        if self.metrics_token and not bearer_matches(
+            request.headers.get("Authorization"), self.metrics_token
         ):
             return web.json_response(
                 {"error": "unauthorized", "message": "/metrics needs Authorization: Bearer <token>"},

@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 
+@dataclass(eq=False)
 class TopicExistence:
     """A bounded memo over `lookup(name) -> exists`.
 
@@ -17,33 +19,25 @@ class TopicExistence:
     `max_entries`, dropping the least recently checked.
     """
 
-    def __init__(
-        self,
-        lookup: Callable[[str], Awaitable[bool]],
-        *,
-        found_ttl_s: float = 60.0,
-        missing_ttl_s: float = 10.0,
-        max_entries: int = 4096,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._lookup = lookup
-        self._found_ttl_s = found_ttl_s
-        self._missing_ttl_s = missing_ttl_s
-        self._max_entries = max_entries
-        self._clock = clock
-        self._seen: OrderedDict[str, tuple[bool, float]] = OrderedDict()
+    lookup: Callable[[str], Awaitable[bool]]
+    _: KW_ONLY
+    found_ttl_s: float = 60.0
+    missing_ttl_s: float = 10.0
+    max_entries: int = 4096
+    clock: Callable[[], float] = time.monotonic
+    _seen: OrderedDict[str, tuple[bool, float]] = field(init=False, repr=False, default_factory=OrderedDict)
 
     async def exists(self, name: str) -> bool:
-        now = self._clock()
+        now = self.clock()
         known = self._seen.get(name)
         if known is not None:
             exists, at = known
-            if now - at < (self._found_ttl_s if exists else self._missing_ttl_s):
+            if now - at < (self.found_ttl_s if exists else self.missing_ttl_s):
                 return exists
-        exists = await self._lookup(name)
+        exists = await self.lookup(name)
         self._seen[name] = (exists, now)
         self._seen.move_to_end(name)
-        while len(self._seen) > self._max_entries:
+        while len(self._seen) > self.max_entries:
             self._seen.popitem(last=False)
         return exists
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import KW_ONLY, dataclass, field
+from typing import ClassVar
 
-from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer, topic_partitions
@@ -22,35 +24,38 @@ from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 
 
+@dataclass(eq=False)
 class TopicFollower(AsyncLifecycle):
-    what: str = "topic"
+    what: ClassVar[str] = "topic"
     """Names the log events: `{what}_topic_missing`, `{what}_read_failed`."""
 
-    def __init__(
-        self, kafka: KafkaSettings, topic: str, *, poll_ms: int, log: logging.Logger, name: str
-    ) -> None:
-        self.kafka = kafka
-        self.topic = topic
-        self.poll_ms = poll_ms
-        self._log = log
-        self._name = name
-        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=500)
-        self._task: asyncio.Task[None] | None = None
-        self.caught_up = asyncio.Event()
-        """Set once the topic was read up to its end offsets at start."""
+    kafka: KafkaSettings
+    topic: str
+    _: KW_ONLY
+    poll_ms: int
+    log: logging.Logger
+    name: str
+    """The follow task's name."""
+    _consumer: AIOKafkaConsumer = field(init=False, repr=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    caught_up: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    """Set once the topic was read up to its end offsets at start."""
+
+    def __post_init__(self) -> None:
+        self._consumer = make_consumer(self.kafka, group_id=None, max_poll_records=500)
 
     async def start(self) -> None:
         partitions = sorted(await topic_partitions(self.kafka, self.topic))
         await self._consumer.start()
         if not partitions:  # an older deployment without the topic: nothing to follow
-            log_event(self._log, f"{self.what}_topic_missing", logging.WARNING, topic=self.topic)
+            log_event(self.log, f"{self.what}_topic_missing", logging.WARNING, topic=self.topic)
             self.caught_up.set()
             return
         tps = [TopicPartition(self.topic, p) for p in partitions]
         self._consumer.assign(tps)
         ends = await self._consumer.end_offsets(tps)
         await self._seek(tps, ends)
-        self._task = asyncio.create_task(self._follow(ends), name=self._name)
+        self._task = asyncio.create_task(self._follow(ends), name=self.name)
 
     async def _seek(self, tps: list[TopicPartition], ends: dict[TopicPartition, int]) -> None:
         await self._consumer.seek_to_beginning(*tps)
@@ -73,7 +78,7 @@ class TopicFollower(AsyncLifecycle):
                     self._caught_up()
                 batch = await self._consumer.getmany(timeout_ms=self.poll_ms)
             except Exception as err:  # Kafka trouble: keep following; what was read stays in use
-                log_event(self._log, f"{self.what}_read_failed", logging.WARNING, error=str(err)[:200])
+                log_event(self.log, f"{self.what}_read_failed", logging.WARNING, error=str(err)[:200])
                 await asyncio.sleep(1.0)
                 continue
             records = [r for rs in batch.values() for r in rs]
@@ -89,7 +94,7 @@ class TopicFollower(AsyncLifecycle):
             return
         except Exception as err:
             log_event(
-                self._log,
+                self.log,
                 f"{self.what}_batch_failed",
                 logging.WARNING,
                 records=len(records),
@@ -100,7 +105,7 @@ class TopicFollower(AsyncLifecycle):
                 await self._take_batch([record])
             except Exception as err:
                 log_event(
-                    self._log,
+                    self.log,
                     f"{self.what}_record_skipped",
                     logging.ERROR,
                     topic=record.topic,

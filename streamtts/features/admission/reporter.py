@@ -12,6 +12,9 @@ import logging
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import KW_ONLY, InitVar, dataclass, field
+
+from aiokafka import AIOKafkaProducer
 
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_producer
@@ -26,24 +29,21 @@ def worker_name() -> str:
     return f"{socket.gethostname()[:100]}:{os.getpid()}"
 
 
+@dataclass(eq=False)
 class LoadReporter(AsyncLifecycle):
-    def __init__(
-        self,
-        kafka: KafkaSettings,
-        topic: str,
-        snapshot: Callable[[str, float], LoadReport],
-        *,
-        interval_s: float = 1.0,
-        worker: str | None = None,
-    ) -> None:
-        """snapshot(worker, interval_s): the report to publish now (called on the loop)."""
-        self.topic = topic
-        self.snapshot = snapshot
-        self.interval_s = interval_s
-        self.worker = worker or worker_name()
+    kafka: InitVar[KafkaSettings]
+    topic: str
+    snapshot: Callable[[str, float], LoadReport]
+    """snapshot(worker, interval_s): the report to publish now (called on the loop)."""
+    _: KW_ONLY
+    interval_s: float = 1.0
+    worker: str = field(default_factory=worker_name)
+    sent: int = field(default=0, init=False)
+    _producer: AIOKafkaProducer = field(init=False, repr=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self, kafka: KafkaSettings) -> None:
         self._producer = make_producer(kafka)
-        self._task: asyncio.Task[None] | None = None
-        self.sent = 0
 
     async def start(self) -> None:
         await self._producer.start()
