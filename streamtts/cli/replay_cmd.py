@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from streamtts.producers.replay.summary import ReplaySummary
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="re-drive dead letters, re-run requests, replay a time window")
+HELP = "re-drive dead letters, re-run requests, replay a time window"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
 
     from streamtts.runtime.topology import TOPOLOGY
