@@ -7,11 +7,12 @@ from datetime import UTC
 
 from streamtts.cli.arg_types import when
 
+HELP = "read the audit trail (gateway actions, replay runs)"
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from streamtts.schemas.audit import AUDIT_ACTIONS
 
-    p = sub.add_parser("audit", help="read the audit trail (gateway actions, replay runs)")
     p.add_argument("--since", type=when, default="1h", help="from this time (ISO 8601 or 1h/7d; default 1h)")
     p.add_argument("--until", type=when, help="up to this time (default: the end of the trail now)")
     p.add_argument("--tenant", help="only this tenant's events")

@@ -21,16 +21,15 @@ WORKLOAD_CHOICES = ("customer_service", "long_form", "burst")
 SECTIONS = ("pipeline", "guarantees", "scale_out", "wire", "encode", "tracing")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "bench",
-        help="benchmark the pipeline (TTFA, throughput, capacity) against direct synthesis",
-        description=(
-            "Start pipeline workers as processes, drive them with open- or closed-loop load, and "
-            "compare with the same texts synthesized in-process. Needs Kafka + MinIO "
-            "(`streamtts infra up`). Writes result.json, report.md and PNG plots."
-        ),
-    )
+HELP = "benchmark the pipeline (TTFA, throughput, capacity) against direct synthesis"
+DESCRIPTION = (
+    "Start pipeline workers as processes, drive them with open- or closed-loop load, and "
+    "compare with the same texts synthesized in-process. Needs Kafka + MinIO "
+    "(`streamtts infra up`). Writes result.json, report.md and PNG plots."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="small samples, core sections only (< 5 min)")
     p.add_argument(
         "--voice",

@@ -9,17 +9,15 @@ from pathlib import Path
 
 from streamtts.errors import ConfigError
 
+HELP = "render cache tools (warm: pre-render prompts into the shared tier)"
+DESCRIPTION = (
+    "The render cache keeps synthesized spans (memory per worker, shared in object storage "
+    "under render-cache/). `warm` renders every line of a file the way the pipeline would "
+    "segment it, so those prompts are served without inference from their first request."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "cache",
-        help="render cache tools (warm: pre-render prompts into the shared tier)",
-        description=(
-            "The render cache keeps synthesized spans (memory per worker, shared in object storage "
-            "under render-cache/). `warm` renders every line of a file the way the pipeline would "
-            "segment it, so those prompts are served without inference from their first request."
-        ),
-    )
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     warm = actions.add_parser("warm", help="render each line of a file into the shared tier")
     warm.add_argument("--file", type=Path, required=True, help="UTF-8 text, one prompt per line")

@@ -6,9 +6,10 @@ import argparse
 import asyncio
 import sys
 
+HELP = "cancel a request in flight (barge-in) and report what was spoken"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cancel", help="cancel a request in flight (barge-in) and report what was spoken")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("request_id", metavar="ID", help="the request to cancel")
     p.add_argument("--tenant", default="default", help="the request's tenant (default: default)")
     p.add_argument("--played-ms", type=float, default=None, help="how much of the audio was played (ms)")

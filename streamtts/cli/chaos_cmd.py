@@ -23,19 +23,18 @@ CLUSTER_SETTLE_TARGET_S = 60.0
 """On three brokers every request settles within this, through a leader's death."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "chaos",
-        help="fault suite: kill workers, Kafka and MinIO under steady load; count loss and duplicates",
-        description=(
-            "Starts workers as processes on a fresh topic prefix of the local stack, drives a steady "
-            "English load and injects, in turn: SIGKILL of the synthesize worker, SIGKILL of the "
-            "segment+encode+sink worker, SIGKILL and restart of Kafka, the segment+encode+sink worker "
-            "restarted with Kafka SIGKILLed as it starts its first stage, MinIO stopped, poison records. "
-            "An independent read_committed consumer counts sent, completed, lost, duplicated and "
-            "flipped results, dead letters and the longest wait after a fault."
-        ),
-    )
+HELP = "fault suite: kill workers, Kafka and MinIO under steady load; count loss and duplicates"
+DESCRIPTION = (
+    "Starts workers as processes on a fresh topic prefix of the local stack, drives a steady "
+    "English load and injects, in turn: SIGKILL of the synthesize worker, SIGKILL of the "
+    "segment+encode+sink worker, SIGKILL and restart of Kafka, the segment+encode+sink worker "
+    "restarted with Kafka SIGKILLed as it starts its first stage, MinIO stopped, poison records. "
+    "An independent read_committed consumer counts sent, completed, lost, duplicated and "
+    "flipped results, dead letters and the longest wait after a fault."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--guarantee", choices=(*GUARANTEES, "both"), default="both")
     p.add_argument("--rate", type=float, default=2.5, help="requests per second (default 2.5)")
     p.add_argument("--minio-down", type=float, default=15.0, help="seconds MinIO stays stopped")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+HELP = "show the effective configuration (secrets masked)"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("config", help="show the effective configuration (secrets masked)")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser(
         "show", help="print the configuration as TOML (loadable with --config; secrets masked)"

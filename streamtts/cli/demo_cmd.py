@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+HELP = "local Kafka + MinIO, topics, sample requests end to end"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="local Kafka + MinIO, topics, sample requests end to end")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="out/demo", help="folder for the audio files (default out/demo)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for all results")
     p.set_defaults(func=_run)

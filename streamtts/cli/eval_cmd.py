@@ -8,22 +8,20 @@ from pathlib import Path
 
 from streamtts.errors import ConfigError
 
+HELP = "intelligibility check: raw model vs speech core vs pipeline, transcribed by Whisper"
+DESCRIPTION = (
+    "Renders a sentence set (default: the bundled 127 customer-service sentences in zh, "
+    "en, ja, mixed zh/en — 48 of them with English glued to Chinese —, ko, es, it, pt, de, "
+    "fr and hi, with codes, phone numbers, prices and dates) with the raw model "
+    "(whole sentence, one voice), the speech core and the whole Kafka pipeline (voice auto), "
+    "transcribes each with offline Whisper-base and reports CER/WER per language, clipping "
+    "and discontinuities. The pipeline part starts the local stack if it is not running. "
+    "--streamed adds the same sentences as streamed utterances (token by token, as an LLM "
+    "writes) through the same pipeline, and their error minus the whole requests' per language."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "eval",
-        help="intelligibility check: raw model vs speech core vs pipeline, transcribed by Whisper",
-        description=(
-            "Renders a sentence set (default: the bundled 127 customer-service sentences in zh, "
-            "en, ja, mixed zh/en — 48 of them with English glued to Chinese —, ko, es, it, pt, de, "
-            "fr and hi, with codes, phone numbers, prices and dates) with the raw model "
-            "(whole sentence, one voice), the speech core and the whole Kafka pipeline (voice auto), "
-            "transcribes each with offline Whisper-base and reports CER/WER per language, clipping "
-            "and discontinuities. The pipeline part starts the local stack if it is not running. "
-            "--streamed adds the same sentences as streamed utterances (token by token, as an LLM "
-            "writes) through the same pipeline, and their error minus the whole requests' per language."
-        ),
-    )
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--set", type=Path, default=None, help="JSON Lines sentence set: {id, lang, text, expect?}"
     )

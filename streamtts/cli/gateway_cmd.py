@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+HELP = "serve the HTTP/WebSocket gateway over the pipeline's topics"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gateway", help="serve the HTTP/WebSocket gateway over the pipeline's topics")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", help="bind address (default: $STREAMTTS_GATEWAY_HOST or 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: $STREAMTTS_GATEWAY_PORT or 8080)")
     p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS/WSS with this certificate (chain)")

@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from streamtts.infra.local.stack import LocalStack, ServiceStatus
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("infra", help="install/start/stop the local Kafka + MinIO stack")
+HELP = "install/start/stop the local Kafka + MinIO stack"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser("up", help="install what is missing, start, wait until ready")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")

@@ -16,9 +16,10 @@ from typing import Any
 
 from streamtts.errors import ConfigError
 
+HELP = "put, get, delete or test a tenant's pronunciation lexicon"
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("lexicon", help="put, get, delete or test a tenant's pronunciation lexicon")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p), required=True)
     put = verbs.add_parser("put", help="write FILE as the tenant's next lexicon version")
     put.add_argument("tenant", metavar="TENANT")

@@ -6,9 +6,10 @@ import argparse
 import sys
 from typing import Literal
 
+HELP = "receive streamed audio chunks and write complete files"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("listen", help="receive streamed audio chunks and write complete files")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--request-id",
         action="append",

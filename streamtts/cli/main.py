@@ -1,6 +1,7 @@
 """`streamtts` entry point: a thin dispatcher; each subcommand lives in its own module.
 
-Every subcommand module exposes `register(subparsers)` which adds its parser and sets
+Every subcommand module `<command>_cmd` exposes `HELP` (its line in the listing), optionally
+`DESCRIPTION`, and `add_arguments(parser)`, which adds its arguments and sets
 `func=<callable(args) -> int>`. Errors the user can act on (`StreamTTSError`) print one line.
 """
 
@@ -59,7 +60,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     named = _named_subcommand(argv)
     for name in (named,) if named else SUBCOMMANDS:
         module = importlib.import_module(f"streamtts.cli.{name}")
-        module.register(sub)
+        # The command's name is its module's: the one home of the name `_named_subcommand` matches.
+        command = sub.add_parser(
+            name.removesuffix("_cmd").replace("_", "-"),
+            help=module.HELP,
+            description=getattr(module, "DESCRIPTION", None),
+        )
+        module.add_arguments(command)
     return parser
 
 

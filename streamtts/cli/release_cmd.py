@@ -12,10 +12,10 @@ if TYPE_CHECKING:
     from streamtts.schemas import ReleaseConfig
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "release", help="gray releases: route a share of requests to a candidate synthesize release"
-    )
+HELP = "gray releases: route a share of requests to a candidate synthesize release"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p), required=True)
     status = actions.add_parser("status", help="the routing rule in force")
     status.add_argument("--json", action="store_true", help="print the rule as JSON")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from streamtts.audio import formats
 from streamtts.cli.arg_types import when
@@ -13,10 +13,13 @@ from streamtts.errors import ConfigError
 
 if TYPE_CHECKING:
     from streamtts.producers.replay.summary import ReplaySummary
+    from streamtts.runtime.settings import KafkaSettings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="re-drive dead letters, re-run requests, replay a time window")
+HELP = "re-drive dead letters, re-run requests, replay a time window"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
 
     from streamtts.runtime.topology import TOPOLOGY
@@ -61,6 +64,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replay again what the ledger says was replayed")
 
 
+class _Common(TypedDict):
+    """`_common`'s values, as `replay_dlq` and `replay_window` take them (`replay_requests` has no rate)."""
+
+    dry_run: bool
+    rate: float | None
+    force: bool
+
+
+def _common_values(args: argparse.Namespace) -> _Common:
+    return {"dry_run": args.dry_run, "rate": args.rate, "force": args.force}
+
+
 def _print(summary: ReplaySummary, title: str) -> int:
     for line in summary.planned:
         print(f"would move: {line}")
@@ -71,23 +86,34 @@ def _print(summary: ReplaySummary, title: str) -> int:
 T = TypeVar("T")
 
 
-def _guard(coro: Coroutine[Any, Any, T]) -> T:
+def _audited(
+    action: str,
+    run: Callable[[KafkaSettings], Awaitable[T]],
+    summary_of: Callable[[T], ReplaySummary],
+    *,
+    tenant: str | None = None,
+    selection: dict[str, str | int],
+) -> T:
+    """Run a replay on the configured Kafka under the audit log; a Kafka error is one line."""
     import asyncio
 
     from aiokafka.errors import KafkaError
 
     from streamtts.errors import InfraError
+    from streamtts.producers.replay.audit import audited
+    from streamtts.runtime.settings import Settings
 
+    kafka = Settings.from_env().kafka
     try:
-        return asyncio.run(coro)
+        return asyncio.run(
+            audited(kafka, action, lambda: run(kafka), summary_of, tenant=tenant, selection=selection)
+        )
     except KafkaError as err:
         raise InfraError(f"Kafka error during replay: {type(err).__name__}: {err}") from None
 
 
 def _dlq(args: argparse.Namespace) -> int:
     from streamtts.producers.replay import DlqFilter, replay_dlq
-    from streamtts.producers.replay.audit import audited
-    from streamtts.runtime.settings import Settings
 
     if args.since and args.until and args.since >= args.until:
         raise ConfigError("--since must be before --until")
@@ -99,58 +125,42 @@ def _dlq(args: argparse.Namespace) -> int:
         since=args.since,
         until=args.until,
     )
-    kafka = Settings.from_env().kafka
     selection: dict[str, str | int] = {"stage": args.stage}
     for name in ("reason", "exception_class", "since", "until"):
         if getattr(args, name) is not None:
             selection[name] = str(getattr(args, name))
     if args.request_ids:
         selection["request_ids"] = ",".join(args.request_ids)
-    summary = _guard(
-        audited(
-            kafka,
-            "replay_dlq",
-            lambda: replay_dlq(
-                kafka,
-                args.stage,
-                flt,
-                dry_run=args.dry_run,
-                rate=args.rate,
-                force=args.force,
-                max_attempts=args.max_attempts,
-            ),
-            lambda s: s,
-            tenant=args.tenant,
-            selection=selection,
-        )
+    summary = _audited(
+        "replay_dlq",
+        lambda kafka: replay_dlq(
+            kafka, args.stage, flt, max_attempts=args.max_attempts, **_common_values(args)
+        ),
+        lambda s: s,
+        tenant=args.tenant,
+        selection=selection,
     )
     return _print(summary, f"replay dlq {args.stage}")
 
 
 def _request(args: argparse.Namespace) -> int:
     from streamtts.producers.replay import replay_requests
-    from streamtts.producers.replay.audit import audited
-    from streamtts.runtime.settings import Settings
 
-    kafka = Settings.from_env().kafka
-    summary, mapping = _guard(
-        audited(
+    summary, mapping = _audited(
+        "replay_request",
+        lambda kafka: replay_requests(
             kafka,
-            "replay_request",
-            lambda: replay_requests(
-                kafka,
-                args.request_ids,
-                voice=args.voice,
-                fmt=args.format,
-                new_ids=not args.same_id,
-                namespace=args.namespace,
-                dry_run=args.dry_run,
-                force=args.force,
-                lexicon_version=args.lexicon_version,
-            ),
-            lambda r: r[0],
-            selection={"request_ids": ",".join(args.request_ids)[:200]},
-        )
+            args.request_ids,
+            voice=args.voice,
+            fmt=args.format,
+            new_ids=not args.same_id,
+            namespace=args.namespace,
+            dry_run=args.dry_run,
+            force=args.force,
+            lexicon_version=args.lexicon_version,
+        ),
+        lambda r: r[0],
+        selection={"request_ids": ",".join(args.request_ids)[:200]},
     )
     for old, new in mapping.items():
         print(f"{old} -> {new}")
@@ -166,27 +176,15 @@ def _request(args: argparse.Namespace) -> int:
 
 def _window(args: argparse.Namespace) -> int:
     from streamtts.producers.replay import replay_window
-    from streamtts.producers.replay.audit import audited
-    from streamtts.runtime.settings import Settings
 
     if args.since >= args.until:
         raise ConfigError(f"--from ({args.since.isoformat()}) must be before --to ({args.until.isoformat()})")
-    kafka = Settings.from_env().kafka
-    summary = _guard(
-        audited(
-            kafka,
-            "replay_window",
-            lambda: replay_window(
-                kafka,
-                args.since,
-                args.until,
-                namespace=args.namespace,
-                dry_run=args.dry_run,
-                rate=args.rate,
-                force=args.force,
-            ),
-            lambda s: s,
-            selection={"from": args.since.isoformat(), "to": args.until.isoformat()},
-        )
+    summary = _audited(
+        "replay_window",
+        lambda kafka: replay_window(
+            kafka, args.since, args.until, namespace=args.namespace, **_common_values(args)
+        ),
+        lambda s: s,
+        selection={"from": args.since.isoformat(), "to": args.until.isoformat()},
     )
     return _print(summary, "replay window")

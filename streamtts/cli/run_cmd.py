@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+HELP = "run pipeline stages (all in one process by default)"
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from streamtts.runtime.topology import TOPOLOGY
     from streamtts.schemas.names import POOLS
 
-    p = sub.add_parser("run", help="run pipeline stages (all in one process by default)")
     p.add_argument(
         "--stage",
         action="append",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+HELP = "create the audio bucket, apply tenants' retention as lifecycle rules"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("storage", help="create the audio bucket, apply tenants' retention as lifecycle rules")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     a = actions.add_parser("apply", help="create the bucket, reconcile the lifecycle rules")
     a.add_argument("--dry-run", action="store_true", help="print what would change; change nothing")

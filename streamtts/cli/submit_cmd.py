@@ -16,12 +16,11 @@ if TYPE_CHECKING:
     from streamtts.schemas import CompletionResult, TTSRequest
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "submit",
-        help="submit TTS requests (one per TEXT argument, stdin, or --file JSONL)",
-        description="Prints one request id per submitted request on stdout.",
-    )
+HELP = "submit TTS requests (one per TEXT argument, stdin, or --file JSONL)"
+DESCRIPTION = "Prints one request id per submitted request on stdout."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT", help="text to speak; '-' reads stdin")
     p.add_argument("--file", "-f", metavar="JSONL", help="JSON Lines file: one request object per line")
     p.add_argument("--voice", help="voice id or blend (default: auto per language)")

@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from streamtts.audio import formats
 from streamtts.errors import ConfigError
@@ -20,13 +20,11 @@ if TYPE_CHECKING:
     from streamtts.schemas import WordTiming
 
 
-def register(subparsers: Any) -> None:
-    """Add the `synth` subcommand to the dispatcher's subparsers."""
-    parser = subparsers.add_parser(
-        "synth",
-        help="synthesize text to an audio file (local, no Kafka)",
-        description="Synthesize text with the local speech core and write one audio file.",
-    )
+HELP = "synthesize text to an audio file (local, no Kafka)"
+DESCRIPTION = "Synthesize text with the local speech core and write one audio file."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", default=None, help="text to speak; '-' or omitted reads stdin")
     parser.add_argument(
         "--voice",

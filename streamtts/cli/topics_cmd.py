@@ -11,8 +11,10 @@ if TYPE_CHECKING:
     from streamtts.runtime.settings import Settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("topics", help="create/reconcile Kafka topics from infra/topics.yaml")
+HELP = "create/reconcile Kafka topics from infra/topics.yaml"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, helptext in (
         ("apply", "create missing topics, fix drift"),

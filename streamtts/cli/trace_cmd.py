@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+HELP = "print a request's trace as a waterfall (from Jaeger: `infra up --tracing`)"
+DESCRIPTION = (
+    "Every record of a request carries its W3C trace context and every stage records a "
+    "span (with STREAMTTS_OTLP_ENDPOINT set). This prints the request's spans as a "
+    "waterfall: where its time went, hop by hop. ID: a request id, or a trace id (32 hex "
+    "digits, e.g. from the gateway's `traceparent` answer)."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "trace",
-        help="print a request's trace as a waterfall (from Jaeger: `infra up --tracing`)",
-        description=(
-            "Every record of a request carries its W3C trace context and every stage records a "
-            "span (with STREAMTTS_OTLP_ENDPOINT set). This prints the request's spans as a "
-            "waterfall: where its time went, hop by hop. ID: a request id, or a trace id (32 hex "
-            "digits, e.g. from the gateway's `traceparent` answer)."
-        ),
-    )
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ID", help="request id or trace id")
     p.add_argument(
         "--url", help="the query API (default STREAMTTS_TRACE_QUERY_URL or http://127.0.0.1:16686)"

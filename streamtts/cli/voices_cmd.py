@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+HELP = "list voices and languages (tier: neural, neural-accented, formant)"
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("voices", help="list voices and languages (tier: neural, neural-accented, formant)")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_run)
 
