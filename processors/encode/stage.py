@@ -206,8 +206,7 @@ class EncodeStage(FaustStage):
         self.log_record(
             "encoded",
             started,
-            request_id=chunk.request_id,
-            tenant=chunk.request.tenant,
+            chunk.request,
             voice=chunk.voice_used,
             release=chunk.request.release,
             lang=chunk.lang,

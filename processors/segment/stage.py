@@ -185,8 +185,7 @@ class SegmentStage(FaustStage):
         self.log_record(
             "segmented",
             started,
-            request_id=request.request_id,
-            tenant=request.tenant,
+            request,
             voice=request.voice,
             voice_planned=segments[0].voice,
             voice_scope=segments[0].voice_scope,
@@ -223,8 +222,7 @@ class SegmentStage(FaustStage):
         self.log_record(
             "utterance_opened",
             started,
-            request_id=request.request_id,
-            tenant=request.tenant,
+            request,
             voice=request.voice,
             pool=pool,
             segments=sent,
@@ -250,8 +248,7 @@ class SegmentStage(FaustStage):
         self.log_record(
             "delta",
             started,
-            request_id=delta.request_id,
-            tenant=delta.tenant,
+            delta,
             voice=None,
             level=logging.INFO if sent or delta.end else logging.DEBUG,
             chars=len(delta.delta),

@@ -216,8 +216,7 @@ class SynthesizeStage(FaustStage):
         self.log_record(
             "synthesized",
             started,
-            request_id=segment.request_id,
-            tenant=segment.request.tenant,
+            segment.request,
             voice=rendered.voice_used,
             pool=self.pool_name,
             release=self.profile.name,
@@ -276,8 +275,7 @@ class SynthesizeStage(FaustStage):
         self.log_record(
             "segment_cancelled",
             started,
-            request_id=segment.request_id,
-            tenant=segment.request.tenant,
+            segment.request,
             voice=segment.voice,
             seq=segment.seq,
         )

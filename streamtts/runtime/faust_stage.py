@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import faust
 from faust.types import EventT, StreamT
@@ -29,6 +29,16 @@ from streamtts.runtime.topology import StageSpec, stage_spec
 from streamtts.runtime.tracing import annotate
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.release import BASE_RELEASE
+
+
+class OfRequest(Protocol):
+    """What a stage's log line names a record by: a request, or the context a record carries."""
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def tenant(self) -> str: ...
 
 
 def source_of(event: EventT) -> SourceRecord:
@@ -246,17 +256,17 @@ class FaustStage(DeadLettering):
         self,
         what: str,
         started: float,
+        about: OfRequest,
         *,
-        request_id: str,
-        tenant: str,
         voice: str | None,
         level: int = logging.INFO,
         **fields: Any,
     ) -> None:
         """The stage's one log line for a handled record: `what` happened, with the fields
-        every stage's line carries (request, tenant, stage, voice, how long since `started`)
-        and the stage's own `fields`, which the record's span gets as attributes too. (Its
-        metrics are counted once, in `process`.)"""
+        every stage's line carries (`about`'s request and tenant, stage, voice, how long since
+        `started`) and the stage's own `fields`, which the record's span gets as attributes
+        too. (Its metrics are counted once, in `process`.)"""
+        request_id, tenant = about.request_id, about.tenant
         annotate({"event": what, "request_id": request_id, "tenant": tenant, "voice": voice, **fields})
         log_event(
             self.log,
