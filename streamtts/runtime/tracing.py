@@ -260,9 +260,11 @@ def annotate(fields: Mapping[str, Any]) -> None:
     span = trace.get_current_span()
     if not span.is_recording():
         return
-    for name, value in fields.items():
-        if value is None:
-            continue
-        if not isinstance(value, str | bool | int | float):
-            value = str(value)
-        span.set_attribute(f"streamtts.{name}", value)
+    # One call: the SDK takes the span's lock once per call, and every record is annotated.
+    span.set_attributes(
+        {
+            f"streamtts.{name}": value if isinstance(value, str | bool | int | float) else str(value)
+            for name, value in fields.items()
+            if value is not None
+        }
+    )
