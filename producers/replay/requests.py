@@ -101,14 +101,15 @@ async def replay_requests(
     new_ids: bool = True,
     namespace: str | None = None,
     dry_run: bool = False,
+    rate: float | None = None,
     force: bool = False,
     lexicon_version: int | None = None,
     limits: UtteranceLimits | None = None,
 ) -> tuple[ReplaySummary, dict[str, str]]:
     """Find each id on the requests topic (only the partition its key maps to is read) and
     submit it again (a streamed utterance: the text it said, as one whole request; `limits`:
-    the segment stage's, default from the environment). Returns the summary and {original
-    id: replayed id}."""
+    the segment stage's, default from the environment), at most `rate` a second. Returns the
+    summary and {original id: replayed id}."""
     wanted = list(dict.fromkeys(request_ids))
     if not wanted:
         raise ConfigError("give at least one request id")
@@ -135,6 +136,7 @@ async def replay_requests(
         else:
             found[rid] = (request, entry.headers)
     mapping: dict[str, str] = {}
+    pacer = Pacer(rate)
     async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
         for rid, (original, original_headers) in found.items():
             n = sum(1 for k in ledger.done if k.startswith(f"request:{rid}#")) + 1
@@ -158,6 +160,7 @@ async def replay_requests(
                     f"request {rid} → {replay.request_id} voice={replay.voice} format={replay.format}"
                 )
                 continue
+            await pacer.wait()
             await _resubmit(producer, ledger, topics, replay, f"request:{rid}", ledger_key, original_headers)
     return summary, mapping
 

@@ -65,7 +65,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 class _Common(TypedDict):
-    """`_common`'s values, as `replay_dlq` and `replay_window` take them (`replay_requests` has no rate)."""
+    """`_common`'s values, as every replay takes them."""
 
     dry_run: bool
     rate: float | None
@@ -155,9 +155,8 @@ def _request(args: argparse.Namespace) -> int:
             fmt=args.format,
             new_ids=not args.same_id,
             namespace=args.namespace,
-            dry_run=args.dry_run,
-            force=args.force,
             lexicon_version=args.lexicon_version,
+            **_common_values(args),
         ),
         lambda r: r[0],
         selection={"request_ids": ",".join(args.request_ids)[:200]},

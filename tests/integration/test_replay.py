@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
@@ -185,6 +186,19 @@ async def test_replay_request_with_another_voice(running_pipeline, kafka_setting
         await results.stop()
     replayed = next(r for r in results.seen if r.request_id == new_id)
     assert replayed.status == "completed" and replayed.format == "opus"
+
+
+async def test_replay_request_keeps_to_its_rate(running_pipeline, kafka_settings: KafkaSettings) -> None:
+    originals = [TTSRequest.new(f"Number {i}.", language="en", voice="en_joe") for i in range(3)]
+    async with RequestProducer(kafka_settings) as producer:
+        for request in originals:
+            await producer.submit(request)
+    started = time.monotonic()
+    summary, _ = await replay_requests(kafka_settings, [r.request_id for r in originals], rate=4.0)
+    elapsed = time.monotonic() - started
+    assert summary.redriven == 3
+    # Three sends at 4 a second: two intervals of 0.25 s at least (unpaced: a few ms).
+    assert elapsed >= 0.5, f"three replays took {elapsed:.3f} s at --rate 4"
 
 
 @pytest.mark.parametrize(
