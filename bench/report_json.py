@@ -35,6 +35,7 @@ def _run_json(run: LoadRun) -> dict[str, Any]:
             "audio_s": r.audio_s,
             "degraded": r.degraded,
             "lost": r.completed_at is None,
+            "traced": r.traced,
         }
         for r in run.records
     ]
