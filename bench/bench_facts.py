@@ -40,17 +40,11 @@ async def apply_bench_topics(settings: Settings, prefix: str) -> None:
 
 async def drop_bench_topics(settings: Settings, prefix: str) -> None:
     """A bench prefix is single-use: delete its topics so repeated runs do not pile up."""
-    from streamtts.infra.topics import load_spec
-    from streamtts.runtime.kafka import make_admin
+    from streamtts.infra.topics import drop_topics
 
-    admin = make_admin(settings.kafka)
-    try:
-        await admin.start()
-        await admin.delete_topics([s.name for s in load_spec(prefix=prefix)])
-    except Exception as err:  # leftovers are harmless; never fail a finished bench on cleanup
-        say(f"could not delete topics of {prefix}: {err}")
-    finally:
-        await admin.close()
+    error = await drop_topics(dataclasses.replace(settings.kafka, topic_prefix=prefix))
+    if error:  # leftovers are harmless; never fail a finished bench on cleanup
+        say(f"could not delete topics of {prefix}: {error}")
 
 
 def log_bytes(settings: Settings, prefix: str) -> dict[str, int]:

@@ -34,7 +34,7 @@ from streamtts.bench.chaos_report import ChaosReport, FaultWindow
 from streamtts.bench.result_observer import ResultObserver, sink_caught_up
 from streamtts.bench.worker_procs import Topology, WorkerProc, WorkerSet
 from streamtts.infra.local.stack import LocalStack
-from streamtts.infra.topics import apply_topics
+from streamtts.infra.topics import apply_topics, drop_topics
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
@@ -285,6 +285,8 @@ class ChaosRun:
             await self._producer.stop()
             await observer.stop()
             await asyncio.to_thread(self.workers.stop)
+            if error := await drop_topics(self.kafka):
+                self.say(f"[chaos] could not delete the run's topics: {error}")
         self.report.tally(self.sent_at, self.poison_ids, observer.results, observer.dead_letters)
         self.report.duration_s = time.monotonic() - started
         return self.report

@@ -30,7 +30,7 @@ from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.infra.local import net_faults
 from streamtts.infra.local.net_shaper import Shaper
 from streamtts.infra.local.stack import LocalStack
-from streamtts.infra.topics import apply_topics
+from streamtts.infra.topics import apply_topics, drop_topics
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.topics import TopicNames
@@ -241,6 +241,8 @@ class NetChaosRun:
                 await asyncio.to_thread(shaper.stop)
             if self._shaper_dir is not None:
                 shutil.rmtree(self._shaper_dir, ignore_errors=True)
+            if error := await drop_topics(self.kafka):
+                self.say(f"[net-chaos] could not delete the run's topics: {error}")
 
     async def _run(self) -> NetChaosReport:
         await asyncio.to_thread(self.workers.start, 180.0)

@@ -123,7 +123,7 @@ async def pipeline_part(
     `stream_tokens_per_s`, the sentences again as streamed utterances on the same worker."""
     import dataclasses
 
-    from streamtts.infra.topics import apply_topics
+    from streamtts.infra.topics import apply_topics, drop_topics
     from streamtts.runtime.pipeline_settings import PipelineSettings
     from streamtts.runtime.settings import Settings
     from streamtts.runtime.topology import STAGES
@@ -149,3 +149,4 @@ async def pipeline_part(
         return out
     finally:
         await worker.stop()
+        await drop_topics(kafka)  # a single-use prefix; best effort

@@ -277,6 +277,19 @@ async def apply_topics(kafka: KafkaSettings, specs: list[TopicSpec] | None = Non
         return await apply_spec(admin, load_spec(prefix=kafka.topic_prefix) if specs is None else specs)
 
 
+async def drop_topics(kafka: KafkaSettings) -> str | None:
+    """Delete the topic spec's topics under `kafka`'s (single-use) prefix, so that runs on a
+    fresh prefix each time (bench, chaos, eval) do not pile topics up on the broker: every
+    topic's partitions cost the broker and every client's metadata work, busy or idle. Best
+    effort, as cleanup must never fail a finished run: the error, or None."""
+    try:
+        async with started_admin(kafka) as admin:
+            await admin.delete_topics([s.name for s in load_spec(prefix=kafka.topic_prefix)])
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 async def _describe(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, tuple[int, int]]:
     """(partition count, smallest replica count) of each existing topic in `names`."""
     described = await admin.describe_topics(names)

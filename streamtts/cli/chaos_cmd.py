@@ -129,7 +129,7 @@ def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace
     from dataclasses import replace
 
     from streamtts.bench.startup_faults import StartupFaultSweep, StepOutcome, markdown
-    from streamtts.infra.topics import apply_topics
+    from streamtts.infra.topics import apply_topics, drop_topics
     from streamtts.processors.synthesize.speech_stack import build_renderer
     from streamtts.runtime.pipeline_settings import PipelineSettings
     from streamtts.worker import Worker
@@ -148,7 +148,10 @@ def _run_startup(stack: LocalStack, settings: Settings, args: argparse.Namespace
         runs = StartupFaultSweep(stack, kafka, make_worker, down_s=args.broker_down, say=_say)
         steps = await runs.steps()
         _say(f"[startup] {len(steps)} steps: {', '.join(steps)}")
-        return await runs.run(steps)
+        try:
+            return await runs.run(steps)
+        finally:
+            await drop_topics(kafka)  # a single-use prefix; best effort
 
     try:
         outcomes = asyncio.run(sweep())
