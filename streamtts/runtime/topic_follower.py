@@ -23,6 +23,14 @@ from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
 
+FOLLOW_FETCH_WAIT_MS = 5000
+"""How long the broker may hold a follower's fetch when there is nothing new. A record that
+arrives answers the fetch at once, so this costs no latency; what it sets is how often an idle
+follower asks again. At aiokafka's 500 ms default, every process's three or four followers
+were ~8 fetches a second of idle broker and client work (~0.9 ms of broker CPU each, measured).
+Safe because a follower seeks only before it follows and never pauses a partition: a fetch
+in flight holds back only those (aiokafka sends one fetch per broker at a time)."""
+
 
 @dataclass(eq=False)
 class TopicFollower(AsyncLifecycle):
@@ -42,7 +50,9 @@ class TopicFollower(AsyncLifecycle):
     """Set once the topic was read up to its end offsets at start."""
 
     def __post_init__(self) -> None:
-        self._consumer = make_consumer(self.kafka, group_id=None, max_poll_records=500)
+        self._consumer = make_consumer(
+            self.kafka, group_id=None, max_poll_records=500, fetch_max_wait_ms=FOLLOW_FETCH_WAIT_MS
+        )
 
     async def start(self) -> None:
         partitions = sorted(await topic_partitions(self.kafka, self.topic))
