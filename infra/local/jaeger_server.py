@@ -160,9 +160,7 @@ class JaegerNode(processes.GoBuiltProcess):
         if (pid := self.pid()) is not None:
             return pid
         ports = (self.otlp_port, self.query_port, self.health_port, self.query_port - 1)
-        for port in ports:
-            if processes.port_in_use(self.host, port):
-                raise InfraError(f"port {port} is already in use by another process; stop it first")
+        processes.require_free_ports(self.host, ports, "stop it first")
         self.config_file.parent.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(
             CONFIG_TEMPLATE.format(

@@ -112,13 +112,13 @@ class KafkaNode(processes.LocalProcess):
         if (pid := self.pid()) is not None:
             return pid
         java = require_tool("java", "install a JDK 17+ (e.g. apt-get install openjdk-17-jre-headless)")
-        for port in (self.port, self.controller_port):
-            if processes.port_in_use(self.host, port):
-                raise InfraError(
-                    f"port {port} ({self.name}) is already in use by another process; stop it or "
-                    "set STREAMTTS_KAFKA_BOOTSTRAP to a free port (see docs/local-stack.md for "
-                    "the ports a node and a cluster use)"
-                )
+        processes.require_free_ports(
+            self.host,
+            (self.port, self.controller_port),
+            "stop it or set STREAMTTS_KAFKA_BOOTSTRAP to a free port (see docs/local-stack.md for "
+            "the ports a node and a cluster use)",
+            owner=self.name,
+        )
         self._write_config()
         self._format_storage(java, say, cluster_id or new_cluster_id())
         say(f"starting Kafka {KAFKA_VERSION} (KRaft, node {self.node_id}) on {self.bootstrap}")

@@ -73,12 +73,11 @@ class MinioNode(processes.GoBuiltProcess):
     def start(self, say: Say) -> int:
         if (pid := self.pid()) is not None:
             return pid
-        for port in (self.port, self.console_port):
-            if processes.port_in_use(self.host, port):
-                raise InfraError(
-                    f"port {port} is already in use by another process; stop it or set "
-                    "STREAMTTS_S3_ENDPOINT to a free port (the console uses port+1)"
-                )
+        processes.require_free_ports(
+            self.host,
+            (self.port, self.console_port),
+            "stop it or set STREAMTTS_S3_ENDPOINT to a free port (the console uses port+1)",
+        )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         say(f"starting MinIO on http://{self.endpoint}")
         env = dict(

@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -24,6 +24,15 @@ def port_in_use(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.3)
         return sock.connect_ex((host, port)) == 0
+
+
+def require_free_ports(host: str, ports: Iterable[int], remedy: str, *, owner: str = "") -> None:
+    """Before a service starts: InfraError for the first of `ports` another process already
+    listens on at `host` ("port P (owner) is already in use by another process; remedy")."""
+    for port in ports:
+        if port_in_use(host, port):
+            named = f" ({owner})" if owner else ""
+            raise InfraError(f"port {port}{named} is already in use by another process; {remedy}")
 
 
 def read_cmdline(pid: int) -> str:

@@ -6,7 +6,8 @@ duplicate final outputs unless forced.
 """
 
 from streamtts.producers.replay.dlq import DlqFilter, replay_dlq
+from streamtts.producers.replay.options import ReplayOptions
 from streamtts.producers.replay.requests import replay_requests, replay_window
 from streamtts.producers.replay.summary import ReplaySummary
 
-__all__ = ["DlqFilter", "ReplaySummary", "replay_dlq", "replay_requests", "replay_window"]
+__all__ = ["DlqFilter", "ReplayOptions", "ReplaySummary", "replay_dlq", "replay_requests", "replay_window"]

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from streamtts.errors import ConfigError
 from streamtts.producers.replay.ledger import ledger_and_producer
-from streamtts.producers.replay.pacing import Pacer, Progress
+from streamtts.producers.replay.options import DEFAULT_OPTIONS, ReplayOptions
 from streamtts.producers.replay.summary import ReplaySummary
 from streamtts.runtime.kafka import topic_partitions
 from streamtts.runtime.settings import KafkaSettings
@@ -47,19 +47,16 @@ async def replay_dlq(
     stage: str,
     flt: DlqFilter | None = None,
     *,
-    dry_run: bool = False,
-    rate: float | None = None,
-    force: bool = False,
+    options: ReplayOptions = DEFAULT_OPTIONS,
     max_attempts: int = 5,
-    progress: bool | None = None,
 ) -> ReplaySummary:
     """Re-drive the dead letters of `stage` that match `flt` to their original topics.
 
     Each re-driven record keeps the DLQ's attempt count and first-failure time in its
     headers, so if it fails again its new dead letter shows attempts + 1. Records at
-    `max_attempts` are skipped unless `force`; records already in the ledger are skipped
-    unless `force`; the DLQ is read up to its end at start, so a replay never re-reads its
-    own failures.
+    `max_attempts` are skipped unless `options.force`; records already in the ledger are
+    skipped unless `options.force`; the DLQ is read up to its end at start, so a replay
+    never re-reads its own failures.
     """
     stages = [spec.name for spec in TOPOLOGY]
     if stage not in stages:
@@ -71,8 +68,8 @@ async def replay_dlq(
     dlq_topic = topics.dlq(stage)
     if not await topic_partitions(kafka, dlq_topic):
         raise ConfigError(f"dead-letter topic {dlq_topic!r} does not exist")
-    summary = ReplaySummary(dry_run=dry_run)
-    pacer, bar = Pacer(rate), Progress(f"dlq {stage}", progress)
+    summary = options.summary()
+    pacer, bar = options.pacer(), options.progress_line(f"dlq {stage}")
     async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
         try:
             async for record in snapshot(kafka, dlq_topic):
@@ -91,13 +88,13 @@ async def replay_dlq(
                     summary.skip("foreign_topic")
                     continue
                 ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"
-                if ledger.seen(ledger_key) and not force:
+                if ledger.seen(ledger_key) and not options.force:
                     summary.skip("already_replayed")
                     continue
-                if letter.attempts >= max_attempts and not force:
+                if letter.attempts >= max_attempts and not options.force:
                     summary.skip("max_attempts")
                     continue
-                if dry_run:
+                if options.dry_run:
                     summary.redriven += 1
                     summary.planned.append(
                         f"{ledger_key} → {letter.topic} key={letter.key_text} "

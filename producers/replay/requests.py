@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaProducer
 from streamtts.errors import ConfigError
 from streamtts.producers.replay.found_requests import Found, RequestsFound, UtteranceLimits
 from streamtts.producers.replay.ledger import ReplayLedger, ledger_and_producer
-from streamtts.producers.replay.pacing import Pacer, Progress
+from streamtts.producers.replay.options import DEFAULT_OPTIONS, ReplayOptions
 from streamtts.producers.replay.summary import ReplaySummary
 from streamtts.runtime.kafka import key_partition, topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
@@ -100,16 +100,14 @@ async def replay_requests(
     fmt: str | None = None,
     new_ids: bool = True,
     namespace: str | None = None,
-    dry_run: bool = False,
-    rate: float | None = None,
-    force: bool = False,
+    options: ReplayOptions = DEFAULT_OPTIONS,
     lexicon_version: int | None = None,
     limits: UtteranceLimits | None = None,
 ) -> tuple[ReplaySummary, dict[str, str]]:
     """Find each id on the requests topic (only the partition its key maps to is read) and
     submit it again (a streamed utterance: the text it said, as one whole request; `limits`:
-    the segment stage's, default from the environment), at most `rate` a second. Returns the
-    summary and {original id: replayed id}."""
+    the segment stage's, default from the environment), at most `options.rate` a second.
+    Returns the summary and {original id: replayed id}."""
     wanted = list(dict.fromkeys(request_ids))
     if not wanted:
         raise ConfigError("give at least one request id")
@@ -119,7 +117,7 @@ async def replay_requests(
         raise ConfigError(f"topic {topics.requests!r} does not exist")
     targets = _partitions_of(wanted, partitions)
     reader = RequestsFound(limits or _limits(), set(wanted))
-    summary = ReplaySummary(dry_run=dry_run)
+    summary = options.summary()
     async for record in snapshot(kafka, topics.requests, partitions=targets):
         summary.read += 1
         reader.take(record)
@@ -136,13 +134,13 @@ async def replay_requests(
         else:
             found[rid] = (request, entry.headers)
     mapping: dict[str, str] = {}
-    pacer = Pacer(rate)
+    pacer = options.pacer()
     async with ledger_and_producer(kafka, topics.replay_ledger) as (ledger, producer):
         for rid, (original, original_headers) in found.items():
             n = sum(1 for k in ledger.done if k.startswith(f"request:{rid}#")) + 1
             new_id = f"{rid[:110]}.r{n}" if new_ids else None
             ledger_key = f"request:{rid}#{n}" if new_ids else f"request:{rid}#same:{voice}:{fmt}:{namespace}"
-            if not new_ids and ledger.seen(ledger_key) and not force:
+            if not new_ids and ledger.seen(ledger_key) and not options.force:
                 summary.skip("already_replayed")
                 continue
             replay = _rewrite(
@@ -155,7 +153,7 @@ async def replay_requests(
             )
             mapping[rid] = replay.request_id
             summary.redriven += 1
-            if dry_run:
+            if options.dry_run:
                 summary.planned.append(
                     f"request {rid} → {replay.request_id} voice={replay.voice} format={replay.format}"
                 )
@@ -171,10 +169,7 @@ async def replay_window(
     until: datetime,
     *,
     namespace: str | None = None,
-    dry_run: bool = False,
-    rate: float | None = None,
-    force: bool = False,
-    progress: bool | None = None,
+    options: ReplayOptions = DEFAULT_OPTIONS,
     limits: UtteranceLimits | None = None,
 ) -> ReplaySummary:
     """Replay every request whose record timestamp is in [since, until) (offsets by time).
@@ -185,9 +180,9 @@ async def replay_window(
     if since >= until:
         raise ConfigError(f"--from ({since.isoformat()}) must be before --to ({until.isoformat()})")
     topics = TopicNames(kafka.topic_prefix)
-    summary = ReplaySummary(dry_run=dry_run)
+    summary = options.summary()
     window = f"window:{since.isoformat()}..{until.isoformat()}:{namespace or ''}"
-    pacer, bar = Pacer(rate), Progress("window", progress)
+    pacer, bar = options.pacer(), options.progress_line("window")
     reader = RequestsFound(limits or _limits())
     reached: dict[int, int] = {}
 
@@ -198,12 +193,12 @@ async def replay_window(
             summary.skip("utterance_said_nothing")
             return
         ledger_key = f"{window}:{request.request_id}"
-        if ledger.seen(ledger_key) and not force:
+        if ledger.seen(ledger_key) and not options.force:
             summary.skip("already_replayed")
             return
         replayed = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
         summary.redriven += 1
-        if dry_run:
+        if options.dry_run:
             summary.planned.append(f"{request.request_id}" + (" (streamed)" if entry.streamed else ""))
             return
         await pacer.wait()

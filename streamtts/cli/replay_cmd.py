@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from streamtts.audio import formats
 from streamtts.cli.arg_types import when
 from streamtts.errors import ConfigError
 
 if TYPE_CHECKING:
+    from streamtts.producers.replay.options import ReplayOptions
     from streamtts.producers.replay.summary import ReplaySummary
     from streamtts.runtime.settings import KafkaSettings
 
@@ -64,16 +65,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replay again what the ledger says was replayed")
 
 
-class _Common(TypedDict):
+def _options(args: argparse.Namespace) -> ReplayOptions:
     """`_common`'s values, as every replay takes them."""
+    from streamtts.producers.replay.options import ReplayOptions
 
-    dry_run: bool
-    rate: float | None
-    force: bool
-
-
-def _common_values(args: argparse.Namespace) -> _Common:
-    return {"dry_run": args.dry_run, "rate": args.rate, "force": args.force}
+    return ReplayOptions(dry_run=args.dry_run, rate=args.rate, force=args.force)
 
 
 def _print(summary: ReplaySummary, title: str) -> int:
@@ -134,7 +130,7 @@ def _dlq(args: argparse.Namespace) -> int:
     summary = _audited(
         "replay_dlq",
         lambda kafka: replay_dlq(
-            kafka, args.stage, flt, max_attempts=args.max_attempts, **_common_values(args)
+            kafka, args.stage, flt, options=_options(args), max_attempts=args.max_attempts
         ),
         lambda s: s,
         tenant=args.tenant,
@@ -155,8 +151,8 @@ def _request(args: argparse.Namespace) -> int:
             fmt=args.format,
             new_ids=not args.same_id,
             namespace=args.namespace,
+            options=_options(args),
             lexicon_version=args.lexicon_version,
-            **_common_values(args),
         ),
         lambda r: r[0],
         selection={"request_ids": ",".join(args.request_ids)[:200]},
@@ -181,7 +177,7 @@ def _window(args: argparse.Namespace) -> int:
     summary = _audited(
         "replay_window",
         lambda kafka: replay_window(
-            kafka, args.since, args.until, namespace=args.namespace, **_common_values(args)
+            kafka, args.since, args.until, namespace=args.namespace, options=_options(args)
         ),
         lambda s: s,
         selection={"from": args.since.isoformat(), "to": args.until.isoformat()},

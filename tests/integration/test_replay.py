@@ -15,7 +15,7 @@ import pytest
 from aiokafka import TopicPartition
 from minio import Minio
 
-from streamtts.producers.replay import DlqFilter, replay_dlq, replay_requests, replay_window
+from streamtts.producers.replay import DlqFilter, ReplayOptions, replay_dlq, replay_requests, replay_window
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.pipeline_settings import PipelineSettings
@@ -100,7 +100,9 @@ async def test_storage_outage_dead_letters_then_replay_completes_each_exactly_on
         await asyncio.to_thread(own_stack.minio.start, lambda _m: None)
         await asyncio.to_thread(own_stack.minio.wait_ready)  # the fix is in place before the replay
         pcm_before = await _end_offsets(kafka_settings, topics.pcm)
-        dry = await replay_dlq(kafka_settings, "sink", DlqFilter(tenant="dlq"), dry_run=True)
+        dry = await replay_dlq(
+            kafka_settings, "sink", DlqFilter(tenant="dlq"), options=ReplayOptions(dry_run=True)
+        )
         assert dry.redriven == sum(dlq_ends.values()) and len(dry.planned) == dry.redriven
         assert await _end_offsets(kafka_settings, topics.pcm) == pcm_before
 
@@ -153,7 +155,9 @@ async def test_window_replay_into_a_namespace_covers_exactly_the_window(
                 {r.request_id for r in seen if r.storage and r.storage.key.startswith("cmp/")} >= inside
             )
         )
-        dry = await replay_window(kafka_settings, marks[1], marks[2], namespace="cmp", dry_run=True)
+        dry = await replay_window(
+            kafka_settings, marks[1], marks[2], namespace="cmp", options=ReplayOptions(dry_run=True)
+        )
         assert dry.redriven == 0 and dry.skipped["already_replayed"] == 3
     finally:
         await results.stop()
@@ -194,7 +198,9 @@ async def test_replay_request_keeps_to_its_rate(running_pipeline, kafka_settings
         for request in originals:
             await producer.submit(request)
     started = time.monotonic()
-    summary, _ = await replay_requests(kafka_settings, [r.request_id for r in originals], rate=4.0)
+    summary, _ = await replay_requests(
+        kafka_settings, [r.request_id for r in originals], options=ReplayOptions(rate=4.0)
+    )
     elapsed = time.monotonic() - started
     assert summary.redriven == 3
     # Three sends at 4 a second: two intervals of 0.25 s at least (unpaced: a few ms).

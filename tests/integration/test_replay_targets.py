@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamtts.producers.replay import replay_dlq
+from streamtts.producers.replay import ReplayOptions, replay_dlq
 from streamtts.runtime.dead_letters import SourceRecord, dead_letter_record
 from streamtts.runtime.kafka import client_kwargs
 from streamtts.runtime.settings import KafkaSettings
@@ -36,7 +36,7 @@ async def test_a_dead_letter_naming_a_foreign_topic_is_not_redriven(
     finally:
         await producer.stop()
     before = await _end(kafka_settings, topics.results)
-    summary = await replay_dlq(kafka_settings, "segment", progress=False)
+    summary = await replay_dlq(kafka_settings, "segment", options=ReplayOptions(progress=False))
     assert summary.redriven == 1 and summary.skipped["foreign_topic"] == 1
     assert await _end(kafka_settings, topics.results) == before, "nothing was written to tts.results"
 
