@@ -202,6 +202,7 @@ async def _scenario(
 def _warm_shared_tier(settings: Settings, voice: str, cache_prefix: str) -> None:
     """`streamtts cache warm` of the voice's prompt set and template heads, in-process."""
     from streamtts.processors.direct import warm_cache
+    from streamtts.processors.segment.span_limits import SpanLimits
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.speech_stack import build_cache
     from streamtts.processors.synthesize.synthesizer import Synthesizer
@@ -213,7 +214,9 @@ def _warm_shared_tier(settings: Settings, voice: str, cache_prefix: str) -> None
     synth = Synthesizer(VoiceRegistry(threads=2), cache=cache)
     lang = VOICE_LANG[voice]
     for text in PROMPTS[lang]:
-        warm_cache(synth, text, voice, None, None, first_min_chars=pipeline.text.first_min_chars)
+        warm_cache(
+            synth, text, voice, None, None, limits=SpanLimits(first_min_chars=pipeline.text.first_min_chars)
+        )
     cache.flush()
 
 

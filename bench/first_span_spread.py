@@ -86,7 +86,7 @@ def measure(voice: str, budgets: Sequence[int], threads: int = 1) -> list[Spread
     from streamtts.bench.workloads import load_texts, speakable
     from streamtts.processors.direct import synthesize_text
     from streamtts.processors.segment.langid import warm_identification
-    from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS
+    from streamtts.processors.segment.span_limits import DEFAULT_FIRST_MIN_CHARS, SpanLimits
 
     warm_identification()
     direct = DirectSynth(threads, [voice])
@@ -114,8 +114,9 @@ def measure(voice: str, budgets: Sequence[int], threads: int = 1) -> list[Spread
                 lang_hint=item.request_language,
                 voice_id=voice,
                 sample_rate=RATE,
-                first_max_chars=budget,
-                first_min_chars=min(DEFAULT_FIRST_MIN_CHARS, budget),
+                limits=SpanLimits(
+                    first_max_chars=budget, first_min_chars=min(DEFAULT_FIRST_MIN_CHARS, budget)
+                ),
             )
             _segment, chunk = next(spans)  # only the first span is rendered
             times.append((time.monotonic() - started) * 1000)

@@ -147,9 +147,9 @@ def render_core(
 ) -> list[Rendering]:
     """The speech core in-process, voice "auto" (one call per span)."""
     from streamtts.processors.direct import synthesize_text
-    from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS
+    from streamtts.processors.segment.span_limits import SpanLimits
 
-    first_min = DEFAULT_FIRST_MIN_CHARS if first_min_chars is None else first_min_chars
+    limits = SpanLimits() if first_min_chars is None else SpanLimits(first_min_chars=first_min_chars)
     out = []
     for k, s in enumerate(sentences, 1):
         started = time.perf_counter()
@@ -157,7 +157,7 @@ def render_core(
         pieces: list[np.ndarray] = []
         rate = PIPELINE_RATE
         for _span, chunk in synthesize_text(
-            synthesizer, s.text, None, "auto", sample_rate=PIPELINE_RATE, first_min_chars=first_min
+            synthesizer, s.text, None, "auto", sample_rate=PIPELINE_RATE, limits=limits
         ):
             if first is None:
                 first = time.perf_counter() - started

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TypedDict, Unpack
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.exceptions import EmptyText
@@ -22,12 +21,7 @@ from streamtts.processors.segment.langid import normalize_lang_hint
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.normalize import fix_surrogates
 from streamtts.processors.segment.planner import plan_segments
-from streamtts.processors.segment.segmenter import (
-    DEFAULT_FIRST_MAX_CHARS,
-    DEFAULT_FIRST_MIN_CHARS,
-    DEFAULT_MAX_CHARS,
-    DEFAULT_MAX_TEXT_CHARS,
-)
+from streamtts.processors.segment.span_limits import DEFAULT_LIMITS, SpanLimits
 from streamtts.processors.synthesize.engine import AudioChunk
 from streamtts.processors.synthesize.exceptions import UnsupportedLanguageError
 from streamtts.processors.synthesize.renderer import Budgets, RenderedSegment, SegmentRenderer
@@ -42,15 +36,6 @@ _PLACEHOLDER_RATE = 24_000
 """The request's rate while the first speaking voice is not known yet (see `plan_text`)."""
 
 
-class SplitLimits(TypedDict, total=False):
-    """The segmenter's sizes, passed on to `plan_text` (each left out: the pipeline's default)."""
-
-    first_max_chars: int
-    first_min_chars: int
-    max_chars: int
-    max_text_chars: int
-
-
 def plan_text(
     synth: Synthesizer,
     text: str,
@@ -63,10 +48,7 @@ def plan_text(
     text_type: str | None = None,
     markup: str = "reject",
     ssml_unknown: str = "ignore",
-    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
-    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
-    max_chars: int = DEFAULT_MAX_CHARS,
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    limits: SpanLimits = DEFAULT_LIMITS,
     lexicon: LexiconMatcher | None = None,
 ) -> list[Segment]:
     """The segments the pipeline would render for `text`, in order: the speakable ones.
@@ -79,6 +61,7 @@ def plan_text(
         timestamps: map each segment to the text (for word timestamps).
         text_type, markup, ssml_unknown: the request's text type and the pipeline's input
             and SSML policies (see `planner.plan_segments`; the defaults are the pipeline's).
+        limits: span and text sizes (the default: the pipeline's).
         lexicon: a tenant lexicon to apply (as the segment stage does).
     Returns:
         Every segment a base voice speaks (others are skipped with a warning).
@@ -112,10 +95,7 @@ def plan_text(
     # 2. The segment stage's planning.
     segments = plan_segments(
         request,
-        first_max_chars=first_max_chars,
-        first_min_chars=first_min_chars,
-        max_chars=max_chars,
-        max_text_chars=max_text_chars,
+        limits=limits,
         markup=markup,
         voices=synth.registry,
         lexicon=lexicon,
@@ -150,7 +130,7 @@ def synthesize_text(
     sample_rate: int | None = None,
     *,
     lexicon: LexiconMatcher | None = None,
-    **limits: Unpack[SplitLimits],
+    limits: SpanLimits = DEFAULT_LIMITS,
 ) -> Iterator[tuple[Segment, AudioChunk]]:
     """Plan `text` and stream its audio segment by segment (see `plan_text` for the
     arguments, `limits` included, and errors; all are raised before any audio).
@@ -163,7 +143,7 @@ def synthesize_text(
         (segment, its audio as one chunk) in order; a segment is rendered only after the
         previous one was taken.
     """
-    segments = plan_text(synth, text, lang_hint, voice_id, speed, sample_rate, lexicon=lexicon, **limits)
+    segments = plan_text(synth, text, lang_hint, voice_id, speed, sample_rate, lexicon=lexicon, limits=limits)
     for segment, rendered in _rendered(synth, segments):
         yield segment, _chunk(rendered)
 
@@ -197,7 +177,7 @@ def warm_cache(
     speed: float | None = None,
     *,
     markup: str = "reject",
-    **limits: Unpack[SplitLimits],
+    limits: SpanLimits = DEFAULT_LIMITS,
 ) -> tuple[int, int]:
     """Render `text` into `synth.cache` segment by segment, planned as the pipeline plans it
     (the same settings give the same segments, plans and keys).
@@ -210,7 +190,7 @@ def warm_cache(
     """
     if synth.cache is None:
         raise ValueError("the synthesizer has no render cache")
-    segments = plan_text(synth, text, lang_hint, voice_id, speed, markup=markup, **limits)
+    segments = plan_text(synth, text, lang_hint, voice_id, speed, markup=markup, limits=limits)
     rendered = cached = 0
     for segment in segments:
         _, status = render_plan(synth, plan_span(synth, segment))

@@ -11,14 +11,14 @@ from datetime import UTC, datetime
 from streamtts.processors.segment.exceptions import (
     ExpandedTooLong,
     SegmentationError,
-    TextTooLong,
     TooManySegments,
     UnreadableNumber,
 )
 from streamtts.processors.segment.input_policy import check_text
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.plan_budget import PlanDeadline
-from streamtts.processors.segment.segmenter import DEFAULT_FIRST_MIN_CHARS, Span, segment_text
+from streamtts.processors.segment.segmenter import Span, segment_text
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.segment.splitter import SENTENCE_END
 from streamtts.processors.segment.spoken_budget import SpokenBudget
 from streamtts.processors.segment.ssml import parse_ssml
@@ -54,19 +54,17 @@ def is_ssml(request: TTSRequest, markup: str) -> bool:
 def plan_segments(
     request: TTSRequest,
     *,
-    first_max_chars: int,
-    max_chars: int,
-    max_text_chars: int,
+    limits: SpanLimits,
     markup: str = "reject",
     now: datetime | None = None,
-    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
     voices: VoiceChooser | None = None,
     lexicon: LexiconMatcher | None = None,
     ssml_unknown: str = "ignore",
     known_voice: Callable[[str], bool] | None = None,
     deadline: PlanDeadline | None = None,
 ) -> list[Segment]:
-    """Split a request into segments numbered 0..total-1 with `last` on the final one.
+    """Split a request into segments numbered 0..total-1 with `last` on the final one, spans
+    and text within `limits`.
 
     With `voices`, each segment also carries the voice planned for it (see `voice_plan`).
     With `lexicon` (the tenant's), its entries are applied and every segment records its
@@ -85,15 +83,12 @@ def plan_segments(
     notes: list[str] = []
     if is_ssml(request, markup):
         check_text(request.text, markup="allow")
-        if len(request.text) > max_text_chars:
-            raise TextTooLong(f"text has {len(request.text)} characters; the limit is {max_text_chars}")
+        limits.check_length(request.text)
         items = _ssml_plan(
             request,
             hint,
-            first_max_chars=first_max_chars,
-            first_min_chars=first_min_chars,
-            max_chars=max_chars,
-            spoken=SpokenBudget.for_text(len(request.text), max_text_chars),
+            limits=limits,
+            spoken=SpokenBudget.for_text(len(request.text), limits.max_text_chars),
             voices=voices,
             lexicon=lexicon,
             unknown=ssml_unknown,
@@ -106,10 +101,7 @@ def plan_segments(
         spans = segment_text(
             request.text,
             lang_hint=hint,
-            first_max_chars=first_max_chars,
-            first_min_chars=first_min_chars,
-            max_chars=max_chars,
-            max_text_chars=max_text_chars,
+            limits=limits,
             mapped=request.timestamps,
             lexicon=lexicon,
             deadline=deadline,
@@ -172,9 +164,7 @@ def _ssml_plan(
     request: TTSRequest,
     hint: str | None,
     *,
-    first_max_chars: int,
-    first_min_chars: int,
-    max_chars: int,
+    limits: SpanLimits,
     spoken: SpokenBudget,
     voices: VoiceChooser | None,
     lexicon: LexiconMatcher | None,
@@ -184,7 +174,8 @@ def _ssml_plan(
     deadline: PlanDeadline | None = None,
 ) -> list[_Planned]:
     """Spans of an SSML request: each block segmented on its own (a break, a voice, a rate
-    or a language change is a span boundary), its map carried back into the document."""
+    or a language change is a span boundary), its map carried back into the document. Only
+    the first block has a first span (`limits.first_max_chars`, `first_min_chars`)."""
     doc = parse_ssml(request.text, unknown=unknown, known_voice=known_voice)
     notes.extend(doc.notes)
     out: list[_Planned] = []
@@ -195,14 +186,12 @@ def _ssml_plan(
         at = block.text.source_range(0, 1)[0]
         if deadline is not None:
             deadline.check(at)
+        sizes = limits if not out else replace(limits, first_max_chars=limits.max_chars, first_min_chars=0)
         try:
             spans = segment_text(
                 block.text.text,
                 lang_hint=block.style.lang or hint or doc.lang,
-                first_max_chars=first_max_chars if not out else max_chars,
-                first_min_chars=first_min_chars if not out else 0,
-                max_chars=max_chars,
-                max_text_chars=len(block.text.text) + 1,
+                limits=replace(sizes, max_text_chars=len(block.text.text) + 1),
                 strip_markup=False,
                 mapped=True,
                 lexicon=lexicon,

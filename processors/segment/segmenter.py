@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from streamtts.processors.segment.exceptions import (
     EmptyText,
     SegmentationError,
-    TextTooLong,
     UnsupportedLanguage,
 )
 from streamtts.processors.segment.han_words import han_breaks
@@ -31,17 +30,10 @@ from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.plan_budget import PlanDeadline
 from streamtts.processors.segment.pronunciations import GivenTable, blank_placeholders, is_placeholder
+from streamtts.processors.segment.span_limits import DEFAULT_LIMITS, SpanLimits
 from streamtts.processors.segment.splitter import CLAUSE_END, ClauseSplitter
 from streamtts.processors.segment.spoken_budget import SpokenBudget
 from streamtts.processors.segment.text_map import MappedText
-
-DEFAULT_FIRST_MAX_CHARS = 40
-# A first span shorter than this joins the next clause: "您好，" alone is spoken as a fragment
-# (ASR heard "您也好"); "您好，请问有什么可以帮您？" keeps the greeting's prosody. Measured in
-# `streamtts eval --first-min`.
-DEFAULT_FIRST_MIN_CHARS = 12
-DEFAULT_MAX_CHARS = 150
-DEFAULT_MAX_TEXT_CHARS = 20_000
 
 # Silence to add after a span, by how it ends. Engines' own leading/trailing silence is trimmed
 # by the synthesizer, so these are the audible pauses.
@@ -83,10 +75,7 @@ def segment_text(
     text: str,
     *,
     lang_hint: str | None = None,
-    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS,
-    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS,
-    max_chars: int = DEFAULT_MAX_CHARS,
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    limits: SpanLimits = DEFAULT_LIMITS,
     strip_markup: bool = True,
     verbalize: bool = True,
     mapped: bool = False,
@@ -103,11 +92,8 @@ def segment_text(
         lang_hint: request language (zh, en, ja, ko, yue, BCP-47 variants, or None): decides
             Han characters without kana in their sentence; spans of other scripts keep their
             own language.
-        first_max_chars: size limit of the first span (latency of the first audio chunk).
-        first_min_chars: the first span takes clauses until it has at least this cost (0:
-            the first clause alone, however short); capped at `first_max_chars`.
-        max_chars: size limit of every other span (CJK characters count double).
-        max_text_chars: longest accepted input, counted before normalization.
+        limits: span and text sizes (see `SpanLimits`); `first_min_chars` is capped at
+            `first_max_chars`.
         strip_markup: remove SSML/HTML-like tags.
         verbalize: rewrite numbers, dates, currency and units into words.
         mapped: keep, per span character, where it came from in `text` (`Span.source`, for
@@ -128,10 +114,9 @@ def segment_text(
         SegmentationError: empty text, nothing speakable, text too long (as written, or
             as said: ExpandedTooLong), unknown hint, or past the deadline (TooCostly).
     """
-    if len(text) > max_text_chars:
-        raise TextTooLong(f"text has {len(text)} characters; the limit is {max_text_chars}")
+    limits.check_length(text)
     if spoken is None:
-        spoken = SpokenBudget.for_text(len(text), max_text_chars)
+        spoken = SpokenBudget.for_text(len(text), limits.max_text_chars)
     hint = normalize_lang_hint(lang_hint)
     if given is None:
         given = GivenTable()
@@ -145,9 +130,9 @@ def segment_text(
     default = text_language(clean.text) if hint is None else None
     table = given
     splitter = ClauseSplitter(
-        max_chars=max_chars,
-        first_max_chars=first_max_chars,
-        first_min_chars=max(0, min(first_min_chars, first_max_chars)),
+        max_chars=limits.max_chars,
+        first_max_chars=limits.first_max_chars,
+        first_min_chars=max(0, min(limits.first_min_chars, limits.first_max_chars)),
         given_cost=lambda ch: len(table.display(ch)),
         han_breaks=han_breaks,
     )

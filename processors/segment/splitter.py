@@ -16,6 +16,11 @@ from streamtts.processors.segment.cut_words import (
 )
 from streamtts.processors.segment.han_words import HanBreaks
 from streamtts.processors.segment.number_context import CODE_CLOSE, CODE_OPEN
+from streamtts.processors.segment.span_limits import (
+    DEFAULT_FIRST_MAX_CHARS,
+    DEFAULT_FIRST_MIN_CHARS,
+    DEFAULT_MAX_CHARS,
+)
 from streamtts.schemas.languages import CLOSED_STOPS
 
 # "." ends a sentence unless it closes an abbreviation (checked apart), "…" ends a clause.
@@ -83,11 +88,11 @@ class ClauseSplitter:
     is also within the same number of characters.
     """
 
-    max_chars: int = 150
+    max_chars: int = DEFAULT_MAX_CHARS
     """Budget of a regular piece."""
-    first_max_chars: int = 40
+    first_max_chars: int = DEFAULT_FIRST_MAX_CHARS
     """Budget of the first piece of a request (keeps time-to-first-audio low)."""
-    first_min_chars: int = 12
+    first_min_chars: int = DEFAULT_FIRST_MIN_CHARS
     """The first piece takes whole clauses until it costs at least this much."""
     cjk_weight: int = 2
     """Cost of one CJK character."""

@@ -27,6 +27,7 @@ from streamtts.processors.segment.numbers_zh import warm_zh_numbers
 from streamtts.processors.segment.plan_budget import PlanAbandoned, PlanDeadline
 from streamtts.processors.segment.planner import is_ssml, plan_segments
 from streamtts.processors.segment.segment_records import send_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.segment.streamed import StreamedUtterances
 from streamtts.processors.segment.utterance_changelog import held_by, read_back
 from streamtts.processors.segment.utterances import opened
@@ -327,10 +328,7 @@ class SegmentStage(FaustStage):
             # The clock starts when planning starts, not while the record waits for a thread.
             return plan_segments(
                 request,
-                first_max_chars=text.first_max_chars,
-                first_min_chars=text.first_min_chars,
-                max_chars=text.max_chars,
-                max_text_chars=text.max_text_chars,
+                limits=SpanLimits.of(text),
                 markup=text.markup,
                 voices=self.voices,
                 lexicon=lexicon,

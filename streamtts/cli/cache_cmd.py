@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _warm(args: argparse.Namespace) -> int:
     from streamtts.processors.direct import warm_cache
     from streamtts.processors.segment.exceptions import SegmentationError
+    from streamtts.processors.segment.span_limits import SpanLimits
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.speech_stack import build_cache
     from streamtts.processors.synthesize.synthesizer import Synthesizer
@@ -62,9 +63,11 @@ def _warm(args: argparse.Namespace) -> int:
                 args.lang,
                 args.speed,
                 markup=pipeline.text.markup,
-                first_max_chars=pipeline.text.first_max_chars,
-                first_min_chars=pipeline.text.first_min_chars,
-                max_chars=pipeline.text.max_chars,
+                limits=SpanLimits(
+                    first_max_chars=pipeline.text.first_max_chars,
+                    first_min_chars=pipeline.text.first_min_chars,
+                    max_chars=pipeline.text.max_chars,
+                ),
             )
         except SegmentationError as err:
             print(f"[cache] line {n}: skipped ({err})", file=sys.stderr)

@@ -9,11 +9,13 @@ import asyncio
 import signal
 import sys
 import time
+from dataclasses import replace
 
 import orjson
 import pytest
 
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.runtime.kafka import make_consumer, make_producer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
@@ -31,7 +33,7 @@ BUDGET_S = 0.2
 ADVERSARIAL = ADVERSARIAL_20K * 3
 """60,000 characters: its whole plan costs well over twice the budget even on a fast, quiet
 machine (20,000 took 0.3 s on one CI run, which left no margin)."""
-LIMITS = {"first_max_chars": 40, "max_chars": 150, "max_text_chars": 20_000}
+LIMITS = SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000)
 
 
 async def _send_on_one_partition(kafka: KafkaSettings, topic: str, *requests: TTSRequest) -> float:
@@ -62,7 +64,7 @@ async def test_an_adversarial_request_costs_the_stage_at_most_its_budget(
     seen: dict[str, float] = {}
     letter: DeadLetter | None = None
     started = time.perf_counter()
-    plan_segments(hostile, **{**LIMITS, "max_text_chars": len(ADVERSARIAL)})
+    plan_segments(hostile, limits=replace(LIMITS, max_text_chars=len(ADVERSARIAL)))
     whole_s = time.perf_counter() - started  # what it costs unbounded, on this machine now
     assert whole_s > 2 * BUDGET_S, "the adversarial text must cost more than the budget here"
     await worker.start()
@@ -106,7 +108,7 @@ async def test_a_segment_worker_busy_planning_stops_on_sigterm(
     # The longest text the contract allows, and a budget that lets its plan run (~4-14 s).
     costly = TTSRequest.new((ADVERSARIAL_20K * 10)[:200_000], language="zh")
     started = time.perf_counter()
-    plan_segments(TTSRequest.new(ADVERSARIAL_20K, language="zh"), **LIMITS)
+    plan_segments(TTSRequest.new(ADVERSARIAL_20K, language="zh"), limits=LIMITS)
     whole_s = 10 * (time.perf_counter() - started)  # planning is linear: the 200,000's cost here
     env = dict(
         cli_env(kafka_settings),

@@ -19,6 +19,7 @@ from streamtts.bench.speech_eval import (
 )
 from streamtts.bench.speech_pipeline import render_pipeline
 from streamtts.bench.speech_scoring import Score, fold
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.runtime.settings import KafkaSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -206,7 +207,8 @@ def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> Non
     said = lambda t, tt: " ".join(  # noqa: E731
         s.text
         for s in plan_segments(
-            TTSRequest.new(t, text_type=tt), first_max_chars=40, max_chars=150, max_text_chars=20_000
+            TTSRequest.new(t, text_type=tt),
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000),
         )
     )
     assert "one nine eight four" not in said("We shipped 1984 boxes.", None)  # "nineteen eighty-four"
@@ -218,7 +220,9 @@ def test_say_as_digits_sub_and_a_lexicon_alias_are_heard(speech_renderer) -> Non
     for text, text_type, lang, expect in cases:
         request = TTSRequest.new(text, text_type=text_type, voice="jm_kumo", tenant="acme", format="pcm")
         segments = plan_segments(
-            request, first_max_chars=40, max_chars=150, max_text_chars=20_000, lexicon=lexicon
+            request,
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000),
+            lexicon=lexicon,
         )
         rendered = [speech_renderer.render(s) for s in segments]
         assert all(r.degradation is None for r in rendered)

@@ -32,6 +32,7 @@ from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.lexicon import LexiconMatcher
 from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.schemas import Lexicon, LexiconEntry, TTSRequest
 from streamtts.schemas.captions import to_srt, to_vtt
 from streamtts.schemas.chunks import WordTiming
@@ -108,7 +109,9 @@ def _plan(
     )
     try:
         segments = plan_segments(
-            request, first_max_chars=40, max_chars=150, max_text_chars=1_000_000, lexicon=lexicon
+            request,
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=1_000_000),
+            lexicon=lexicon,
         )
     except SegmentationError:  # refused (too much to say, nothing speakable): its cost counts
         return Output(0, 0)

@@ -12,6 +12,7 @@ from streamtts.features.lexicons.files import LexiconFileError, read_entries
 from streamtts.processors.segment.exceptions import ExpandedTooLong
 from streamtts.processors.segment.lexicon import LexiconError, LexiconMatcher, check_lexicon
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.schemas import ContractError, Lexicon, LexiconEntry, TTSRequest
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -26,7 +27,9 @@ def _lexicon(*entries: dict, version: int = 1) -> Lexicon:
 def _plan(text: str, lexicon: Lexicon | None, **fields: object) -> list:
     matcher = LexiconMatcher(lexicon) if lexicon else None
     request = TTSRequest.new(text, tenant="acme", **fields)
-    return plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000, lexicon=matcher)
+    return plan_segments(
+        request, limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000), lexicon=matcher
+    )
 
 
 LEX = _lexicon(

@@ -13,9 +13,10 @@ from streamtts.processors.segment.numbers import verbalize_numbers
 from streamtts.processors.segment.numbers_en import int_to_words_en, ordinal_en, year_en
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.segment.segmenter import segment_text
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.schemas import TTSRequest
 
-LIMITS = {"first_max_chars": 40, "max_chars": 150, "max_text_chars": 1_000}
+LIMITS = SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=1_000)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +116,7 @@ def test_every_unicode_digit_class_is_found() -> None:
 
 def test_arabic_indic_digits_in_chinese_are_read_as_the_number() -> None:
     # Issue #30: dead-lettered with cn2an's own message ("输入的数据不在转化范围内：١！").
-    segs = plan_segments(TTSRequest.new("价格是١٢٣元。", language="zh"), **LIMITS)
+    segs = plan_segments(TTSRequest.new("价格是١٢٣元。", language="zh"), limits=LIMITS)
     assert [s.text for s in segs] == ["价格是一百二十三元。"]
 
 
@@ -135,6 +136,6 @@ def test_a_number_its_reader_fails_on_is_a_clear_refusal(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(cn2an, "an2cn", broken)
     with pytest.raises(UnreadableNumber) as caught:
-        plan_segments(TTSRequest.new("价格是123元。", language="zh"), **LIMITS)
+        plan_segments(TTSRequest.new("价格是123元。", language="zh"), limits=LIMITS)
     assert caught.value.reason == "unreadable_number"
     assert str(caught.value) == "the number '123' cannot be read out in zh"

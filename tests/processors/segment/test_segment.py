@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from streamtts.processors.segment.exceptions import SegmentationError, UnsupportedLanguage
 from streamtts.processors.segment.langid import letter_script, normalize_lang_hint, script_of, tag_runs
 from streamtts.processors.segment.normalize import normalize_text
-from streamtts.processors.segment.segmenter import DEFAULT_MAX_CHARS, Span, segment_text
+from streamtts.processors.segment.segmenter import Span, segment_text
+from streamtts.processors.segment.span_limits import DEFAULT_MAX_CHARS, SpanLimits
 from streamtts.processors.segment.splitter import ClauseSplitter
 from streamtts.schemas.languages import ROWS, TAGS
 
@@ -172,7 +173,7 @@ def test_first_span_is_a_whole_clause_of_minimum_length_and_later_spans_are_pack
     ],
 )
 def test_first_span_policy(text: str, first_min: int, first: str) -> None:
-    assert segment_text(text, first_min_chars=first_min)[0].text == first
+    assert segment_text(text, limits=SpanLimits(first_min_chars=first_min))[0].text == first
 
 
 def test_a_mixed_sentence_is_one_span_with_language_runs() -> None:
@@ -190,7 +191,8 @@ def test_a_mixed_sentence_is_one_span_with_language_runs() -> None:
 
 def test_runs_concatenate_to_the_span_and_other_scripts_stay_apart() -> None:
     spans = segment_text(
-        "我今天用 Python 写了一个 demo，བཀྲ་ཤིས་བདེ་ལེགས，然后 push 到 GitHub。", first_min_chars=0
+        "我今天用 Python 写了一个 demo，བཀྲ་ཤིས་བདེ་ལེགས，然后 push 到 GitHub。",
+        limits=SpanLimits(first_min_chars=0),
     )
     for span in spans:
         assert "".join(r.text for r in span.runs) == span.text
@@ -200,14 +202,14 @@ def test_runs_concatenate_to_the_span_and_other_scripts_stay_apart() -> None:
 
 def test_long_unpunctuated_text_is_cut_at_spaces() -> None:
     words = " ".join(f"word{i}" for i in range(200))
-    spans = segment_text(words, max_chars=100, first_max_chars=30, verbalize=False)
+    spans = segment_text(words, limits=SpanLimits(max_chars=100, first_max_chars=30), verbalize=False)
     assert all(len(s.text) <= 100 for s in spans)
     assert len(spans[0].text) <= 30
     assert " ".join(s.text for s in spans) == words  # no word split, nothing lost
 
 
 def test_cjk_counts_double_against_the_budget() -> None:
-    spans = segment_text("字" * 400, max_chars=150)
+    spans = segment_text("字" * 400, limits=SpanLimits(max_chars=150))
     assert all(len(s.text) <= 75 for s in spans)
     assert "".join(s.text for s in spans) == "字" * 400
 
@@ -232,17 +234,17 @@ def test_20000_chars_segment_quickly_and_limit_is_configurable() -> None:
     with pytest.raises(SegmentationError, match="limit is 20000"):
         segment_text(text + "a")
     with pytest.raises(SegmentationError, match="limit is 100"):
-        segment_text(text, max_text_chars=100)
+        segment_text(text, limits=SpanLimits(max_text_chars=100))
 
 
 def test_other_scripts_are_kept_and_tagged() -> None:
-    spans = segment_text("བཀྲ་ཤིས་བདེ་ལེགས, བཀྲ་ཤིས. Hello.", first_min_chars=0)
+    spans = segment_text("བཀྲ་ཤིས་བདེ་ལེགས, བཀྲ་ཤིས. Hello.", limits=SpanLimits(first_min_chars=0))
     assert [(s.text, s.lang) for s in spans] == [
         ("བཀྲ་ཤིས་བདེ་ལེགས,", "other"),
         ("བཀྲ་ཤིས.", "other"),
         ("Hello.", "en"),
     ]
-    spans = segment_text("Привет, мир. Hello.", first_min_chars=0)
+    spans = segment_text("Привет, мир. Hello.", limits=SpanLimits(first_min_chars=0))
     assert [s.lang for s in spans] == ["ru", "ru", "en"]
 
 
@@ -276,9 +278,7 @@ def test_segmentation_properties(text: str, first: int, first_min: int, extra: i
         spans = segment_text(
             text,
             lang_hint=hint,
-            first_max_chars=first,
-            first_min_chars=first_min,
-            max_chars=first + extra,
+            limits=SpanLimits(first_max_chars=first, first_min_chars=first_min, max_chars=first + extra),
             verbalize=False,
         )
     except UnsupportedLanguage:
@@ -309,7 +309,7 @@ def test_segmentation_properties(text: str, first: int, first_min: int, extra: i
 @given(text=_TEXTS)
 def test_verbalizing_segmentation_never_crashes(text: str) -> None:
     try:
-        spans = segment_text(text, first_max_chars=20, max_chars=60)
+        spans = segment_text(text, limits=SpanLimits(first_max_chars=20, max_chars=60))
     except SegmentationError:
         return
     # A code is never cut in two unless it alone exceeds 1.5 x the budget.

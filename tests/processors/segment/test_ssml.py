@@ -10,6 +10,7 @@ import pytest
 from streamtts.processors.segment.exceptions import ExpandedTooLong, InputRejected
 from streamtts.processors.segment.planner import plan_segments
 from streamtts.processors.segment.segmenter import PAUSE_PARAGRAPH_MS
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.segment.ssml import parse_ssml
 from streamtts.processors.segment.ssml_document import (
     MAX_BLOCKS,
@@ -22,7 +23,7 @@ from streamtts.schemas import TTSRequest
 
 def _plan(ssml: str, **fields: object) -> list:
     request = TTSRequest.new(ssml, text_type="ssml", **fields)
-    return plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000)
+    return plan_segments(request, limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000))
 
 
 def _spoken(ssml: str, **fields: object) -> str:
@@ -150,9 +151,7 @@ def test_unknown_tags_are_read_with_a_note_or_refused_by_policy() -> None:
     with pytest.raises(InputRejected) as err:
         plan_segments(
             TTSRequest.new(ssml, text_type="ssml"),
-            first_max_chars=40,
-            max_chars=150,
-            max_text_chars=20_000,
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000),
             ssml_unknown="reject",
         )
     assert err.value.reason == "unsupported_ssml"
@@ -214,10 +213,14 @@ def test_detection_under_the_ssml_policy() -> None:
     assert looks_like_ssml('<?xml version="1.0"?>\n<speak>hi</speak>')
     assert not looks_like_ssml("a <b> c")
     request = TTSRequest.new("<speak>Hello <break time='300ms'/> there</speak>")
-    segs = plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000, markup="ssml")
+    segs = plan_segments(
+        request, limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000), markup="ssml"
+    )
     assert [s.text for s in segs] == ["Hello", "there"]
     with pytest.raises(InputRejected):
-        plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000)  # default: reject
+        plan_segments(  # default: reject
+            request, limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000)
+        )
 
 
 def test_plain_text_type_is_never_read_as_ssml() -> None:
@@ -225,7 +228,11 @@ def test_plain_text_type_is_never_read_as_ssml() -> None:
     `<speak>` input is markup to refuse, not a document."""
     request = TTSRequest.new("<speak>Hello</speak>", text_type="text")
     with pytest.raises(InputRejected) as err:
-        plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000, markup="ssml")
+        plan_segments(
+            request,
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000),
+            markup="ssml",
+        )
     assert err.value.reason == "markup_not_allowed"
 
 
@@ -301,9 +308,8 @@ def test_what_say_as_reads_out_counts_against_the_document() -> None:
     with pytest.raises(ExpandedTooLong):
         plan_segments(
             TTSRequest.new("<speak>" + spell * 60 + "</speak>", text_type="ssml"),
-            first_max_chars=40,
-            max_chars=150,
-            max_text_chars=7_000,  # says at most 14,000; this says 46,080
+            # says at most 14,000; this says 46,080
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=7_000),
         )
 
 

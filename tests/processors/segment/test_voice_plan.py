@@ -8,6 +8,7 @@ from typing import ClassVar
 import pytest
 
 from streamtts.processors.segment.segmenter import segment_text
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.segment.voice_plan import VoicePlan, plan_voices
 from streamtts.processors.synthesize.registry import VoiceRegistry
 
@@ -67,7 +68,7 @@ def test_a_named_voice_that_cannot_speak_a_sentence_is_replaced_for_the_whole_se
 
 
 def test_the_voice_changes_inside_a_sentence_only_when_no_voice_speaks_it() -> None:
-    spans = segment_text("请在App里打开您的account设置。谢谢。", first_min_chars=0)
+    spans = segment_text("请在App里打开您的account设置。谢谢。", limits=SpanLimits(first_min_chars=0))
     planned = plan_voices(spans, None, OnlySingleLanguageVoices())
     first = [(s.text, s.lang, p) for s, p in planned if s.sentence_index == 0]
     assert first == [  # the mixed span is split: each run with the voice of its language

@@ -12,6 +12,7 @@ import pytest
 
 from streamtts.processors.direct import warm_cache
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.synthesize.registry import VoiceRegistry
 from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
@@ -79,7 +80,7 @@ def counts(registry: VoiceRegistry, monkeypatch: pytest.MonkeyPatch) -> Counts:
 def _first_segment(registry: VoiceRegistry, text: str = TEXT) -> Segment:
     request = TTSRequest.new(text, voice="jm_kumo", format="pcm")
     segments = plan_segments(
-        request, first_max_chars=120, max_chars=150, max_text_chars=20_000, voices=registry
+        request, limits=SpanLimits(first_max_chars=120, max_chars=150, max_text_chars=20_000), voices=registry
     )
     return segments[0]
 
@@ -201,7 +202,9 @@ def test_warming_plans_the_keys_the_pipeline_looks_up(registry: VoiceRegistry) -
         text = "Your call is important to us. 请稍候。"
         request = TTSRequest.new(text, voice="jm_kumo", format="pcm")
         segments = plan_segments(
-            request, first_max_chars=40, max_chars=150, max_text_chars=20_000, voices=registry
+            request,
+            limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000),
+            voices=registry,
         )
         assert [s.lang for s in segments] == ["en", "zh"]
         assert all(renderer.look_up(s).rendered is None for s in segments)

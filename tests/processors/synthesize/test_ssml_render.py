@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.synthesize.render_cache import MemoryTier, RenderCache
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.synthesizer import SpeechRun, Synthesizer
@@ -18,7 +19,9 @@ pytestmark = pytest.mark.model
 
 def _segments(ssml: str, registry, **fields):  # type: ignore[no-untyped-def]
     request = TTSRequest.new(ssml, text_type="ssml", format="pcm", **fields)
-    return plan_segments(request, first_max_chars=40, max_chars=150, max_text_chars=20_000, voices=registry)
+    return plan_segments(
+        request, limits=SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000), voices=registry
+    )
 
 
 def test_given_phonemes_reach_each_engine_in_its_alphabet(registry) -> None:  # type: ignore[no-untyped-def]

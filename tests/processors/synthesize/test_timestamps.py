@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from streamtts.processors.segment.planner import plan_segments
+from streamtts.processors.segment.span_limits import SpanLimits
 from streamtts.processors.synthesize.chunker import pcm_chunks
 from streamtts.processors.synthesize.engine import make_session
 from streamtts.processors.synthesize.kokoro import KokoroEngine, read_model_bytes, style_row
@@ -83,10 +84,14 @@ def test_words_point_at_the_request_text_in_spoken_order(
     registry = speech_renderer.synth.registry
     timed = TTSRequest.new(text, voice=voice, format="pcm", timestamps=True)
     plain = TTSRequest.new(text, voice=voice, format="pcm")
-    kw = {"first_max_chars": 40, "max_chars": 150, "max_text_chars": 20_000, "voices": registry}
+    limits = SpanLimits(first_max_chars=40, max_chars=150, max_text_chars=20_000)
     offset = 0.0
     words = []
-    for seg_timed, seg_plain in zip(plan_segments(timed, **kw), plan_segments(plain, **kw), strict=True):
+    for seg_timed, seg_plain in zip(
+        plan_segments(timed, limits=limits, voices=registry),
+        plan_segments(plain, limits=limits, voices=registry),
+        strict=True,
+    ):
         a = speech_renderer.render(seg_timed)
         b = speech_renderer.render(seg_plain)
         assert a.degradation is None
@@ -118,7 +123,9 @@ def test_word_times_follow_speed_and_sample_rate(
     request = TTSRequest.new(
         text, voice="jm_kumo", format="pcm", timestamps=True, speed=speed, sample_rate=rate
     )
-    [segment] = plan_segments(request, first_max_chars=150, max_chars=150, max_text_chars=20_000)
+    [segment] = plan_segments(
+        request, limits=SpanLimits(first_max_chars=150, max_chars=150, max_text_chars=20_000)
+    )
     rendered = speech_renderer.render(segment)
     assert rendered.sample_rate == rate and rendered.words
     spoken_ms = (len(rendered.samples) / rate * 1000) - segment.pause_after_ms
