@@ -63,11 +63,7 @@ def _warm(args: argparse.Namespace) -> int:
                 args.lang,
                 args.speed,
                 markup=pipeline.text.markup,
-                limits=SpanLimits(
-                    first_max_chars=pipeline.text.first_max_chars,
-                    first_min_chars=pipeline.text.first_min_chars,
-                    max_chars=pipeline.text.max_chars,
-                ),
+                limits=SpanLimits.of(pipeline.text),  # planned as the segment stage plans
             )
         except SegmentationError as err:
             print(f"[cache] line {n}: skipped ({err})", file=sys.stderr)
