@@ -45,7 +45,10 @@ class LagMonitor:
         # short bound rather than holding the worker's shutdown (one CI run: 30 s in aiokafka).
         if not await cancel_and_wait(self._task, timeout_s=STOP_BOUND_S):
             log_event(log, "lag_measure_abandoned", logging.WARNING, bound_s=STOP_BOUND_S)
-        await self._close()
+        try:  # the same bound for closing its clients (no group to leave: nothing is lost)
+            await asyncio.wait_for(self._close(), timeout=STOP_BOUND_S)
+        except TimeoutError:
+            log_event(log, "lag_close_abandoned", logging.WARNING, bound_s=STOP_BOUND_S)
 
     async def _loop(self) -> None:
         while True:
