@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 from aiokafka import ConsumerRecord
 
 from streamtts.runtime.kafka import make_producer
 from streamtts.runtime.settings import KafkaSettings
-from streamtts.runtime.topic_follower import TopicFollower
+from streamtts.runtime.topic_follower import FOLLOW_FETCH_WAIT_MS, TopicFollower
 from streamtts.runtime.topics import TopicNames
 
 pytestmark = pytest.mark.integration
@@ -63,3 +64,27 @@ async def test_a_record_that_throws_is_skipped_and_following_goes_on(
     finally:
         await follower.stop()
         await producer.stop()
+
+
+async def test_an_idle_follower_takes_a_record_at_once_though_its_fetch_waits_seconds(
+    kafka_settings: KafkaSettings, topics: TopicNames
+) -> None:
+    """The broker holds a follower's fetch up to FOLLOW_FETCH_WAIT_MS when the topic is quiet;
+    a record that arrives meanwhile must answer it at once (a cancel is barge-in latency)."""
+    producer = make_producer(kafka_settings)
+    await producer.start()
+    follower = _Recorder(kafka_settings, topics.control)
+    took: list[float] = []
+    try:
+        await follower.start()
+        await asyncio.wait_for(follower.caught_up.wait(), 20)
+        for n in range(3):  # each time the follower has just asked again, and the topic is quiet
+            value = f"cancel-{n}".encode()
+            started = time.monotonic()
+            await producer.send_and_wait(topics.control, value, partition=0)
+            await follower.wait_for(value)
+            took.append(time.monotonic() - started)
+    finally:
+        await follower.stop()
+        await producer.stop()
+    assert max(took) < FOLLOW_FETCH_WAIT_MS / 1000 / 2, took
