@@ -285,11 +285,19 @@ class ChaosRun:
             await self._producer.stop()
             await observer.stop()
             await asyncio.to_thread(self.workers.stop)
-            if error := await drop_topics(self.kafka):
-                self.say(f"[chaos] could not delete the run's topics: {error}")
         self.report.tally(self.sent_at, self.poison_ids, observer.results, observer.dead_letters)
         self.report.duration_s = time.monotonic() - started
+        await self._clean_up()
         return self.report
+
+    async def _clean_up(self) -> None:
+        """Delete the run's single-use topics, unless the run lost, duplicated or flipped
+        something or did not drain: then they are what explains it (kcat, replay)."""
+        r = self.report
+        if r.lost or r.duplicate_results or r.flips or r.drain_timed_out:
+            self.say(f"[chaos] kept the run's topics for inspection: {self.kafka.topic_prefix}*")
+        elif error := await drop_topics(self.kafka):
+            self.say(f"[chaos] could not delete the run's topics: {error}")
 
     async def _drain(self, observer: ResultObserver) -> None:
         good = [k for k in self.sent_at if k not in self.poison_ids]

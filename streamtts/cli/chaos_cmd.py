@@ -97,6 +97,8 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError("--startup kills the one local broker: run it without --brokers")
         return _run_startup(stack, settings, args)
     faults = CLUSTER_FAULTS if stack.extra_brokers else FAULTS
+    # Worker logs beside the table (--out x.md: x/<guarantee>/), else under results/.
+    logs = args.out.with_suffix("") if args.out else Path("results") / time.strftime("chaos-%Y%m%d-%H%M%S")
     reports = []
     for guarantee in GUARANTEES if args.guarantee == "both" else (args.guarantee,):
         plan = ChaosPlan(
@@ -108,7 +110,9 @@ def _run(args: argparse.Namespace) -> int:
             faults=faults,
         )
         prefix = f"chaos{time.strftime('%Y%m%d%H%M%S')}-{guarantee}-"
-        run = ChaosRun(stack, settings.s3, plan, prefix=prefix, say=_say)
+        log_dir = logs / guarantee
+        run = ChaosRun(stack, settings.s3, plan, prefix=prefix, say=_say, log_dir=log_dir)
+        _say(f"[chaos] {guarantee}: worker logs in {log_dir}")
         reports.append(asyncio.run(run.run()))
         _say(markdown(reports[-1:]))
     table = markdown(reports)
