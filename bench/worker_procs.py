@@ -256,7 +256,10 @@ class WorkerSet:
             stderr=subprocess.PIPE,
         )
         proc = WorkerProc(name, popen)
-        log_file = self.log_dir / f"{name}.log" if self.log_dir else None
+        log_file = None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log_file = self.log_dir / f"{name}.log"
         threading.Thread(target=proc.drain, args=(log_file,), daemon=True).start()
         self.procs.append(proc)
 
