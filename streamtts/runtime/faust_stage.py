@@ -9,6 +9,8 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Awaitable
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import faust
@@ -29,6 +31,14 @@ from streamtts.runtime.topology import StageSpec, stage_spec
 from streamtts.runtime.tracing import annotate
 from streamtts.schemas.headers import header_pairs
 from streamtts.schemas.release import BASE_RELEASE
+
+_DELIVERIES: ContextVar[list[Awaitable[Any]] | None] = ContextVar("streamtts_deliveries", default=None)
+"""The pending deliveries of what the record being handled in this context wrote (set by
+`FaustStage.process` around its `handle`, so records handled side by side keep theirs apart)."""
+
+
+class OutputNotDelivered(RuntimeError):
+    """An output of a handled record failed for good: the record is never acked."""
 
 
 class OfRequest(Protocol):
@@ -221,6 +231,8 @@ class FaustStage(DeadLettering):
         inflight = self.telemetry.inflight.labels(self.name)
         inflight.inc()
         waited = {"streamtts.queue_wait_ms": round((started - taken.read_at) * 1000, 2)}
+        deliveries: list[Awaitable[Any]] = []
+        token = _DELIVERIES.set(deliveries)
         try:
             with self.telemetry.tracing.consume(
                 self.name,
@@ -233,10 +245,43 @@ class FaustStage(DeadLettering):
                 span.set_attribute("streamtts.outcome", outcome or "ok")
                 exemplar = trace_exemplar()  # taken in the span; observed after the ack
         finally:
+            _DELIVERIES.reset(token)
             inflight.dec()
+        await self._delivered(taken, deliveries)
         await self.ack(taken.event, manual)
         self.telemetry.stage_seconds.labels(self.name).observe(time.perf_counter() - started, exemplar)
         self.telemetry.records.labels(self.name, outcome or "ok").inc()
+
+    async def _delivered(self, taken: Taken[Any], deliveries: list[Awaitable[Any]]) -> None:
+        """Every output of the record acknowledged by the brokers before the record is acked.
+        faust commits acked offsets after flushing its producer, but a send that failed for
+        good (a non-retriable error: aiokafka gives up on the batch, faust only logs it) was
+        committed past, and its output lost. Such a failure crashes the app instead: the record
+        stays unacked, so nothing from it on is committed in its partition, and the restarted
+        worker reads it again. (The outputs left before this wait: it holds back only the
+        record's ack and the next record of its drain slot, never its audio.)"""
+        if not deliveries:
+            return
+        results = await asyncio.gather(*deliveries, return_exceptions=True)
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is None:
+            return
+        msg = taken.event.message
+        error = f"{type(failed).__name__}: {failed}"[:300]
+        log_event(
+            self.log,
+            "output_not_delivered",
+            logging.ERROR,
+            stage=self.name,
+            topic=msg.topic,
+            partition=msg.partition,
+            offset=msg.offset,
+            error=error,
+        )
+        at = f"{msg.topic}/{msg.partition}@{msg.offset}"
+        lost = OutputNotDelivered(f"{self.name}: an output of {at} was not delivered: {error}")
+        await self.app.crash(lost)
+        raise lost from failed
 
     async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
         """The record's outputs are with the producer: its offset may be committed — in
@@ -289,7 +334,10 @@ class FaustStage(DeadLettering):
             if len(self._faust_topics) > 1000:  # reply topics are per client: keep it bounded
                 self._faust_topics.clear()
             out = self._faust_topics[topic] = self.app.topic(topic, value_type=bytes, key_type=bytes)
-        return await out.send(key=key, value=value, headers=headers)
+        pending = await out.send(key=key, value=value, headers=headers)
+        if (deliveries := _DELIVERIES.get()) is not None:
+            deliveries.append(pending)
+        return pending
 
     async def _send_dlq(
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
