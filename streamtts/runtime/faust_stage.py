@@ -262,7 +262,8 @@ class FaustStage(DeadLettering):
         record's ack and the next record of its drain slot, never its audio.)"""
         if not deliveries:
             return
-        results = await asyncio.gather(*deliveries, return_exceptions=True)
+        # Shielded: a stop that cancels this wait must not cancel faust's own futures.
+        results = await asyncio.gather(*map(asyncio.shield, deliveries), return_exceptions=True)
         failed = next((r for r in results if isinstance(r, BaseException)), None)
         if failed is None:
             return
@@ -284,7 +285,7 @@ class FaustStage(DeadLettering):
         raise lost from failed
 
     async def ack(self, event: EventT, manual: StreamT[bytes]) -> None:
-        """The record's outputs are with the producer: its offset may be committed — in
+        """The record's outputs are on the broker (`_delivered`): its offset may be committed — in
         offset order per partition where records finish out of order (see `InOrderAcks`)."""
         if self._acks is None:
             await manual.ack(event)
