@@ -16,6 +16,9 @@ from typing import Any
 import faust
 from faust.tables import TableManager
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import ProducerT
+from mode.utils.futures import StampedeWrapper
+from mode.utils.objects import cached_property
 
 from streamtts.runtime.kafka import faust_credentials
 from streamtts.runtime.pipeline_settings import PipelineSettings
@@ -34,6 +37,29 @@ class IdempotentProducer(faust_aiokafka.Producer):
 
 class IdempotentTransport(faust_aiokafka.Transport):
     Producer = IdempotentProducer
+
+
+class StageApp(faust.App):
+    """A faust app whose sends do not yield to the loop once its producer runs.
+
+    faust guards `maybe_start_producer`, which every `Topic.send` awaits, with mode's
+    `stampede`, and that sleeps(0) three times per call. So every send gave the loop three
+    turns, and the producer's sender took the first record alone: a chunk's audio and its
+    file part, written one after the other, went as two produce requests (measured:
+    never one). Here a started producer is returned at once, and only a first call goes
+    through faust's stampede-guarded start."""
+
+    async def maybe_start_producer(self) -> ProducerT:
+        if self.in_transaction:
+            return self.consumer.transactions
+        producer = self.producer
+        if producer.started:
+            return producer
+        return await self._start_producer_once()
+
+    @cached_property
+    def _start_producer_once(self) -> StampedeWrapper:
+        return StampedeWrapper(faust.App.maybe_start_producer.__wrapped__, self)
 
 
 class TablelessManager(TableManager):
@@ -95,7 +121,7 @@ def make_app(stage: str, kafka: KafkaSettings, pipeline: PipelineSettings, **ove
         TableManager=TablelessManager,
     )
     conf.update(overrides)
-    app = faust.App(group_id(kafka, stage), **conf)
+    app = StageApp(group_id(kafka, stage), **conf)
     # Before anything asks for it: the app builds its transport (and so producers) lazily.
     app.transport = IdempotentTransport(app.conf.broker_consumer, app)
     return app
