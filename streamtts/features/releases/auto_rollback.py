@@ -39,6 +39,11 @@ REDRIVE_WINDOW_S = 3600.0
 """How long after a rollback the guard keeps watching the candidate's lane for stranded
 requests (a crashed member leaves its group after its session timeout; a late one, later)."""
 
+RESULTS_WAIT_MS = 1000
+"""Longest a result waits on the broker before the guard reads it."""
+RESULTS_BATCH_BYTES = 32 * 1024
+"""Results (under 1 KB each) the broker gathers before it answers the guard's fetch early."""
+
 
 class AutoRollback(AsyncLifecycle):
     def __init__(
@@ -63,7 +68,16 @@ class AutoRollback(AsyncLifecycle):
         """(version, candidate) the guard's windows belong to."""
         self._rolled_back: set[int] = set()
         """Rule versions this guard already rolled back (never twice for one)."""
-        self._consumer = make_consumer(kafka, group_id=None, max_poll_records=1000)
+        # Judging a second late costs nothing; a fetch per result costs the broker under
+        # load (one per request at capacity): the broker answers at RESULTS_BATCH_BYTES or
+        # after RESULTS_WAIT_MS, whichever comes first.
+        self._consumer = make_consumer(
+            kafka,
+            group_id=None,
+            max_poll_records=1000,
+            fetch_min_bytes=RESULTS_BATCH_BYTES,
+            fetch_max_wait_ms=RESULTS_WAIT_MS,
+        )
         self._task: asyncio.Task[None] | None = None
         self.breaches: list[tuple[ReleaseConfig, Breach]] = []
         """Rollbacks this guard wrote: the rule it rolled back and why."""
