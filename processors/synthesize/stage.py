@@ -33,7 +33,7 @@ from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import BREAKER_STATES
 from streamtts.runtime.topology import GroupSpec, StageSpec
-from streamtts.schemas import ContractError, Segment, wire
+from streamtts.schemas import ContractError, PcmChunk, Segment, wire
 from streamtts.schemas.headers import FIRST_SEGMENT, carried_headers, header
 
 TIMELINE_RECOVERY_S = 5.0
@@ -195,10 +195,8 @@ class SynthesizeStage(FaustStage):
             )
         key = segment.request_id.encode()
         carried = carried_headers(event.message.headers)
-        fmt = self.pipeline.delivery.wire_format
         for chunk in chunks:
-            record = wire.encode(chunk, fmt)
-            await self.outputs.send(self.out, key, record.value, [*carried, *record.headers] or None)
+            await self._send_pcm(key, carried, chunk)
         audio_s = len(rendered.samples) / rendered.sample_rate
         if offset is not None:
             self._timeline.advance(segment, offset, sum(c.duration_ms for c in chunks))
@@ -262,13 +260,7 @@ class SynthesizeStage(FaustStage):
             else None
         )
         marker = cancelled_marker(segment, cancel.played_ms if cancel else None, cancelled=cancelled)
-        record = wire.encode(marker, self.pipeline.delivery.wire_format)
-        await self.outputs.send(
-            self.out,
-            segment.request_id.encode(),
-            record.value,
-            [*carried_headers(event.message.headers), *record.headers] or None,
-        )
+        await self._send_pcm(segment.request_id.encode(), carried_headers(event.message.headers), marker)
         if not cancelled:
             return "ok"
         self.telemetry.cancelled_segments.inc()
@@ -280,6 +272,12 @@ class SynthesizeStage(FaustStage):
             seq=segment.seq,
         )
         return "cancelled"
+
+    async def _send_pcm(self, key: bytes, carried: list[tuple[str, bytes]], chunk: PcmChunk) -> None:
+        """One PCM record (audio or a marker) to this stage's output: the input record's carried
+        headers first, then the record's own."""
+        record = wire.encode(chunk, self.pipeline.delivery.wire_format)
+        await self.outputs.send(self.out, key, record.value, [*carried, *record.headers] or None)
 
     async def _segment_start(self, segment: Segment) -> float:
         """Where the segment starts in its request's audio (see `timeline`)."""
