@@ -26,14 +26,10 @@ import orjson
 import websockets
 
 from streamtts.bench.barge_in import ANSWERS
-from streamtts.bench.fresh_workers import gateway_on
+from streamtts.bench.fresh_workers import bench_gateway
 from streamtts.bench.stats import rounded_percentile
-from streamtts.bench.worker_procs import Topology
-from streamtts.gateway.settings import GatewaySettings, RateLimit
-from streamtts.runtime.settings import Settings
 
 FRAME_MS = 20
-KEY = "bench-agent-key"
 
 
 @dataclass
@@ -162,18 +158,9 @@ async def run_agent_bench(
     tokens_per_s: float = 40.0,
 ) -> AgentStats:
     """`sessions` agent sessions for `duration_s` against one worker and an in-process gateway."""
-    prefix = f"benchagents{time.strftime('%H%M%S')}-"
-    gw_settings = GatewaySettings(
-        api_keys={KEY: "bench"},
-        default_rate=RateLimit(per_s=100.0, burst=200.0),
-        ws_max_sessions=sessions + 2,
-        ws_max_sessions_per_tenant=sessions + 2,
-    )
-    topology = Topology(1, threads, warm_voices=("en_joe",))
     stats = AgentStats()
     log_dir = out_dir / "logs" / "agents"
-    async with gateway_on(Settings.from_env(), prefix, topology, log_dir, gw_settings) as (_, stream_url):
-        url = f"{stream_url}?api_key={KEY}"
+    async with bench_gateway("agents", threads, ("en_joe",), log_dir, ws_sessions=sessions + 2) as (_, url):
         until = time.monotonic() + duration_s
         rng = random.Random(seed)
         await asyncio.gather(

@@ -8,7 +8,7 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,8 +16,11 @@ from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
-from streamtts.gateway.settings import GatewaySettings
+from streamtts.gateway.settings import GatewaySettings, RateLimit
 from streamtts.runtime.settings import Settings
+
+BENCH_KEY = "bench-key"
+"""The API key (tenant `bench`) a bench's client gives the gateway of `bench_gateway`."""
 
 
 @asynccontextmanager
@@ -69,3 +72,22 @@ async def gateway_on(
             yield pipeline, f"ws://127.0.0.1:{server.port}/v1/stream"
         finally:
             await server.stop()
+
+
+@asynccontextmanager
+async def bench_gateway(
+    bench: str, threads: int, voices: Sequence[str], log_dir: Path, *, ws_sessions: int | None = None
+) -> AsyncIterator[tuple[Settings, str]]:
+    """`gateway_on` for a bench that talks to the gateway as a client: one worker warm on
+    `voices`, topics named after the bench, and a gateway that admits `BENCH_KEY` at 100
+    requests/s (and `ws_sessions` WebSocket sessions, if given, where the defaults are too few).
+    Yields the pipeline's settings and the `/v1/stream` URL with the key."""
+    prefix = f"bench{bench}{time.strftime('%H%M%S')}-"
+    gateway = GatewaySettings(api_keys={BENCH_KEY: "bench"}, default_rate=RateLimit(per_s=100.0, burst=200.0))
+    if ws_sessions is not None:
+        gateway = dataclasses.replace(
+            gateway, ws_max_sessions=ws_sessions, ws_max_sessions_per_tenant=ws_sessions
+        )
+    topology = Topology(1, threads, warm_voices=tuple(voices))
+    async with gateway_on(Settings.from_env(), prefix, topology, log_dir, gateway) as (pipeline, stream_url):
+        yield pipeline, f"{stream_url}?api_key={BENCH_KEY}"

@@ -30,15 +30,12 @@ from typing import Any
 import orjson
 import websockets
 
-from streamtts.bench.fresh_workers import gateway_on
+from streamtts.bench.fresh_workers import bench_gateway
 from streamtts.bench.llm_replies import REPLIES, Reply, completing_token
 from streamtts.bench.stats import rounded_percentile
 from streamtts.bench.token_stream import stream_tokens, write_paced
-from streamtts.bench.worker_procs import Topology
-from streamtts.gateway.settings import GatewaySettings, RateLimit
-from streamtts.runtime.settings import KafkaSettings, Settings
+from streamtts.runtime.settings import KafkaSettings
 
-KEY = "bench-llm-key"
 MODES = ("utterance", "sentence")
 PATHS = (("ws", "utterance"), ("ws", "sentence"), ("kafka", "utterance"))
 """(transport, mode) pairs measured: the gateway's WebSocket both ways, and the Kafka contract
@@ -210,15 +207,11 @@ async def run_llm_stream_bench(
 ) -> list[StreamRun]:
     """Every (language, transport, mode, rate): `rounds` passes over its replies, one at a time."""
     engine = await engine_first_span_ms(replies)
-    prefix = f"benchllm{time.strftime('%H%M%S')}-"
     voices = tuple(dict.fromkeys(r.voice for r in replies))
-    topology = Topology(1, threads, warm_voices=voices)
-    gw = GatewaySettings(api_keys={KEY: "bench"}, default_rate=RateLimit(per_s=100.0, burst=200.0))
     langs = tuple(dict.fromkeys(r.lang for r in replies))
     runs = [StreamRun(lang, t, mode, rate) for rate in rates for lang in langs for t, mode in PATHS]
     log_dir = out_dir / "logs" / "llm-stream"
-    async with gateway_on(Settings.from_env(), prefix, topology, log_dir, gw) as (pipeline, stream_url):
-        url = f"{stream_url}?api_key={KEY}"
+    async with bench_gateway("llm", threads, voices, log_dir) as (pipeline, url):
         for reply in {r.lang: r for r in replies}.values():  # each language's path warm
             await _reply_ws(url, reply, "utterance", 50.0, StreamRun("warm-up", "ws", "utterance", 50.0))
         for run in runs:

@@ -302,20 +302,15 @@ def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
 
 def _barge_in_agents(args: argparse.Namespace) -> int:
     import asyncio
-    import json
 
     from streamtts.bench.barge_in_agents import agent_markdown, run_agent_bench
 
     if args.sessions < 1:
         raise ConfigError(f"--sessions must be >= 1, got {args.sessions}")
     duration = args.duration or (30.0 if args.quick else 60.0)
-    out = args.out or Path("results") / "bench" / time.strftime("barge-in-agents-%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _section_out(args, "barge-in-agents")
     stats = asyncio.run(run_agent_bench(args.sessions, duration, args.seed, out, threads=args.threads))
-    table = agent_markdown(stats, args.sessions, duration)
-    (out / "barge-in-agents.md").write_text(table + "\n", "utf-8")
-    (out / "barge-in-agents.json").write_text(json.dumps(stats.row(), indent=1), "utf-8")
-    print(table)
+    _publish_section(out, "barge-in-agents", agent_markdown(stats, args.sessions, duration), stats.row())
     return 0 if stats.cancels and not stats.errors else 1
 
 
@@ -367,8 +362,11 @@ def _section_out(args: argparse.Namespace, name: str) -> Path:
     return out
 
 
-def _publish_section(out: Path, name: str, table: str, rows: Sequence[Mapping[str, object]]) -> None:
-    """The section's table as <name>.md and its rows as <name>.json in `out`; the table on stdout."""
+def _publish_section(
+    out: Path, name: str, table: str, rows: Mapping[str, object] | Sequence[Mapping[str, object]]
+) -> None:
+    """The section's table as <name>.md and its rows (or one row) as <name>.json in `out`; the
+    table on stdout."""
     (out / f"{name}.md").write_text(table + "\n", "utf-8")
     (out / f"{name}.json").write_text(json.dumps(rows, indent=1), "utf-8")
     print(table)
