@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,18 +172,12 @@ class JaegerNode(processes.GoBuiltProcess):
         )
         say(f"starting Jaeger on {self.query_url} (OTLP/HTTP in: {self.otlp_endpoint})")
         argv = [str(self.binary), "--config", str(self.config_file)]
-        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file)
+        return self._spawn(argv)
 
     def ready(self) -> bool:
         """Its health check answers 200 and the query API answers."""
-        try:
-            with urllib.request.urlopen(f"http://{self.host}:{self.health_port}/status", timeout=2) as resp:
-                if resp.status != 200:
-                    return False
-            with urllib.request.urlopen(f"{self.query_url}/api/services", timeout=2) as resp:
-                return resp.status == 200
-        except OSError:
-            return False
+        health = f"http://{self.host}:{self.health_port}/status"
+        return processes.http_ok(health) and processes.http_ok(f"{self.query_url}/api/services")
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         self._wait_ready(timeout_s, poll_s=0.1)

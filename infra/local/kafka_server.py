@@ -134,9 +134,7 @@ class KafkaNode(processes.LocalProcess):
             "kafka.Kafka",
             str(self.config_file),
         ]
-        if self.netns:
-            argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the pid stays Java's
-        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file)
+        return self._spawn(argv, netns=self.netns)
 
     def _write_config(self) -> None:
         self.config_file.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ as a separate process; nothing of it is linked into streamtts.
 from __future__ import annotations
 
 import os
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,17 +103,11 @@ class MinioNode(processes.GoBuiltProcess):
             "--console-address",
             f"{self.host}:{self.console_port}",
         ]
-        if self.netns:
-            argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the pid stays MinIO's
-        return processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, env=env)
+        return self._spawn(argv, netns=self.netns, env=env)
 
     def ready(self) -> bool:
         """MinIO's own readiness probe answers 200."""
-        try:
-            with urllib.request.urlopen(f"http://{self.endpoint}/minio/health/ready", timeout=2) as resp:
-                return resp.status == 200
-        except OSError:
-            return False
+        return processes.http_ok(f"http://{self.endpoint}/minio/health/ready")
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         self._wait_ready(timeout_s, poll_s=0.2)

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -24,6 +25,15 @@ def port_in_use(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.3)
         return sock.connect_ex((host, port)) == 0
+
+
+def http_ok(url: str, timeout_s: float = 2.0) -> bool:
+    """A readiness probe: `url` answers 200 (False while it refuses, fails or times out)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
 
 
 def require_free_ports(host: str, ports: Iterable[int], remedy: str, *, owner: str = "") -> None:
@@ -178,6 +188,13 @@ class LocalProcess:
 
     def ready(self) -> bool:
         raise NotImplementedError
+
+    def _spawn(self, argv: Sequence[str], *, netns: str = "", env: Mapping[str, str] | None = None) -> int:
+        """Start `argv` detached under its own pid and log files; with `netns`, inside that
+        network namespace (`ip netns exec` execs it, so the pid stays the program's)."""
+        if netns:
+            argv = ["ip", "netns", "exec", netns, *argv]
+        return spawn(argv, pid_file=self.pid_file, log_file=self.log_file, env=env)
 
     def _wait_ready(self, timeout_s: float, poll_s: float) -> None:
         """Poll `ready` every `poll_s` until it holds; InfraError once the process is gone or
