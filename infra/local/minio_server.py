@@ -88,7 +88,7 @@ class MinioNode(processes.GoBuiltProcess):
         )
         # Its data scanner reads every object's metadata each 16th cycle (a cycle a minute by
         # default): on this machine's store of ~13,000 objects a pass costs seconds of CPU,
-        # and two of sixteen measured rounds of a bench took it (MinIO 3 → 17-22 ms per
+        # and two of 32 measured rounds of a day's benches took it (MinIO 3 → 17-22 ms per
         # request). A local single-drive store has nothing to heal and no lifecycle rule to
         # apply on time: `slowest` paces it 100× slower, every 30 min.
         env.setdefault("MINIO_SCANNER_SPEED", "slowest")
