@@ -26,6 +26,7 @@ from streamtts.runtime.redelivery import Redelivery, RedeliveryWatch
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
 from streamtts.runtime.stage_outputs import StageOutputs, Transport
 from streamtts.runtime.stage_parts import StageParts
+from streamtts.runtime.startup import describe
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.topology import StageSpec, stage_spec
 from streamtts.runtime.tracing import annotate
@@ -268,7 +269,7 @@ class FaustStage(DeadLettering):
         if failed is None:
             return
         msg = taken.event.message
-        error = f"{type(failed).__name__}: {failed}"[:300]
+        error = describe(failed)
         log_event(
             self.log,
             "output_not_delivered",

@@ -64,7 +64,8 @@ class StartupClock:
 
 
 def describe(err: BaseException) -> str:
-    """One line for an error a start-up step raised (some Kafka errors have an empty str)."""
+    """One line for an error: a start-up step's, a failed delivery's (some Kafka errors have an
+    empty str)."""
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     name = type(err).__name__
     if text.startswith(name):  # aiokafka's errors name themselves
