@@ -200,7 +200,7 @@ class InMemoryTopology:
                 raise RuntimeError(f"more than {MAX_RECORDS} records in one run: a stage feeds itself")
             for stage in self._readers(record.topic):
                 if not aimed_elsewhere(record.headers, stage.name):
-                    await stage.handle(await stage.take(MemoryEvent(record)))  # type: ignore[arg-type]  # faust's EventT, duck-typed
+                    await stage.handle(await stage.take(MemoryEvent(record)))
         return passed
 
     def _next(self) -> MemoryRecord | None:

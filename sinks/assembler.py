@@ -1,9 +1,8 @@
 """Reassembles each request's chunks in (seq, part) order (pure, no I/O): PCM chunks, or the
 file parts the encode stage writes for the sink (streamed frames, PCM, or no audio).
 
-It also answers the at-least-once question "which offsets may be committed?": a record may
-be committed only when every record before it on its partition belongs to a request that is
-finished, so a crash re-reads every chunk of every unfinished request.
+Which offsets may be committed is the stage loop's in-order acks: the sink holds a chunk's
+ack until its request is finished, so a crash re-reads every chunk of every unfinished request.
 """
 
 from __future__ import annotations
@@ -134,7 +133,6 @@ def retimed_marks(ordered: list[ChunkRecord]) -> list[MarkTiming] | None:
 class RequestAssembler:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._pending: dict[RequestKey, _Pending] = {}
-        self._next_offset: dict[TopicPart, int] = {}
         self._clock = clock
 
     def pending_ids(self) -> list[RequestKey]:
@@ -149,7 +147,6 @@ class RequestAssembler:
         headers: tuple[tuple[str, bytes], ...] = (),
     ) -> AssembledRequest | None:
         """Record one chunk; returns the assembled request when it just became complete."""
-        self._next_offset[tp] = max(self._next_offset.get(tp, 0), offset + 1)
         key = (chunk.request.tenant, chunk.request_id)
         p = self._pending.get(key)
         if p is None:
@@ -191,12 +188,8 @@ class RequestAssembler:
             ),
         )
 
-    def skip(self, tp: TopicPart, offset: int) -> None:
-        """A record handled without assembly (e.g. dead-lettered): its offset is done."""
-        self._next_offset[tp] = max(self._next_offset.get(tp, 0), offset + 1)
-
     def finish(self, key: RequestKey) -> None:
-        """Forget a request whose outputs are acknowledged (its offsets become committable)."""
+        """Forget a request whose outputs are acknowledged."""
         self._pending.pop(key, None)
 
     def stale(
@@ -215,17 +208,6 @@ class RequestAssembler:
         """On revocation: forget what came from those partitions (the next owner re-reads it)."""
         for key in [key for key, p in self._pending.items() if set(p.first_offset) & tps]:
             del self._pending[key]
-        for tp in tps:
-            self._next_offset.pop(tp, None)
-
-    def committable(self) -> dict[TopicPart, int]:
-        """Per partition: the offset up to which everything is finished."""
-        out = dict(self._next_offset)
-        for p in self._pending.values():
-            for tp, first in p.first_offset.items():
-                if tp in out:
-                    out[tp] = min(out[tp], first)
-        return out
 
 
 def _pcm_of(chunk: ChunkRecord) -> bytes:

@@ -28,8 +28,9 @@ import contextlib
 import logging
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from aiokafka import ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
@@ -39,19 +40,21 @@ from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
-from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
+from streamtts.runtime.stage_loop import HELD, StageLoop
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered, StageOutputs
 from streamtts.runtime.stage_parts import StageParts
+from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import GroupSpec, StageSpec, stage_spec
 from streamtts.schemas import CompletionResult, ContractError, FilePart, wire
-from streamtts.schemas.headers import REPLAY_OF, header, header_pairs
+from streamtts.schemas.headers import REPLAY_OF, header
 from streamtts.sinks.assembler import RequestAssembler, TopicPart
 from streamtts.sinks.checkpoint import SinkCheckpoint
 from streamtts.sinks.exceptions import PartitionRevoked
 from streamtts.sinks.finished import Finished, FinishedRequests, RenderKey, RequestKey, rendering_of
 from streamtts.sinks.finisher import RequestFinisher
+from streamtts.sinks.sink_source import SinkEvent, SinkSource
 from streamtts.sinks.storage_writer import StorageWriter
 from streamtts.sinks.telemetry import SinkTelemetry
 
@@ -77,11 +80,13 @@ def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> Complet
     )
 
 
-class CompletionSink(DeadLettering):
-    """The sink stage (a `Stage`): one aiokafka consumer of tts.file.parts, one loop."""
+class CompletionSink(StageLoop):
+    """The sink stage (a `Stage`): the one stage loop over an aiokafka consumer of
+    tts.file.parts; a chunk's ack is held until its request is finished."""
 
     name = "sink"
     group = "sink"
+    holds_acks = True
 
     def __init__(
         self,
@@ -93,9 +98,11 @@ class CompletionSink(DeadLettering):
         namespace: str = "",
         telemetry: Telemetry | None = None,
     ) -> None:
+        super().__init__()
         self.kafka = kafka
         self.topics = topics or TopicNames(kafka.topic_prefix)
         self.pipeline = pipeline
+        self.log = log
         self.namespace = namespace
         self.stale_after_s = pipeline.storage.sink_stale_s
         self.spec = stage_spec(self.name)
@@ -132,6 +139,10 @@ class CompletionSink(DeadLettering):
         self._results_read_to: dict[int, int] | None = None
         """tts.results partition → the end offset the last finished read reached."""
         self._task: asyncio.Task[None] | None = None
+        self._held: dict[RequestKey, list[tuple[TopicPart, int, int]]] = {}
+        """Each unfinished request's records (partition, offset, epoch): their acks wait for it."""
+        self._done: dict[TopicPart, int] = {}
+        """Per partition: the offset up to which every record is done (acked in order)."""
         self._tp: TopicPart = (self.topics.file_parts, 0)
         """The partition whose record is being handled: its outputs join its checkpoint."""
         self._epoch = 0
@@ -207,7 +218,7 @@ class CompletionSink(DeadLettering):
         try:
             # 2. Commit what is finished; a dead loop aborted its batch, so nothing to commit.
             if self.failure() is None:
-                await self.checkpoint.commit(self.assembler.committable())
+                await self.checkpoint.commit(dict(self._done))
         finally:
             # 3. Leave the group (the revocation commits or aborts), then the producers, then
             #    the upload threads.
@@ -217,46 +228,40 @@ class CompletionSink(DeadLettering):
 
     # -- loop ------------------------------------------------------------------------------
     async def _run(self) -> None:
-        while not self._stopping.is_set():
-            # 1. Poll a batch.
-            batch = await self.consumer.getmany(timeout_ms=300, max_records=200)
-            # The assignment each partition's records were fetched under: a rebalance while
-            # the batch is handled may revoke a partition and give it back.
-            epochs = {
-                (tp.topic, tp.partition): self.checkpoint.epoch((tp.topic, tp.partition)) for tp in batch
-            }
-            self.signals.pending(len(self.assembler.pending_ids()))
-            try:
-                # 2. Handle its records in order; a request they complete is finished (stored,
-                #    its result sent in its partition's transaction).
-                for tp, records in batch.items():
-                    part = (tp.topic, tp.partition)
-                    epoch = epochs[part]
-                    for record in records:
-                        if self._stopping.is_set() or self.checkpoint.epoch(part) != epoch:
-                            break  # revoked since the fetch: the next owner (maybe us) reads them again
-                        if part not in self.checkpoint.owned:
-                            break  # unprocessed records stay uncommitted: the next owner reads them
-                        if part in self._unread_gains:
-                            if not await self._read_results_again():
-                                self._rewind(tp, record.offset)  # fetched again after the read
-                                break
-                            if self._stopping.is_set() or self.checkpoint.epoch(part) != epoch:
-                                break  # revoked during the read
-                        self._tp, self._epoch = part, epoch
-                        try:
-                            await self._handle(part, record)
-                        except PartitionRevoked:  # mid-record: the next owner redoes it
-                            break
-                # 3. Fail the requests whose audio stopped coming, before their offsets hold
-                #    the partition back any longer.
-                await self._fail_stale()
-                # 4. Commit up to each partition's oldest unfinished request: with the outputs
-                #    in one transaction (exactly-once), or after their acks (at-least-once).
-                await self.checkpoint.commit(self.assembler.committable())
-            except BaseException:
-                await self.checkpoint.abort()  # nothing of this batch becomes visible
-                raise
+        try:
+            await self.run(SinkSource(self, self._acked))
+        except BaseException:
+            await self.checkpoint.abort()  # nothing of the batch becomes visible
+            raise
+
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def batch_started(self) -> None:
+        self.signals.pending(len(self.assembler.pending_ids()))
+
+    async def may_read(self, part: TopicPart, offset: int, epoch: int) -> bool:
+        """A gained partition's records wait until the finished memory was read again."""
+        if part not in self._unread_gains:
+            return True
+        if not await self._read_results_again():
+            self._rewind(TopicPartition(*part), offset)  # fetched again after the read
+            return False
+        return not self._stopping.is_set() and self.checkpoint.epoch(part) == epoch  # revoked during it?
+
+    async def end_batch(self) -> None:
+        # 3. Fail the requests whose audio stopped coming, before their offsets hold the
+        #    partition back any longer.
+        await self._fail_stale()
+        # 4. Commit what is done: with the outputs in one transaction (exactly-once), or after
+        #    their acks (at-least-once).
+        await self.checkpoint.commit(dict(self._done))
+
+    def _acked(self, part: TopicPart, offset: int, epoch: int) -> None:
+        """The loop released a record's ack (in offset order): committable, if the partition is
+        still held under the assignment it was read in."""
+        if part in self.checkpoint.owned and self.checkpoint.epoch(part) == epoch:
+            self._done[part] = max(self._done.get(part, 0), offset + 1)
 
     async def _read_results_again(self) -> bool:
         """Read the finished requests again before the first record of a gained partition.
@@ -333,38 +338,50 @@ class CompletionSink(DeadLettering):
         await self.checkpoint.send(self._tp, topic, key, value, headers, epoch=self._epoch)
         return DELIVERED
 
-    async def _handle(self, tp: TopicPart, record: ConsumerRecord[bytes, bytes]) -> None:
-        raw = record.value or b""
-        offset = record.offset
-        headers = header_pairs(record.headers)
+    async def take(self, event: SinkEvent) -> Taken[FilePart]:
+        msg = event.message
         try:
-            chunk = wire.decode(FilePart, raw, headers)
+            return Taken(event, wire.decode(FilePart, msg.value, msg.headers))
         except ContractError as err:
-            await self.dead_letter(SourceRecord(tp[0], tp[1], offset, record.key, raw, headers), err)
-            self.assembler.skip(tp, offset)
-            return
-        if aimed_elsewhere(headers, self.name):
-            self.assembler.skip(tp, offset)  # a replay aimed at another consumer of its topic
-            return
+            return Taken(event, error=err, now=True)
+
+    async def handle(self, taken: Taken[FilePart]) -> str | None:
+        msg = taken.event.message
+        part = msg.tp
+        self._tp, self._epoch = part, msg.generation_id  # its outputs join its partition's transaction
+        try:
+            return await self._handle(taken, part, msg)
+        except PartitionRevoked:  # mid-record: never acked, its next owner redoes it
+            return HELD
+
+    async def _handle(self, taken: Taken[FilePart], part: TopicPart, msg: Any) -> str:
+        if taken.error is not None or taken.value is None:
+            source = SourceRecord(msg.topic, msg.partition, msg.offset, msg.key, msg.value, msg.headers)
+            return await self.dead_letter(source, taken.error or ValueError("no file part"))
+        chunk, headers = taken.value, msg.headers
         if self.finished.has(rendering_of(chunk.request, headers)) and not _redriven(headers):
             # A finished rendering's chunk read again (after a restart or rebalance, or
             # synthesized twice after a synthesize worker died): its result is already out; a
             # second one would be a duplicate or, for a partial re-read, a `failed` flip after
             # the stale timeout. (A replay is another rendering; a re-driven dead letter of
             # the sink is meant to be redone.)
-            self.assembler.skip(tp, offset)
-            self.signals.already_finished()
-            return
-        assembled = self.assembler.add(tp, offset, raw, chunk, headers)
-        if assembled is not None:
-            result = await self.finisher.finish(assembled)
-            self._remember(rendering_of(assembled.ctx, assembled.first_headers), result)
+            return "already_finished"
+        key = (chunk.request.tenant, chunk.request_id)
+        self._held.setdefault(key, []).append((part, msg.offset, msg.generation_id))
+        assembled = self.assembler.add(part, msg.offset, msg.value, chunk, headers)
+        if assembled is None:
+            return HELD  # acked once its request is finished
+        result = await self.finisher.finish(assembled)
+        await self._remember(rendering_of(assembled.ctx, assembled.first_headers), result)
+        return "ok"
 
     async def _fail_stale(self) -> None:
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
         for key, tp, ctx, missing, headers in self.assembler.stale(self.stale_after_s):
             if self.finished.status(key) == "completed":  # never flip a delivered request
                 self.assembler.finish(key)
+                for part, offset, epoch in self._held.pop(key, []):
+                    await self.release_ack(part, offset, epoch)
                 continue
             if tp not in self.checkpoint.owned:
                 continue  # dropped with its partition at the revocation
@@ -373,18 +390,21 @@ class CompletionSink(DeadLettering):
                 result = await self.finisher.fail_incomplete(ctx, missing, headers)
             except PartitionRevoked:
                 continue  # revoked meanwhile: its next owner decides
-            self._remember(rendering_of(ctx, headers), result)
+            await self._remember(rendering_of(ctx, headers), result)
 
-    def _remember(self, rendering: RenderKey, result: CompletionResult) -> None:
+    async def _remember(self, rendering: RenderKey, result: CompletionResult) -> None:
         """The result is acknowledged: skip the rendering's re-read chunks from now on, and let
-        its offsets be committed. Under exactly-once the result is visible only once its
-        partition's transaction commits: until then the memory is tentative (`_settled`).
+        its offsets be committed (its records' held acks are released). Under exactly-once the
+        result is visible only once its partition's transaction commits: until then the memory
+        is tentative (`_settled`).
         No await lies between the result's send and this call, so its transaction cannot be
         committed or aborted in between."""
         before = self.finished.add(rendering, result.status, result.completed_at)
         if self.eos:
             self._tentative.setdefault(self._tp, []).append((rendering[:2], before))
         self.assembler.finish(rendering[:2])
+        for part, offset, epoch in self._held.pop(rendering[:2], []):
+            await self.release_ack(part, offset, epoch)
 
     def _settled(self, tp: TopicPart, committed: bool) -> None:
         """A partition's transaction committed, or never will. An aborted or fenced one takes
@@ -398,6 +418,16 @@ class CompletionSink(DeadLettering):
         for key, before in reversed(entries):
             self.finished.restore(key, before)
         self.signals.tentative_forgotten(f"{tp[0]}/{tp[1]}", len(entries))
+
+    def forget(self, tps: set[TopicPart]) -> None:
+        """Revoked: what came from `tps` is the next owner's to read again."""
+        self.assembler.drop_partitions(tps)
+        for key in [k for k, held in self._held.items() if any(part in tps for part, _, _ in held)]:
+            del self._held[key]
+        for tp in tps:
+            self._done.pop(tp, None)
+        if self._acks is not None:
+            self._acks.forget(tps)
 
 
 def _redriven(headers: tuple[tuple[str, bytes], ...]) -> bool:
@@ -413,8 +443,8 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in revoked}
-        await self.sink.checkpoint.revoke(tps, self.sink.assembler.committable())
-        self.sink.assembler.drop_partitions(tps)
+        await self.sink.checkpoint.revoke(tps, dict(self.sink._done))
+        self.sink.forget(tps)
         self.held -= tps
         self.sink._unread_gains -= tps
 
@@ -426,5 +456,6 @@ class _Rebalance(ConsumerRebalanceListener):
         # assignment too: the start-time seed comes before the join).
         self.sink._unread_gains |= gained
         await self.sink.checkpoint.assign(tps)  # fences a zombie owner of the new ones
+        self.sink.redeliveries.assigned(tps, now_ms=time.time() * 1000)
         self.sink.assigned = bool(assigned)  # none: not ready (see FaustStage._on_assigned)
         self.sink.signals.partitions_assigned(sorted(tp.partition for tp in assigned))

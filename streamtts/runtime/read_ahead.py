@@ -137,6 +137,11 @@ class InOrderAcks(Generic[T]):
             del pending[first]
         return released
 
+    def forget(self, partitions: object) -> None:
+        """Partitions no longer held: what was read of them is their next owner's."""
+        for partition in partitions:  # type: ignore[attr-defined]
+            self._pending.pop(partition, None)
+
     def __len__(self) -> int:
         return sum(len(p) for _, p in self._pending.values())
 

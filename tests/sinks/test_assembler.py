@@ -1,5 +1,6 @@
-"""The sink's assembler: requests complete in (seq, part) order, duplicates are ignored, and
-offsets become committable only up to the first record of the oldest unfinished request."""
+"""The sink's assembler: requests complete in (seq, part) order, duplicates are ignored, and a
+revoked partition's requests are forgotten. (Which offsets may be committed is the stage loop's
+held acks: tests/runtime/test_stage_loop.py.)"""
 
 from __future__ import annotations
 
@@ -39,30 +40,14 @@ def test_a_redelivered_duplicate_is_ignored() -> None:
     assert done is not None and done.chunks == 2
 
 
-def test_offsets_commit_only_past_finished_requests() -> None:
+def test_revoked_partitions_are_forgotten() -> None:
     asm = RequestAssembler()
-    a, b = request(), request()
-    a0, b0, b1 = pcm_chunk(a, 0, 2), pcm_chunk(b, 0, 2), pcm_chunk(b, 1, 2)
-    asm.add(TP, 10, a0.to_bytes(), a0)  # a is unfinished from offset 10 on
-    asm.add(TP, 11, b0.to_bytes(), b0)
-    assert asm.add(TP, 12, b1.to_bytes(), b1) is not None
-    asm.finish((b.tenant, b.request_id))
-    assert asm.committable() == {TP: 10}, "b is done, but a (older) still holds offset 10"
-    a1 = pcm_chunk(a, 1, 2)
-    assert asm.add(TP, 13, a1.to_bytes(), a1) is not None
-    asm.finish((a.tenant, a.request_id))
-    assert asm.committable() == {TP: 14}
-
-
-def test_skipped_records_advance_and_revoked_partitions_are_forgotten() -> None:
-    asm = RequestAssembler()
-    req = request()
-    c = pcm_chunk(req, 0, 2)
+    req, other = request(), request()
+    c, d = pcm_chunk(req, 0, 2), pcm_chunk(other, 0, 2)
     asm.add(TP, 0, c.to_bytes(), c)
-    asm.skip(TP, 1)
-    assert asm.committable() == {TP: 0}
+    asm.add(("tts.pcm", 1), 0, d.to_bytes(), d)
     asm.drop_partitions({TP})
-    assert asm.pending_ids() == [] and asm.committable() == {}
+    assert asm.pending_ids() == [(other.tenant, other.request_id)]
 
 
 def test_stale_requests_name_their_missing_segments() -> None:

@@ -1,0 +1,106 @@
+"""The one stage loop with acks held past the handling (the sink's shape): a record's ack
+waits until the stage releases it, and acks leave in offset order, so a partition's committable
+offset never passes the first record of its oldest unfinished request."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamtts.runtime.stage_loop import HELD, StageLoop
+from streamtts.runtime.taken import Taken
+from streamtts.runtime.telemetry import Telemetry
+from streamtts.schemas.headers import REPLAY_STAGE
+
+TOPIC = "tts.file.parts"
+
+
+@dataclass(frozen=True)
+class Message:
+    offset: int
+    key: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+    topic: str = TOPIC
+    partition: int = 0
+    generation_id: int = 1
+    timestamp: float | None = None
+    value: bytes = b""
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class Event:
+    message: Message
+
+
+@dataclass
+class Source:
+    records: list[Event]
+    acked: list[int] = field(default_factory=list)
+    acked_before: dict[int, list[int]] = field(default_factory=dict)
+    """offset → what was acked when the loop asked for that record (all before it handled)."""
+
+    async def events(self) -> AsyncIterator[Event]:
+        for event in self.records:
+            self.acked_before[event.message.offset] = list(self.acked)
+            yield event
+
+    async def ack(self, event: Any) -> None:
+        self.acked.append(event.message.offset)
+
+    def generation(self) -> int:
+        return 1
+
+
+class Requests(StageLoop):
+    """Holds each record until its request's record marked `last` came, like the sink."""
+
+    name = "sink"
+    group = "sink"
+    holds_acks = True
+
+    def __init__(self, last: set[int]) -> None:
+        super().__init__()
+        self.telemetry = Telemetry()
+        self.last = last
+        self.held: dict[bytes, list[Message]] = {}
+
+    async def handle(self, taken: Taken[Any]) -> str | None:
+        msg = taken.event.message
+        if msg.key == b"done-before":
+            return "already_finished"
+        self.held.setdefault(msg.key, []).append(msg)
+        if msg.offset not in self.last:
+            return HELD
+        for held in self.held.pop(msg.key):
+            await self.release_ack(held.tp, held.offset, held.generation_id)
+        return "ok"
+
+
+async def test_acks_wait_for_the_oldest_unfinished_request_then_leave_in_order() -> None:
+    source = Source(
+        [
+            Event(Message(10, b"a")),  # a is unfinished from offset 10 on
+            Event(Message(11, b"b")),
+            Event(Message(12, b"b")),  # b is finished: 11 and 12 are done, but wait for 10
+            Event(Message(13, b"done-before")),  # handled without being held
+            Event(Message(14, b"a")),  # a is finished
+            Event(Message(15, b"c", ((REPLAY_STAGE, b"encode"),))),  # a replay aimed at encode
+        ]
+    )
+    await Requests(last={12, 14}).run(source)
+    assert source.acked_before[13] == [], "b is done, but a (older) still holds offset 10"
+    assert source.acked_before[14] == [], "13 is done too, and waits for 10 as well"
+    assert source.acked_before[15] == [10, 11, 12, 13, 14], "a done: the run leaves in offset order"
+    assert source.acked == [10, 11, 12, 13, 14, 15]
+
+
+async def test_a_held_record_read_under_an_earlier_assignment_is_not_released() -> None:
+    stage = Requests(last={2})
+    source = Source([Event(Message(1, b"a", generation_id=1)), Event(Message(2, b"a", generation_id=2))])
+    await stage.run(source)
+    assert source.acked == [2], "offset 1 belonged to the earlier assignment: the next owner's"
