@@ -1,8 +1,9 @@
 """Completion sink (aiokafka + minio): tts.file.parts → assembled file in object storage →
 tts.results.
 
-The sink is driven, not a driver (like quix-streams' `Checkpoint` driving `BaseSink.flush()`):
-this module is the consume loop that decides *when*; the parts that know *how* are
+The sink is a handler on the one stage loop (`runtime.stage_loop`), fed by an aiokafka consumer
+(`sink_source`): the loop reads, filters and acks; this module decides *when* a request is
+finished, holding each chunk's ack until then (`HELD`); the parts that know *how* are
 `RequestAssembler` (chunks → a complete request), `RequestFinisher` (store the files, publish
 the result), `build_result` (the one result shape) and `SinkCheckpoint` (outputs and offsets
 made durable together).
@@ -24,7 +25,6 @@ skips them, so no second result is published.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -35,7 +35,6 @@ from aiokafka.errors import IllegalStateError
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
-from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings
@@ -54,16 +53,12 @@ from streamtts.sinks.checkpoint import SinkCheckpoint
 from streamtts.sinks.exceptions import PartitionRevoked
 from streamtts.sinks.finished import Finished, FinishedRequests, RenderKey, RequestKey, rendering_of
 from streamtts.sinks.finisher import RequestFinisher
+from streamtts.sinks.results_reread import ResultsReread
 from streamtts.sinks.sink_source import SinkEvent, SinkSource
 from streamtts.sinks.storage_writer import StorageWriter
 from streamtts.sinks.telemetry import SinkTelemetry
 
 log = logging.getLogger("streamtts.sink")
-
-REREAD_TIMEOUT_S = 10.0
-"""Bound on one read again of tts.results (normally well under a second)."""
-REREAD_PAUSE_S = 1.0
-"""Pause before a failed read again is retried."""
 
 
 def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> CompletionSink:
@@ -130,12 +125,6 @@ class CompletionSink(StageLoop):
         # committed offset lags by at most the stale timeout (then the oldest request fails).
         self.finished = FinishedRequests(ttl_s=max(900.0, 3 * self.stale_after_s))
         self._stopping = asyncio.Event()
-        self._unread_gains: set[TopicPart] = set()
-        """Partitions gained since the finished memory was last read from tts.results: their
-        records wait for it to be read again (see `_read_results_again`)."""
-        self._reread_after = 0.0
-        """A failed read again is retried from this monotonic time on (the brokers are away)."""
-        self._reread_failures = 0
         self._results_read_to: dict[int, int] | None = None
         """tts.results partition → the end offset the last finished read reached."""
         self._task: asyncio.Task[None] | None = None
@@ -157,6 +146,9 @@ class CompletionSink(StageLoop):
             self.spec.dlq(self.topics),
             self._send,
             self.telemetry,
+        )
+        self.reread = ResultsReread(
+            lambda: self.remember_recent_results(), self.checkpoint, self.signals, self._stopping
         )
         self.writer = StorageWriter(s3, pipeline, self.signals, self._stopping, namespace=namespace)
         self.finisher = RequestFinisher(
@@ -242,9 +234,9 @@ class CompletionSink(StageLoop):
 
     async def may_read(self, part: TopicPart, offset: int, epoch: int) -> bool:
         """A gained partition's records wait until the finished memory was read again."""
-        if part not in self._unread_gains:
+        if part not in self.reread.unread_gains:
             return True
-        if not await self._read_results_again():
+        if not await self.reread.read_again():
             self._rewind(TopicPartition(*part), offset)  # fetched again after the read
             return False
         return not self._stopping.is_set() and self.checkpoint.epoch(part) == epoch  # revoked during it?
@@ -262,62 +254,6 @@ class CompletionSink(StageLoop):
         still held under the assignment it was read in."""
         if part in self.checkpoint.owned and self.checkpoint.epoch(part) == epoch:
             self._done[part] = max(self._done.get(part, 0), offset + 1)
-
-    async def _read_results_again(self) -> bool:
-        """Read the finished requests again before the first record of a gained partition.
-
-        Its previous owner may have finished requests whose chunks lie past its last commit
-        (an unfinished request holds the commit back), after this process's memory was read:
-        the start-time seed comes before the join, and a join took 12 s under an isolated
-        leader in a network-fault run, long enough for the peer to finish (and commit) a request
-        the newcomer then finished twice. The read starts once the fence is up (the listener's
-        `checkpoint.assign`), so no result of the old owner can follow it; it reads only what
-        was written since the last read (`remember_recent_results`).
-
-        Done here in the loop, bounded and given up on stop, rather than in the rebalance
-        listener: a read there waits on a cut broker and holds the consumer with it (it hung
-        the gateway's broker-partition test). False: not read (brokers away); the caller puts
-        the records back and the read is retried after a pause."""
-        wait = self._reread_after - time.monotonic()
-        if wait > 0:  # not a busy loop of fetch and seek while the brokers are away
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=wait)
-            return False
-        await self.checkpoint.wait_assigned()  # the fence of the partitions just gained is up
-        pending = {tp: self.checkpoint.epoch(tp) for tp in self._unread_gains}
-        read = asyncio.ensure_future(self.remember_recent_results())
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({read, stop}, timeout=REREAD_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-            if not read.done():
-                read.cancel()
-                with contextlib.suppress(BaseException):  # its reader closes before we go on
-                    await asyncio.wait_for(read, timeout=5.0)
-        error = None if not read.done() or read.cancelled() else read.exception()
-        if read.done() and not read.cancelled() and error is None:
-            # Only partitions still held under the assignment the read began after: one lost
-            # and gained again meanwhile was fenced anew, after this read started.
-            self._unread_gains -= {tp for tp, epoch in pending.items() if self.checkpoint.epoch(tp) == epoch}
-            if self._reread_failures:
-                log_event(log, "finished_reread", attempts=self._reread_failures + 1)
-            self._reread_failures = 0
-            return True
-        if not self._stopping.is_set():
-            self._reread_failures += 1
-            self._reread_after = time.monotonic() + REREAD_PAUSE_S
-            self.signals.reread_failed()
-            if self._reread_failures in (1, 10, 100) or self._reread_failures % 1000 == 0:
-                log_event(
-                    log,
-                    "finished_reread_failed",
-                    logging.WARNING,
-                    attempts=self._reread_failures,
-                    error=str(error)[:200] if error else f"no answer within {REREAD_TIMEOUT_S:.0f} s",
-                    waiting=sorted(f"{t}/{p}" for t, p in pending),
-                )
-        return False
 
     def _rewind(self, tp: TopicPartition, offset: int) -> None:
         """Fetch `tp` again from `offset` (records handed over but not handled)."""
@@ -446,7 +382,7 @@ class _Rebalance(ConsumerRebalanceListener):
         await self.sink.checkpoint.revoke(tps, dict(self.sink._done))
         self.sink.forget(tps)
         self.held -= tps
-        self.sink._unread_gains -= tps
+        self.sink.reread.unread_gains -= tps
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         tps = {(tp.topic, tp.partition) for tp in assigned}
@@ -454,7 +390,7 @@ class _Rebalance(ConsumerRebalanceListener):
         # Before any await: aiokafka may hand the loop a gained partition's records before this
         # listener returns. They wait until the loop has read the results again (the first
         # assignment too: the start-time seed comes before the join).
-        self.sink._unread_gains |= gained
+        self.sink.reread.unread_gains |= gained
         await self.sink.checkpoint.assign(tps)  # fences a zombie owner of the new ones
         self.sink.redeliveries.assigned(tps, now_ms=time.time() * 1000)
         self.sink.assigned = bool(assigned)  # none: not ready (see FaustStage._on_assigned)

@@ -31,10 +31,6 @@ class SinkTelemetry:
     def pending(self, requests: int) -> None:
         self.telemetry.pending_requests.set(requests)
 
-    def already_finished(self) -> None:
-        """A chunk of a rendering whose result is already out, skipped."""
-        self.telemetry.records.labels(self.stage, "already_finished").inc()
-
     def finished_loaded(self, requests: int) -> None:
         log_event(log, "finished_requests_loaded", stage=self.stage, requests=requests)
 
