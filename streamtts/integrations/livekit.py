@@ -21,6 +21,7 @@ from livekit.agents import APIConnectionError, APIConnectOptions, tts, utils
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 
 from streamtts.integrations.ws_client import (
+    DEFAULT_BASE_URL,
     DEFAULT_MAX_BUFFER_DELAY_MS,
     SAMPLE_RATE,
     Received,
@@ -34,7 +35,7 @@ class TTS(tts.TTS):
     def __init__(
         self,
         *,
-        base_url: str = "http://127.0.0.1:8080",
+        base_url: str = DEFAULT_BASE_URL,
         api_key: str,
         voice: str = "auto",
         language: str = "auto",

@@ -24,6 +24,7 @@ from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame, TTSStoppe
 from pipecat.services.tts_service import TextAggregationMode, TTSService
 
 from streamtts.integrations.ws_client import (
+    DEFAULT_BASE_URL,
     DEFAULT_MAX_BUFFER_DELAY_MS,
     SAMPLE_RATE,
     ReplyError,
@@ -36,7 +37,7 @@ class StreamTTSService(TTSService):
     def __init__(
         self,
         *,
-        base_url: str = "http://127.0.0.1:8080",
+        base_url: str = DEFAULT_BASE_URL,
         api_key: str,
         voice: str = "auto",
         language: str = "auto",

@@ -18,6 +18,8 @@ from streamtts.schemas.utterance import DEFAULT_MAX_BUFFER_DELAY_MS
 
 SAMPLE_RATE = 24_000
 """What the plugins ask for: pcm, 24 kHz s16le mono (the gateway's default for pcm)."""
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+"""The gateway the plugins speak to when none is given (its default port, on this host)."""
 
 
 @dataclass(frozen=True)
