@@ -5,9 +5,11 @@ stage (through its `StageOutputs`, so only what its spec declares) is handed, in
 `handle` of every stage whose spec reads that topic. One process, one partition per topic, one
 record at a time: a request's records keep their order as on one Kafka partition.
 
-It runs segment, both synthesize pools and encode — everything up to the audio chunks. The
-sink's object storage has no in-memory double here (the sink is the pipeline's own aiokafka
-loop); the chunks on `tts.pcm` and `tts.audio` are what a request's file is made of.
+It runs segment, both synthesize pools and encode, and the sink where the caller gives it a
+store for its files (`object_store`, e.g. `sinks.memory_store.MemoryObjectStore`: this room
+cannot import the sinks'): the file it stores and the result it writes on `tts.results` are
+the pipeline's. Without one, it ends at the chunks on `tts.pcm`, `tts.audio` and
+`tts.file.parts`, which are what a request's file is made of.
 
 Kept out on purpose: a request naming a reply topic (the segment stage asks the brokers whether
 it exists) and candidate releases (no routing rule is followed in memory).
@@ -20,22 +22,22 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.speech_stack import build_lanes
-from streamtts.runtime.faust_stage import FaustStage
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import aimed_elsewhere
+from streamtts.runtime.stage_loop import StageLoop
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered
 from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 from streamtts.runtime.topology import TOPOLOGY, StageSpec
-from streamtts.schemas import FilePart, PcmChunk, TextDelta, TTSRequest, wire
+from streamtts.schemas import CompletionResult, FilePart, PcmChunk, TextDelta, TTSRequest, wire
 from streamtts.schemas.dead_letter import DeadLetter
 from streamtts.schemas.headers import header_pairs
 
@@ -55,6 +57,12 @@ class MemoryRecord:
     value: bytes
     headers: list[tuple[str, bytes]] = field(default_factory=list)
     partition: int = 0
+    generation_id: int = 0
+    """The assignment it was read under: one, for good, in memory."""
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -64,23 +72,50 @@ class MemoryEvent:
     message: MemoryRecord
 
 
+class FilesInMemory(Protocol):
+    """The sink's store in memory as the topology reads it back (`MemoryObjectStore`)."""
+
+    def get(self, bucket: str, key: str) -> bytes: ...
+
+    def clear(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoredRender:
+    """A request through the whole topology: its result as the sink wrote it on tts.results,
+    and the files it stored (key → bytes)."""
+
+    result: CompletionResult
+    files: dict[str, bytes]
+
+    @property
+    def audio(self) -> bytes:
+        assert self.result.storage is not None, "a completed result names its file"
+        return self.files[self.result.storage.key]
+
+
 def _given(value: object) -> object:
     return value
 
 
-def build_stages(parts: StageParts, topology: Sequence[StageSpec]) -> list[FaustStage]:
-    """Every stage of `topology` that runs in memory (`StageSpec.in_memory`), in data-path
-    order, one per consumer group (synthesize: one per pool), each built by its spec's
-    `build` and reading and writing what its spec there says."""
-    stages: list[FaustStage] = []
+def runs_in_memory(spec: StageSpec, parts: StageParts) -> bool:
+    """Whether `parts` give every piece the stage needs in memory (`StageSpec.in_memory_needs`)."""
+    return all(parts.pieces.get(need) is not None for need in spec.in_memory_needs)
+
+
+def build_stages(parts: StageParts, topology: Sequence[StageSpec]) -> list[StageLoop]:
+    """Every stage of `topology` that runs in memory with `parts` (`runs_in_memory`), in
+    data-path order, one per consumer group (synthesize: one per pool), each built by its
+    spec's `build` and reading and writing what its spec there says."""
+    stages: list[StageLoop] = []
     for spec in topology:
-        if not spec.in_memory:
+        if not runs_in_memory(spec, parts):
             continue
         build = spec.factory()
         for group in spec.groups:
             stage = build(parts, spec, group)
-            if not isinstance(stage, FaustStage):
-                raise TypeError(f"stage {spec.name!r} is not a FaustStage: it cannot run in memory")
+            if not isinstance(stage, StageLoop):
+                raise TypeError(f"stage {spec.name!r} is not a StageLoop: it cannot run in memory")
             stages.append(stage)
     return stages
 
@@ -104,6 +139,7 @@ class InMemoryTopology:
         on_record: Callable[[MemoryRecord], None] | None = None,
         log: logging.Logger | None = None,
         topology: Sequence[StageSpec] = TOPOLOGY,
+        object_store: FilesInMemory | None = None,
     ) -> None:
         """renderer: the model (its registry also resolves voice names for segment);
         lexicons: tenant lexicons segment applies (fill it with `LexiconBook.take`);
@@ -112,7 +148,9 @@ class InMemoryTopology:
         on_record: told of every record as it is written (e.g. the first PCM: first audio);
         log: where every stage logs instead of its own logger (the canary's: its warnings
         only, so its renders are not read as traffic);
-        topology: the stages to run (see `build_stages`)."""
+        topology: the stages to run (see `build_stages`);
+        object_store: where the sink stores files (`sinks.memory_store.MemoryObjectStore`);
+        None: the topology ends before the sink."""
         self.renderer = renderer
         self.pipeline = pipeline or PipelineSettings()
         self.topics = topics or TopicNames()
@@ -124,6 +162,9 @@ class InMemoryTopology:
             "lexicons": lexicons,
             "lanes": self.lanes,
         }
+        if object_store is not None:
+            given["object_store"] = object_store
+        self.object_store = object_store
         parts = StageParts(
             KafkaSettings(topic_prefix=self.topics.prefix),  # named, never contacted
             self.pipeline,
@@ -131,11 +172,12 @@ class InMemoryTopology:
             telemetry or Telemetry(),
             pieces={name: partial(_given, value) for name, value in given.items()},
         )
-        self.stages: list[FaustStage] = build_stages(parts, self.topology)
+        self.parts = parts
+        self.stages: list[StageLoop] = build_stages(parts, self.topology)
         for stage in self.stages:
             stage.send_through(self._append)
             if log is not None:
-                stage.log = log
+                stage.log_to(log)
         self.log: dict[str, list[MemoryRecord]] = defaultdict(list)
         """Every record written, by topic, in order (the dead-letter topics included)."""
         self._pending: dict[str, deque[MemoryRecord]] = defaultdict(deque)
@@ -150,7 +192,7 @@ class InMemoryTopology:
         loop. Needed where a request may leave its language to detection: cold, the first plan
         could overrun its budget; a request with a language hint never loads them."""
         for spec in self.topology:
-            if spec.in_memory and (warm := spec.warmer()) is not None:
+            if runs_in_memory(spec, self.parts) and (warm := spec.warmer()) is not None:
                 await warm()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -216,7 +258,7 @@ class InMemoryTopology:
         readers = [n for n, stage in enumerate(self.stages) if topic in stage.sources]
         return max(readers, default=len(self.stages))
 
-    def _readers(self, topic: str) -> Iterable[FaustStage]:
+    def _readers(self, topic: str) -> Iterable[StageLoop]:
         return (stage for stage in self.stages if topic in stage.sources)
 
     async def render(self, request: TTSRequest) -> list[PcmChunk]:
@@ -233,7 +275,29 @@ class InMemoryTopology:
         file parts, in order), from which the stored file is made. Raises as `render`."""
         return await self._render(request, self.file_parts)
 
-    async def _render(self, request: TTSRequest, read: Callable[[str], list[R]]) -> list[R]:
+    async def render_stored(self, request: TTSRequest) -> StoredRender:
+        """One request through the whole topology, the sink included: its result and the files
+        the sink stored. Raises as `render`, and RecordError when the sink did not complete it
+        (e.g. its audio could not make a file)."""
+        return await self._render(request, self._stored)
+
+    def _stored(self, request_id: str) -> StoredRender:
+        store = self.object_store
+        if store is None:
+            raise ValueError("no object store given: the topology ends before the sink")
+        results = self.records(self.topics.results, request_id)
+        if len(results) != 1:
+            raise RecordError(f"the sink wrote {len(results)} results for the request, not one")
+        record = results[0]
+        result = wire.decode(CompletionResult, record.value, header_pairs(record.headers))
+        if result.status != "completed" or result.storage is None:
+            raise RecordError(f"the sink finished the request {result.status}: {result.error or 'no file'}")
+        refs = [result.storage]
+        if result.captions is not None:
+            refs += [result.captions.vtt, result.captions.srt, result.captions.words]
+        return StoredRender(result, {ref.key: store.get(ref.bucket, ref.key) for ref in refs})
+
+    async def _render(self, request: TTSRequest, read: Callable[[str], R]) -> R:
         try:
             await self.submit(request)
             await self.run()
@@ -247,6 +311,8 @@ class InMemoryTopology:
         finally:
             self.log.clear()
             self._pending.clear()  # a run that raised leaves nothing for the next request
+            if self.object_store is not None:
+                self.object_store.clear()
 
     def records(self, topic: str, request_id: str) -> list[MemoryRecord]:
         """The records of one request on `topic`, in order."""

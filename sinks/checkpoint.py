@@ -62,7 +62,7 @@ class SinkCheckpoint:
         self,
         kafka: KafkaSettings,
         group: str,
-        consumer: AIOKafkaConsumer,
+        consumer: AIOKafkaConsumer | None = None,
         *,
         exactly_once: bool,
         on_settled: Callable[[TopicPart, bool], None] | None = None,
@@ -73,6 +73,7 @@ class SinkCheckpoint:
         aborted, fenced or failed (False: none of its outputs will ever be visible)."""
         self.group = group
         self.consumer = consumer
+        """The sink's consumer (at-least-once commits through it), set once it is made."""
         self.exactly_once = exactly_once
         self._shared: AIOKafkaProducer | None = None
         self._tx: dict[TopicPart, AIOKafkaProducer] = {}
@@ -181,6 +182,7 @@ class SinkCheckpoint:
         if not self.exactly_once:
             if not fresh:
                 return
+            assert self.consumer is not None, "the sink's consumer commits at-least-once"
             try:
                 await self.consumer.commit({TopicPartition(*tp): off for tp, off in fresh.items()})
             except KafkaError as err:  # e.g. a rebalance in progress: the next loop retries

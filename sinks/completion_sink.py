@@ -30,7 +30,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError
 
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
@@ -53,6 +53,7 @@ from streamtts.sinks.checkpoint import SinkCheckpoint
 from streamtts.sinks.exceptions import PartitionRevoked
 from streamtts.sinks.finished import Finished, FinishedRequests, RenderKey, RequestKey, rendering_of
 from streamtts.sinks.finisher import RequestFinisher
+from streamtts.sinks.object_store import FileStore, ObjectStore
 from streamtts.sinks.results_reread import ResultsReread
 from streamtts.sinks.sink_source import SinkEvent, SinkSource
 from streamtts.sinks.storage_writer import StorageWriter
@@ -62,8 +63,10 @@ log = logging.getLogger("streamtts.sink")
 
 
 def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> CompletionSink:
-    """The completion sink (`StageSpec.build`): it needs object storage."""
-    if parts.s3 is None:
+    """The completion sink (`StageSpec.build`): it needs object storage (the in-memory topology
+    gives it a store in memory, the piece "object_store")."""
+    store = parts.piece("object_store")
+    if parts.s3 is None and store is None:
         raise RuntimeError("the sink stores files: it needs object storage settings")
     return CompletionSink(
         parts.kafka,
@@ -72,6 +75,7 @@ def build_stage(parts: StageParts, spec: StageSpec, group: GroupSpec) -> Complet
         parts.topics,
         namespace=parts.namespace,
         telemetry=parts.telemetry,
+        store=store,
     )
 
 
@@ -86,13 +90,15 @@ class CompletionSink(StageLoop):
     def __init__(
         self,
         kafka: KafkaSettings,
-        s3: S3Settings,
+        s3: S3Settings | None,
         pipeline: PipelineSettings,
         topics: TopicNames | None = None,
         *,
         namespace: str = "",
         telemetry: Telemetry | None = None,
+        store: FileStore | None = None,
     ) -> None:
+        """s3: where files are stored; store: another store instead (in memory)."""
         super().__init__()
         self.kafka = kafka
         self.topics = topics or TopicNames(kafka.topic_prefix)
@@ -103,18 +109,10 @@ class CompletionSink(StageLoop):
         self.spec = stage_spec(self.name)
         group = self.spec.group_for(None)  # one group, no pools
         self._group = group_id(kafka, self.spec.group_role(group))
-        self.consumer = make_consumer(
-            kafka,
-            group_id=self._group,
-            max_poll_records=200,
-            session_timeout_ms=int(pipeline.delivery.session_timeout_s * 1000),
-            heartbeat_interval_ms=1000,
-            metadata_max_age_ms=int(pipeline.delivery.metadata_refresh_s * 1000),
-        )
+        self.consumer: AIOKafkaConsumer | None = None
+        """Made at start: a sink built in memory never has one (an unclosed consumer warns)."""
         self.eos = pipeline.delivery.processing_guarantee == "exactly_once"
-        self.checkpoint = SinkCheckpoint(
-            kafka, self._group, self.consumer, exactly_once=self.eos, on_settled=self._settled
-        )
+        self.checkpoint = SinkCheckpoint(kafka, self._group, exactly_once=self.eos, on_settled=self._settled)
         self.outputs = StageOutputs(self.name, self.topics, self._in_transaction)
         """The sink's only way to write: results and dead letters, as its spec declares."""
         self._tentative: dict[TopicPart, list[tuple[RequestKey, Finished | None]]] = {}
@@ -150,7 +148,11 @@ class CompletionSink(StageLoop):
         self.reread = ResultsReread(
             lambda: self.remember_recent_results(), self.checkpoint, self.signals, self._stopping
         )
-        self.writer = StorageWriter(s3, pipeline, self.signals, self._stopping, namespace=namespace)
+        if store is None:
+            if s3 is None:
+                raise ValueError("the sink needs object storage settings or a store")
+            store = ObjectStore(s3)
+        self.writer = StorageWriter(store, pipeline, self.signals, self._stopping, namespace=namespace)
         self.finisher = RequestFinisher(
             self.writer,
             self._send,
@@ -163,6 +165,15 @@ class CompletionSink(StageLoop):
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
+        delivery = self.pipeline.delivery
+        self.consumer = self.checkpoint.consumer = make_consumer(
+            self.kafka,
+            group_id=self._group,
+            max_poll_records=200,
+            session_timeout_ms=int(delivery.session_timeout_s * 1000),
+            heartbeat_interval_ms=1000,
+            metadata_max_age_ms=int(delivery.metadata_refresh_s * 1000),
+        )
         # 1. Producers first: the rebalance listener fences old owners as soon as we join.
         await self.checkpoint.start()
         # 2. The finished memory before the first record, so a re-read chunk of a finished
@@ -214,7 +225,8 @@ class CompletionSink(StageLoop):
         finally:
             # 3. Leave the group (the revocation commits or aborts), then the producers, then
             #    the upload threads.
-            await self.consumer.stop()
+            if self.consumer is not None:
+                await self.consumer.stop()
             await self.checkpoint.stop()
             self.writer.close()
 
@@ -258,7 +270,8 @@ class CompletionSink(StageLoop):
     def _rewind(self, tp: TopicPartition, offset: int) -> None:
         """Fetch `tp` again from `offset` (records handed over but not handled)."""
         try:
-            self.consumer.seek(tp, offset)
+            if self.consumer is not None:
+                self.consumer.seek(tp, offset)
         except IllegalStateError:
             pass  # no longer assigned: its next owner starts from the commit
 
@@ -354,6 +367,12 @@ class CompletionSink(StageLoop):
         for key, before in reversed(entries):
             self.finished.restore(key, before)
         self.signals.tentative_forgotten(f"{tp[0]}/{tp[1]}", len(entries))
+
+    def log_to(self, log: logging.Logger) -> None:
+        self.log = self.signals.log = log
+
+    def release(self) -> None:
+        self.writer.close()
 
     def forget(self, tps: set[TopicPart]) -> None:
         """Revoked: what came from `tps` is the next owner's to read again."""

@@ -64,7 +64,7 @@ def sink_event(record: ConsumerRecord[bytes, bytes], epoch: int) -> SinkEvent:
 class BatchOwner(Protocol):
     """What the sink gives its source: when to stop, and what to do around a batch."""
 
-    consumer: AIOKafkaConsumer
+    consumer: AIOKafkaConsumer | None
     checkpoint: SinkCheckpoint
 
     def stopping(self) -> bool: ...
@@ -90,10 +90,11 @@ class SinkSource:
         self._done = done
 
     async def events(self) -> AsyncIterator[SinkEvent]:
-        owner, checkpoint = self.owner, self.owner.checkpoint
+        owner, checkpoint, consumer = self.owner, self.owner.checkpoint, self.owner.consumer
+        assert consumer is not None, "the sink reads once started"
         while not owner.stopping():
             # 1. Poll a batch.
-            batch = await owner.consumer.getmany(timeout_ms=POLL_TIMEOUT_MS, max_records=MAX_RECORDS)
+            batch = await consumer.getmany(timeout_ms=POLL_TIMEOUT_MS, max_records=MAX_RECORDS)
             # The assignment each partition's records were fetched under: a rebalance while
             # the batch is handled may revoke a partition and give it back.
             epochs = {(tp.topic, tp.partition): checkpoint.epoch((tp.topic, tp.partition)) for tp in batch}

@@ -17,12 +17,11 @@ from datetime import UTC, datetime
 
 from streamtts.features.retention.policy import RetentionPolicy, expiry_marker_key
 from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import S3Settings
 from streamtts.schemas import Captions, RequestContext, StorageRef
 from streamtts.schemas import captions as caption_files
 from streamtts.sinks.assembler import AssembledRequest
 from streamtts.sinks.exceptions import StorageRejected, StorageUnavailable
-from streamtts.sinks.object_store import ObjectStore, is_transient_storage_error
+from streamtts.sinks.object_store import FileStore, is_transient_storage_error
 from streamtts.sinks.stored_audio import stored_audio
 from streamtts.sinks.telemetry import SinkTelemetry
 
@@ -44,7 +43,7 @@ class StoredFiles:
 class StorageWriter:
     def __init__(
         self,
-        s3: S3Settings,
+        store: FileStore,
         pipeline: PipelineSettings,
         telemetry: SinkTelemetry,
         stopping: asyncio.Event,
@@ -53,10 +52,11 @@ class StorageWriter:
     ) -> None:
         """
         Args:
+            store: object storage (`ObjectStore`), or the in-memory topology's.
             stopping: set on shutdown; a retry backoff wakes at once and gives up.
             namespace: the key prefix of requests that name none themselves.
         """
-        self.store = ObjectStore(s3)
+        self.store = store
         self.retention = RetentionPolicy.of(pipeline)
         self.attempts = max(1, pipeline.storage.storage_retries)
         self.presign_s = pipeline.storage.presign_expiry_s

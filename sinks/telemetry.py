@@ -26,13 +26,15 @@ class SinkTelemetry:
     def __init__(self, telemetry: Telemetry, stage: str) -> None:
         self.telemetry = telemetry
         self.stage = stage
+        self.log = log
+        """Where its events go (the in-memory topology may quiet them: `CompletionSink.log_to`)."""
 
     # -- the loop --------------------------------------------------------------------------
     def pending(self, requests: int) -> None:
         self.telemetry.pending_requests.set(requests)
 
     def finished_loaded(self, requests: int) -> None:
-        log_event(log, "finished_requests_loaded", stage=self.stage, requests=requests)
+        log_event(self.log, "finished_requests_loaded", stage=self.stage, requests=requests)
 
     def reread_failed(self) -> None:
         """A read again of tts.results before a gained partition's records did not finish:
@@ -43,7 +45,7 @@ class SinkTelemetry:
         """Requests finished under a transaction that aborted or was fenced: forgotten, to be
         finished again when their chunks are read again."""
         log_event(
-            log,
+            self.log,
             "finished_forgotten",
             logging.WARNING,
             stage=self.stage,
@@ -52,11 +54,13 @@ class SinkTelemetry:
         )
 
     def partitions_assigned(self, partitions: list[int]) -> None:
-        log_event(log, "partitions_assigned", stage=self.stage, partitions=partitions)
+        log_event(self.log, "partitions_assigned", stage=self.stage, partitions=partitions)
 
     # -- storage ---------------------------------------------------------------------------
     def storage_retry(self, request_id: str, attempt: int, error: str) -> None:
-        log_event(log, "storage_retry", logging.WARNING, request_id=request_id, attempt=attempt, error=error)
+        log_event(
+            self.log, "storage_retry", logging.WARNING, request_id=request_id, attempt=attempt, error=error
+        )
         self.telemetry.retries.labels(self.stage, "storage").inc()
 
     def file_made(self, ctx: RequestContext, made_from: str) -> None:
@@ -65,7 +69,7 @@ class SinkTelemetry:
         self.telemetry.stored_files.labels(ctx.format, made_from).inc()
         if made_from == "decoded":
             log_event(
-                log,
+                self.log,
                 "stored_file_decoded",
                 logging.WARNING,
                 request_id=ctx.request_id,
@@ -75,7 +79,7 @@ class SinkTelemetry:
 
     def expiry_marker_failed(self, ctx: RequestContext, err: BaseException) -> None:
         log_event(
-            log,
+            self.log,
             "expiry_marker_failed",
             logging.WARNING,
             request_id=ctx.request_id,
@@ -85,7 +89,7 @@ class SinkTelemetry:
 
     def captions_not_stored(self, ctx: RequestContext, err: BaseException) -> None:
         log_event(
-            log, "captions_not_stored", logging.WARNING, request_id=ctx.request_id, error=str(err)[:200]
+            self.log, "captions_not_stored", logging.WARNING, request_id=ctx.request_id, error=str(err)[:200]
         )
 
     # -- results ---------------------------------------------------------------------------
@@ -105,7 +109,7 @@ class SinkTelemetry:
             max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
         )
         log_event(
-            log,
+            self.log,
             "completed",
             request_id=ctx.request_id,
             tenant=ctx.tenant,
@@ -125,7 +129,7 @@ class SinkTelemetry:
         """A stale request's `failed` result is acknowledged."""
         self.telemetry.release_requests.labels(ctx.release or BASE_RELEASE, "failed").inc()
         log_event(
-            log,
+            self.log,
             "request_incomplete",
             logging.ERROR,
             request_id=ctx.request_id,

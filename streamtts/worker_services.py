@@ -75,6 +75,7 @@ async def start_model(worker: Worker) -> None:
     from streamtts.processors.synthesize.speech_stack import build_lanes, build_renderer
     from streamtts.runtime.canary import Canary
     from streamtts.schemas import TTSRequest
+    from streamtts.sinks.memory_store import MemoryObjectStore
 
     worker.telemetry.release_info.labels(worker.pipeline.release.name).set(1)
     renderer = worker._renderer
@@ -105,8 +106,14 @@ async def start_model(worker: Worker) -> None:
     quiet = logging.getLogger("streamtts.canary.stages")
     quiet.setLevel(logging.WARNING)
     # Not warmed (`InMemoryTopology.warm`): its request names its language, so no detection.
+    # The sink too, storing in memory what it would store in object storage (then forgotten).
     canary_path = worker._canary_path = InMemoryTopology(
-        canary_renderer, worker.pipeline, worker.topics, lanes=False, log=quiet
+        canary_renderer,
+        worker.pipeline,
+        worker.topics,
+        lanes=False,
+        log=quiet,
+        object_store=MemoryObjectStore(),
     )
 
     async def speak(text: str) -> Any:

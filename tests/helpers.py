@@ -3,16 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import random
 import socket
 from pathlib import Path
 from typing import Any
 
+import av
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamtts.runtime.kafka import make_consumer
 from streamtts.runtime.settings import KafkaSettings, S3Settings
+
+DEMUX = {
+    "mp3": "mp3",
+    "opus": "ogg",
+    "pcm": "s16le",
+    "mulaw": "mulaw",
+    "alaw": "alaw",
+    "wav": "wav",
+    "flac": "flac",
+}
+"""Each format's FFmpeg demuxer (`ffmpeg -f NAME`)."""
+
+
+def decoded_seconds(audio: Path | bytes, fmt: str, rate: int) -> float:
+    """Seconds of audio FFmpeg's own demuxer and decoder find in a file (PyAV: libavformat, as
+    `ffmpeg -f DEMUX -i FILE` would read it; headerless PCM and G.711 need their rate)."""
+    options = {"sample_rate": str(rate), "ch_layout": "mono"} if fmt in ("pcm", "mulaw", "alaw") else {}
+    source = str(audio) if isinstance(audio, Path) else io.BytesIO(audio)
+    with av.open(source, format=DEMUX[fmt], options=options) as container:
+        frames = list(container.decode(audio=0))
+    return sum(f.samples / f.sample_rate for f in frames)
 
 
 def cli_env(kafka: KafkaSettings, s3: S3Settings | None = None, **extra: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from streamtts.errors import ConfigError
 from streamtts.schemas.names import WAV_CODECS
 
 if TYPE_CHECKING:
-    from streamtts.schemas import WordTiming
+    pass
 
 
 HELP = "synthesize text to an audio file (local, no Kafka)"
@@ -120,15 +120,14 @@ def run(args: argparse.Namespace) -> int:
 
     from streamtts.audio.exceptions import EncodingError
     from streamtts.errors import RecordError
-    from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
+    from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord, StoredRender
     from streamtts.processors.segment.exceptions import SegmentationError
     from streamtts.processors.segment.langid import normalize_lang_hint
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
     from streamtts.processors.synthesize.synthesizer import Synthesizer
     from streamtts.schemas import ContractError, TTSRequest
-    from streamtts.sinks.assembler import AssembledRequest, RequestAssembler
-    from streamtts.sinks.stored_audio import stored_audio
+    from streamtts.sinks.memory_store import MemoryObjectStore
 
     started = time.perf_counter()
     first_chunk_s: float | None = None
@@ -161,45 +160,41 @@ def run(args: argparse.Namespace) -> int:
         if first_chunk_s is None and record.topic == topology.topics.pcm:
             first_chunk_s = time.perf_counter() - started
 
-    # The pipeline's own stages, in memory: segment, synthesize, encode (`processors.in_memory`);
-    # the file is made of the file parts encode wrote, as the sink stores it (`stored_audio`).
-    topology = InMemoryTopology(renderer, on_record=heard)
+    # The pipeline's own stages, in memory (`processors.in_memory`): segment, synthesize,
+    # encode and the sink, which stores the file (and captions) in a store in memory.
+    topology = InMemoryTopology(renderer, on_record=heard, object_store=MemoryObjectStore())
 
-    async def speak() -> AssembledRequest:
+    async def speak() -> StoredRender:
         async with topology:
             if request.language == "auto":
                 await topology.warm()  # detection's models, before the plan's budget starts
-            parts = await topology.render_file_parts(request)
-        assembler = RequestAssembler()
-        for n, part in enumerate(parts):
-            assembled = assembler.add(("memory", 0), n, b"", part)
-            if assembled is not None:
-                return assembled
-        raise RecordError("the request's audio is incomplete")  # never: render returns it whole
+            return await topology.render_stored(request)
 
     try:
         # A loop of its own, left as the caller's was: `asyncio.run` unsets the thread's
         # current loop on exit, and an in-process caller's (a test session's) loop went with it.
         loop = asyncio.new_event_loop()
         try:
-            assembled = loop.run_until_complete(speak())
+            stored = loop.run_until_complete(speak())
         finally:
             loop.close()
-        data, _ = stored_audio(assembled)
     except (RecordError, EncodingError) as err:
         raise ConfigError(str(err)) from err
     finally:
         renderer.close()
+    result, data = stored.result, stored.audio
     args.out.write_bytes(data)
-    words: list[WordTiming] = assembled.words or []
-    audio_s = assembled.duration_ms / 1000
-    rate = assembled.sample_rate
-    substitutions = {d.voice_used for d in assembled.degraded if d.voice_used and d.voice_used != args.voice}
+    audio_s = result.duration_ms / 1000
+    rate = result.sample_rate
+    substitutions = {d.voice_used for d in result.degraded if d.voice_used and d.voice_used != args.voice}
     if args.captions is not None and caption_format is not None:
-        from streamtts.schemas.captions import render
-
-        args.captions.write_bytes(render(words, caption_format))
-        print(f"wrote {args.captions} ({caption_format}, {len(words)} words)", file=sys.stderr)
+        captions = result.captions
+        if captions is None:
+            raise ConfigError("the request's captions were not stored")
+        ref = {"vtt": captions.vtt, "srt": captions.srt, "json": captions.words}[caption_format]
+        args.captions.write_bytes(stored.files[ref.key])
+        words = len(result.words or [])
+        print(f"wrote {args.captions} ({caption_format}, {words} words)", file=sys.stderr)
 
     total_s = time.perf_counter() - started
     rtf = total_s / audio_s if audio_s else float("nan")

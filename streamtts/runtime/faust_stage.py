@@ -17,7 +17,7 @@ from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import make_app
 from streamtts.runtime.jsonlog import log_event
 from streamtts.runtime.stage_loop import StageLoop, pending_delivery
-from streamtts.runtime.stage_outputs import StageOutputs, Transport
+from streamtts.runtime.stage_outputs import StageOutputs
 from streamtts.runtime.stage_parts import StageParts
 from streamtts.runtime.topology import StageSpec, stage_spec
 from streamtts.schemas.headers import header_pairs
@@ -153,15 +153,6 @@ class FaustStage(StageLoop):
         """faust supervises its agents (a crashed agent is restarted); the app itself crashing
         is what a worker cannot recover from."""
         return self.app.crash_reason if self.app.crashed else None
-
-    def send_through(self, transport: Transport) -> None:
-        """Send the stage's outputs through `transport` instead of its app's producer (the
-        in-memory topology); what the stage may write stays what its spec declares."""
-        self.outputs = StageOutputs(self.name, self.topics, transport, self.spec)
-
-    def release(self) -> None:
-        """Let go of what the stage holds beside its app (its thread pools): after `stop`, or
-        instead of it for a stage whose app never started (the in-memory topology)."""
 
     async def warm(self) -> None:
         """Load what the stage needs before its first record: its spec's `warm` (off the event

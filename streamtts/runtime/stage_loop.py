@@ -26,9 +26,12 @@ from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.redelivery import Redelivery, RedeliveryWatch
 from streamtts.runtime.stage import DeadLettering, aimed_elsewhere
+from streamtts.runtime.stage_outputs import StageOutputs, Transport
 from streamtts.runtime.startup import describe
 from streamtts.runtime.taken import ReadAhead, Taken
 from streamtts.runtime.telemetry import Telemetry
+from streamtts.runtime.topics import TopicNames
+from streamtts.runtime.topology import StageSpec
 from streamtts.runtime.tracing import annotate
 
 HELD = "held"
@@ -85,6 +88,10 @@ class StageLoop(DeadLettering):
     """Whether `handle` may return `HELD` (the loop then tracks every record's ack)."""
 
     group: str
+    sources: list[str]
+    spec: StageSpec
+    topics: TopicNames
+    outputs: StageOutputs
     telemetry: Telemetry
     log: logging.Logger
 
@@ -273,6 +280,19 @@ class StageLoop(DeadLettering):
             return
         for ready in self._acks.done(partition, offset, generation):
             await self._source.ack(ready)
+
+    def send_through(self, transport: Transport) -> None:
+        """Send the stage's outputs through `transport` instead of its producer (the in-memory
+        topology); what the stage may write stays what its spec declares."""
+        self.outputs = StageOutputs(self.name, self.topics, transport, self.spec)
+
+    def log_to(self, log: logging.Logger) -> None:
+        """Log as `log` instead of the stage's own logger (the canary's stages: warnings only)."""
+        self.log = log
+
+    def release(self) -> None:
+        """Let go of what the stage holds beside its consumer (its thread pools): after `stop`,
+        or instead of it for a stage that never started (the in-memory topology)."""
 
     def log_record(
         self,

@@ -13,11 +13,12 @@ from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.runtime.topics import TopicNames
 
-PIECES = ("model", "voices", "lanes", "release_profile", "cancels", "lexicons", "releases")
+PIECES = ("model", "voices", "lanes", "release_profile", "cancels", "lexicons", "releases", "object_store")
 """The pieces a process may share with its stages:
 model: the loaded renderer; voices: resolves voice names (the model's registry, or one that
 loads nothing); lanes: the inference lanes synthesize stages share; release_profile: the
-release the process serves; cancels, lexicons, releases: the side services of those names."""
+release the process serves; cancels, lexicons, releases: the side services of those names;
+object_store: where the sink stores files instead of `s3` (the in-memory topology's store)."""
 
 
 @dataclass(frozen=True)

@@ -84,9 +84,10 @@ class StageSpec:
     """"module:function", awaited once per process before any of its stages joins a group:
     what the stage loads for the whole process (a load holding the GIL then starves no
     started stage's heartbeats: segment's language models did, ~5 s)."""
-    in_memory: bool = True
-    """Runs in the in-memory topology (`processors.in_memory`); False: a stage with outside
-    effects that have no in-memory double (the sink's object storage)."""
+    in_memory_needs: tuple[str, ...] = ()
+    """Pieces (`StageParts.piece`) it cannot be built without in the in-memory topology
+    (`processors.in_memory`), which runs it only where the caller gives them: the sink needs
+    "object_store", a store in memory for its files (no S3 there)."""
     services: tuple[SideService, ...] = ()
     """Side services the stage needs in its process (see `SIDE_SERVICES` for their order)."""
     release_lanes: bool = False
@@ -180,7 +181,7 @@ TOPOLOGY: tuple[StageSpec, ...] = (
               groups=(GroupSpec(("file_parts",)),),
               outputs=("results",),
               build="streamtts.sinks.completion_sink:build_stage",
-              in_memory=False),
+              in_memory_needs=("object_store",)),
 )
 # fmt: on
 

@@ -1,7 +1,8 @@
 """The topology in memory (`processors.in_memory`) runs the real stages' handlers: for the same
 requests it writes byte-identical PCM and audio to what the pipeline on a real broker writes
 (several languages, SSML, a tenant lexicon), and each stage writes only its declared outputs;
-`streamtts synth`, which runs it, writes the file the pipeline stores.
+the sink, given a store in memory, stores files that decode to their results' durations;
+`streamtts synth`, which runs it all, writes the file the pipeline stores, byte for byte.
 
 Kokoro voices only: Kokoro is deterministic, Piper draws its VITS noise inside the graph, so
 two renders of one Piper request differ by design (docs/render-cache.md) wherever they run."""
@@ -25,8 +26,10 @@ from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.topics import TopicNames
-from streamtts.schemas import AudioChunk, LexiconEntry, PcmChunk, Segment, TTSRequest, wire
+from streamtts.schemas import AudioChunk, CompletionResult, LexiconEntry, PcmChunk, Segment, TTSRequest, wire
 from streamtts.schemas.headers import header_pairs
+from streamtts.sinks.memory_store import MemoryObjectStore
+from tests.helpers import decoded_seconds
 from tests.services import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -117,8 +120,9 @@ async def test_the_topology_in_memory_writes_what_the_pipeline_writes(
 
     memory_book = LexiconBook(kafka_settings, topics.lexicons)  # filled by hand: never started
     memory_book.take(tenant, lexicon)
+    store = MemoryObjectStore()
     async with InMemoryTopology(
-        speech_renderer, running_pipeline.pipeline, topics, lexicons=memory_book
+        speech_renderer, running_pipeline.pipeline, topics, lexicons=memory_book, object_store=store
     ) as memory:
         await memory.warm()  # as the pipeline's segment stage did at its start
         for request in requests:
@@ -142,6 +146,10 @@ async def test_the_topology_in_memory_writes_what_the_pipeline_writes(
             assert in_memory_audio == on_kafka_audio[rid], (
                 f"{request.format} differs for {request.text[:20]!r}"
             )
+        results = [
+            wire.decode(CompletionResult, r.value, header_pairs(r.headers))
+            for r in memory.log[topics.results]
+        ]
         written = {stage.group: dict(stage.outputs.written) for stage in memory.stages}
         spoken = [
             wire.decode(Segment, r.value, header_pairs(r.headers)).text
@@ -155,6 +163,16 @@ async def test_the_topology_in_memory_writes_what_the_pipeline_writes(
     )
     assert set(written["synthesize"]) == {"pcm"} and not written["synthesize-long"]
     assert set(written["encode"]) == {"audio", "file_parts"}
+    # The sink ran too: one completed result per request, its file in the store in memory.
+    assert written["sink"] == {"results": len(requests)}
+    assert sorted(r.request_id for r in results) == sorted(r.request_id for r in requests)
+    for result in results:
+        assert result.status == "completed" and result.storage is not None, result
+        stored = store.objects[result.storage.key].data
+        decoded_ms = decoded_seconds(stored, result.format, result.sample_rate) * 1000
+        # mp3: one encoder delay (1105 samples) and less than a frame (1152) of padding.
+        tolerance_ms = {"mp3": (1105 + 1152) / result.sample_rate * 1000}.get(result.format, 30.0)
+        assert abs(decoded_ms - result.duration_ms) < tolerance_ms, (result.format, decoded_ms, result)
 
 
 async def test_streamtts_synth_writes_the_file_the_pipeline_stores(

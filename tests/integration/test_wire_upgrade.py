@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import av
 import numpy as np
 import pytest
 from aiokafka.admin import NewTopic
@@ -30,15 +29,13 @@ from streamtts.schemas import PcmChunk, RequestContext, TTSRequest, wire
 from streamtts.sinks.subscriber import AudioSubscriber
 from streamtts.worker import Worker
 from tests.factories import pcm_chunk
-from tests.helpers import topic_records
+from tests.helpers import decoded_seconds, topic_records
 from tests.services import Services
 
 pytestmark = pytest.mark.integration
 
 FORMATS = ("mp3", "opus", "pcm", "mulaw")
 SEGMENTS = 3
-# ffmpeg's demuxer for each reply-topic file (headerless ones need their rate).
-DEMUX = {"mp3": "mp3", "opus": "ogg", "pcm": "s16le", "mulaw": "mulaw"}
 
 
 def _pcm(request: TTSRequest, seq: int) -> PcmChunk:
@@ -63,15 +60,6 @@ def _worker(kafka: KafkaSettings, services: Services, fmt: wire.WireFormat) -> W
 async def _audio_records(kafka: KafkaSettings, topic: str, count: int) -> list:  # type: ignore[type-arg]
     """The first `count` records of `topic` (waits for them)."""
     return await topic_records(kafka, topic, count, timeout_s=60)
-
-
-def _decoded_seconds(path: Path, fmt: str, rate: int) -> float:
-    """Seconds of audio FFmpeg's own demuxer and decoder find in the file (PyAV: libavformat,
-    as `ffmpeg -f DEMUX -i FILE` would read it; headerless PCM and mu-law need their rate)."""
-    options = {"sample_rate": str(rate), "ch_layout": "mono"} if fmt in ("pcm", "mulaw") else {}
-    with av.open(str(path), format=DEMUX[fmt], options=options) as container:
-        frames = list(container.decode(audio=0))
-    return sum(f.samples / f.sample_rate for f in frames)
 
 
 async def test_mixed_formats_mid_stream_lose_nothing_and_reply_topics_are_playable_raw(
@@ -159,7 +147,7 @@ async def test_mixed_formats_mid_stream_lose_nothing_and_reply_topics_are_playab
         path = tmp_path / f"{req.request_id}.{req.format}"
         path.write_bytes(b"".join(r.value for r in replies if r.key == req.request_id.encode()))
         rate = RequestContext.of(req).sample_rate
-        seconds = _decoded_seconds(path, req.format, rate)
+        seconds = decoded_seconds(path, req.format, rate)
         # mp3: one stream, so one encoder delay (1105 samples) and < 1 frame (576) of padding
         # however many chunks (chunks encoded alone add both at every boundary); opus: each
         # chunk is its own Ogg link.

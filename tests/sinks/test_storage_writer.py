@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from streamtts.runtime.pipeline_settings import PipelineSettings
-from streamtts.runtime.settings import S3Settings
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.schemas import RequestContext, StorageRef, WordTiming
 from streamtts.sinks.assembler import AssembledRequest
@@ -83,9 +82,11 @@ def _writer(
 ) -> StorageWriter:
     pipeline = PipelineSettings.of(storage_retries=retries, retention_days=retention_days)
     writer = StorageWriter(
-        S3Settings(), pipeline, SinkTelemetry(telemetry, "sink"), stopping or asyncio.Event()
+        store,  # type: ignore[arg-type]  # a stand-in with the store's methods
+        pipeline,
+        SinkTelemetry(telemetry, "sink"),
+        stopping or asyncio.Event(),
     )
-    writer.store = store  # type: ignore[assignment]
     made.append(writer)
     return writer
 
