@@ -53,7 +53,7 @@ from streamtts.sinks.checkpoint import SinkCheckpoint
 from streamtts.sinks.exceptions import PartitionRevoked
 from streamtts.sinks.finished import Finished, FinishedRequests, RenderKey, RequestKey, rendering_of
 from streamtts.sinks.finisher import RequestFinisher
-from streamtts.sinks.object_store import FileStore, ObjectStore
+from streamtts.sinks.object_store import ObjectStore
 from streamtts.sinks.results_reread import ResultsReread
 from streamtts.sinks.sink_source import SinkEvent, SinkSource
 from streamtts.sinks.storage_writer import StorageWriter
@@ -96,7 +96,7 @@ class CompletionSink(StageLoop):
         *,
         namespace: str = "",
         telemetry: Telemetry | None = None,
-        store: FileStore | None = None,
+        store: ObjectStore | None = None,
     ) -> None:
         """s3: where files are stored; store: another store instead (in memory)."""
         super().__init__()

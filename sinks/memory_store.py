@@ -1,66 +1,97 @@
-"""Object storage in memory, for the in-memory topology (`processors.in_memory`): the sink stores
-a request's files here, under the keys and with the claim checks it gives in object storage, so
-the same handler runs with no S3 server. Never a worker's: a worker without object storage
-settings refuses to build the sink."""
+"""Object storage in memory, for the in-memory topology (`processors.in_memory`): the sink's own
+`ObjectStore` (keys, metadata, tags, claim checks) over a bucket that is a dict, so the same
+handler runs with no S3 server. Never a worker's: a worker without object storage settings
+refuses to build the sink."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, BinaryIO
 
-from streamtts.schemas import RequestContext, StorageRef
-from streamtts.sinks.object_store import content_type, object_key, sibling_key
+from streamtts.runtime.settings import S3Settings
+from streamtts.sinks.object_store import ObjectStore
 
 
 @dataclass(frozen=True)
 class StoredObject:
     data: bytes
     content_type: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Written:
+    etag: str
+
+
+@dataclass(frozen=True)
+class _Stat:
     metadata: dict[str, str]
 
 
-class MemoryObjectStore:
-    """`ObjectStore`'s writing side (a `FileStore`), as a dict of key → object."""
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
 
-    bucket = "memory"
+    def read(self) -> bytes:
+        return self._data
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+@dataclass
+class MemoryBucket:
+    """The part of the minio client `ObjectStore` calls, on one bucket held in a dict."""
+
+    objects: dict[str, StoredObject] = field(default_factory=dict)
+
+    def bucket_exists(self, bucket: str) -> bool:
+        return True
+
+    def put_object(
+        self,
+        bucket: str,
+        key: str,
+        data: BinaryIO,
+        length: int,
+        content_type: str = "application/octet-stream",
+        metadata: dict[str, Any] | None = None,
+        **_: Any,  # part size, tags: nothing to do in memory
+    ) -> _Written:
+        body = data.read(length)
+        self.objects[key] = StoredObject(body, content_type, dict(metadata or {}))
+        return _Written(hashlib.md5(body, usedforsecurity=False).hexdigest())  # S3's single-part etag
+
+    def presigned_get_object(self, bucket: str, key: str, expires: timedelta) -> str:
+        return f"memory://{bucket}/{key}"
+
+    def stat_object(self, bucket: str, key: str) -> _Stat:
+        meta = self.objects[key].metadata
+        return _Stat({f"x-amz-meta-{k}": str(v) for k, v in meta.items()})
+
+    def get_object(self, bucket: str, key: str) -> _Body:
+        return _Body(self.objects[key].data)
+
+
+class MemoryObjectStore(ObjectStore):
+    """The sink's `ObjectStore` on a `MemoryBucket`."""
 
     def __init__(self) -> None:
-        self.objects: dict[str, StoredObject] = {}
+        self.settings = S3Settings(endpoint="memory", bucket="memory")
+        self.bucket = self.settings.bucket
+        self.memory = MemoryBucket()
+        self.client = self.memory  # type: ignore[assignment]  # the calls ObjectStore makes, in memory
+        self._bucket_ready = True
 
-    def put_audio(
-        self,
-        ctx: RequestContext,
-        data: bytes,
-        *,
-        sample_rate: int,
-        duration_ms: float,
-        presign_s: int | None,
-        namespace: str = "",
-        tags: dict[str, str] | None = None,
-    ) -> StorageRef:
-        key = object_key(ctx, namespace)
-        return self._put(key, data, content_type(ctx, sample_rate), {"duration-ms": f"{duration_ms:.1f}"})
-
-    def put_beside(
-        self,
-        audio: StorageRef,
-        extension: str,
-        data: bytes,
-        content_type: str,
-        tags: dict[str, str] | None = None,
-    ) -> StorageRef:
-        return self._put(sibling_key(audio.key, extension), data, content_type, {})
-
-    def put_marker(self, key: str, metadata: dict[str, str]) -> None:
-        self._put(key, b"", "application/octet-stream", dict(metadata))
-
-    def get(self, bucket: str, key: str) -> bytes:
-        return self.objects[key].data
+    @property
+    def objects(self) -> dict[str, StoredObject]:
+        return self.memory.objects
 
     def clear(self) -> None:
-        self.objects.clear()
-
-    def _put(self, key: str, data: bytes, ctype: str, metadata: dict[str, str]) -> StorageRef:
-        self.objects[key] = StoredObject(data, ctype, metadata)
-        etag = hashlib.md5(data, usedforsecurity=False).hexdigest()  # as S3's for a single part
-        return StorageRef(bucket=self.bucket, key=key, size=len(data), etag=etag, content_type=ctype)
+        self.memory.objects.clear()

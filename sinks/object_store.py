@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
-from typing import Protocol
 from urllib.parse import quote
 
 import urllib3
@@ -63,34 +62,6 @@ def _tags(tags: dict[str, str] | None) -> Tags | None:
     out = Tags(for_object=True)
     out.update(tags)
     return out
-
-
-class FileStore(Protocol):
-    """Where the sink puts a request's files: `ObjectStore` (S3), or in memory
-    (`sinks.memory_store`, the in-memory topology's)."""
-
-    def put_audio(
-        self,
-        ctx: RequestContext,
-        data: bytes,
-        *,
-        sample_rate: int,
-        duration_ms: float,
-        presign_s: int | None,
-        namespace: str = "",
-        tags: dict[str, str] | None = None,
-    ) -> StorageRef: ...
-
-    def put_beside(
-        self,
-        audio: StorageRef,
-        extension: str,
-        data: bytes,
-        content_type: str,
-        tags: dict[str, str] | None = None,
-    ) -> StorageRef: ...
-
-    def put_marker(self, key: str, metadata: dict[str, str]) -> None: ...
 
 
 class ObjectStore:

@@ -21,7 +21,7 @@ from streamtts.schemas import Captions, RequestContext, StorageRef
 from streamtts.schemas import captions as caption_files
 from streamtts.sinks.assembler import AssembledRequest
 from streamtts.sinks.exceptions import StorageRejected, StorageUnavailable
-from streamtts.sinks.object_store import FileStore, is_transient_storage_error
+from streamtts.sinks.object_store import ObjectStore, is_transient_storage_error
 from streamtts.sinks.stored_audio import stored_audio
 from streamtts.sinks.telemetry import SinkTelemetry
 
@@ -43,7 +43,7 @@ class StoredFiles:
 class StorageWriter:
     def __init__(
         self,
-        store: FileStore,
+        store: ObjectStore,
         pipeline: PipelineSettings,
         telemetry: SinkTelemetry,
         stopping: asyncio.Event,
