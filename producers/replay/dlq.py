@@ -88,8 +88,7 @@ async def replay_dlq(
                     summary.skip("foreign_topic")
                     continue
                 ledger_key = f"dlq:{dlq_topic}/{record.partition}@{record.offset}"
-                if ledger.seen(ledger_key) and not options.force:
-                    summary.skip("already_replayed")
+                if options.already_replayed(ledger, ledger_key, summary):
                     continue
                 if letter.attempts >= max_attempts and not options.force:
                     summary.skip("max_attempts")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from streamtts.producers.replay.ledger import ReplayLedger
 from streamtts.producers.replay.pacing import Pacer, Progress
 from streamtts.producers.replay.summary import ReplaySummary
 
@@ -30,6 +31,14 @@ class ReplayOptions:
 
     def progress_line(self, label: str) -> Progress:
         return Progress(label, self.progress)
+
+    def already_replayed(self, ledger: ReplayLedger, key: str, summary: ReplaySummary) -> bool:
+        """Whether to skip `key` because the ledger has it (unless `force`); a skip is counted
+        in `summary` as "already_replayed"."""
+        if ledger.seen(key) and not self.force:
+            summary.skip("already_replayed")
+            return True
+        return False
 
 
 DEFAULT_OPTIONS = ReplayOptions()

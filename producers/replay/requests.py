@@ -140,8 +140,7 @@ async def replay_requests(
             n = sum(1 for k in ledger.done if k.startswith(f"request:{rid}#")) + 1
             new_id = f"{rid[:110]}.r{n}" if new_ids else None
             ledger_key = f"request:{rid}#{n}" if new_ids else f"request:{rid}#same:{voice}:{fmt}:{namespace}"
-            if not new_ids and ledger.seen(ledger_key) and not options.force:
-                summary.skip("already_replayed")
+            if not new_ids and options.already_replayed(ledger, ledger_key, summary):
                 continue
             replay = _rewrite(
                 original,
@@ -193,8 +192,7 @@ async def replay_window(
             summary.skip("utterance_said_nothing")
             return
         ledger_key = f"{window}:{request.request_id}"
-        if ledger.seen(ledger_key) and not options.force:
-            summary.skip("already_replayed")
+        if options.already_replayed(ledger, ledger_key, summary):
             return
         replayed = _rewrite(request, voice=None, fmt=None, new_id=None, namespace=namespace)
         summary.redriven += 1

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from streamtts.producers.replay import ledger as ledger_module
-from streamtts.producers.replay.ledger import ledger_and_producer
+from streamtts.producers.replay.ledger import ReplayLedger, ledger_and_producer
+from streamtts.producers.replay.options import ReplayOptions
 from streamtts.runtime.settings import KafkaSettings
 
 
@@ -52,3 +53,14 @@ async def test_producer_is_stopped_when_the_replay_fails(fakes: FakeProducer) ->
         async with ledger_and_producer(KafkaSettings(), "tts.replay.ledger"):
             raise RuntimeError("broker gone")
     assert fakes.events == ["start", "stop"]
+
+
+def test_what_the_ledger_has_is_skipped_unless_forced() -> None:
+    ledger = ReplayLedger(KafkaSettings(), "tts.replay.ledger")
+    ledger.done.add("done")
+    plain, forced = ReplayOptions(), ReplayOptions(force=True)
+    summary = plain.summary()
+    assert plain.already_replayed(ledger, "done", summary)
+    assert not plain.already_replayed(ledger, "new", summary)
+    assert not forced.already_replayed(ledger, "done", summary)
+    assert summary.skipped == {"already_replayed": 1}
