@@ -34,6 +34,9 @@ class _Pending:
     first_offset: dict[TopicPart, int] = field(default_factory=dict)
     records: list[tuple[TopicPart, int, bytes, tuple[tuple[str, bytes], ...]]] = field(default_factory=list)
     """(partition, offset, raw value, headers) of every record, to dead-letter them as they came."""
+    read: list[tuple[TopicPart, int, int]] = field(default_factory=list)
+    """(partition, offset, epoch) of every record read for it, redelivered duplicates too: the
+    records whose acks wait until the request is finished (`finish` returns them)."""
     updated_at: float = 0.0
 
     def complete(self) -> bool:
@@ -145,8 +148,11 @@ class RequestAssembler:
         raw: bytes,
         chunk: ChunkRecord,
         headers: tuple[tuple[str, bytes], ...] = (),
+        *,
+        epoch: int = 0,
     ) -> AssembledRequest | None:
-        """Record one chunk; returns the assembled request when it just became complete."""
+        """Record one chunk; returns the assembled request when it just became complete.
+        `epoch`: the partition's assignment it was read under (given back by `finish`)."""
         key = (chunk.request.tenant, chunk.request_id)
         p = self._pending.get(key)
         if p is None:
@@ -157,6 +163,7 @@ class RequestAssembler:
             p.ctx = chunk.request
         p.first_offset.setdefault(tp, offset)
         p.updated_at = self._clock()
+        p.read.append((tp, offset, epoch))
         position = (chunk.seq, chunk.part)
         if position in p.parts:
             return None  # a redelivered duplicate: the first copy wins
@@ -188,9 +195,11 @@ class RequestAssembler:
             ),
         )
 
-    def finish(self, key: RequestKey) -> None:
-        """Forget a request whose outputs are acknowledged."""
-        self._pending.pop(key, None)
+    def finish(self, key: RequestKey) -> list[tuple[TopicPart, int, int]]:
+        """Forget a request whose outputs are acknowledged; returns (partition, offset, epoch)
+        of every record read for it, whose acks may go now."""
+        p = self._pending.pop(key, None)
+        return p.read if p is not None else []
 
     def stale(
         self, older_than_s: float

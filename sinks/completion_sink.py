@@ -126,8 +126,6 @@ class CompletionSink(StageLoop):
         self._results_read_to: dict[int, int] | None = None
         """tts.results partition → the end offset the last finished read reached."""
         self._task: asyncio.Task[None] | None = None
-        self._held: dict[RequestKey, list[tuple[TopicPart, int, int]]] = {}
-        """Each unfinished request's records (partition, offset, epoch): their acks wait for it."""
         self._done: dict[TopicPart, int] = {}
         """Per partition: the offset up to which every record is done (acked in order)."""
         self._tp: TopicPart = (self.topics.file_parts, 0)
@@ -315,9 +313,7 @@ class CompletionSink(StageLoop):
             # the stale timeout. (A replay is another rendering; a re-driven dead letter of
             # the sink is meant to be redone.)
             return "already_finished"
-        key = (chunk.request.tenant, chunk.request_id)
-        self._held.setdefault(key, []).append((part, msg.offset, msg.generation_id))
-        assembled = self.assembler.add(part, msg.offset, msg.value, chunk, headers)
+        assembled = self.assembler.add(part, msg.offset, msg.value, chunk, headers, epoch=msg.generation_id)
         if assembled is None:
             return HELD  # acked once its request is finished
         result = await self.finisher.finish(assembled)
@@ -328,9 +324,7 @@ class CompletionSink(StageLoop):
         """A request whose chunks stopped coming (a segment lost upstream) fails visibly."""
         for key, tp, ctx, missing, headers in self.assembler.stale(self.stale_after_s):
             if self.finished.status(key) == "completed":  # never flip a delivered request
-                self.assembler.finish(key)
-                for part, offset, epoch in self._held.pop(key, []):
-                    await self.release_ack(part, offset, epoch)
+                await self._finished(key)
                 continue
             if tp not in self.checkpoint.owned:
                 continue  # dropped with its partition at the revocation
@@ -351,8 +345,11 @@ class CompletionSink(StageLoop):
         before = self.finished.add(rendering, result.status, result.completed_at)
         if self.eos:
             self._tentative.setdefault(self._tp, []).append((rendering[:2], before))
-        self.assembler.finish(rendering[:2])
-        for part, offset, epoch in self._held.pop(rendering[:2], []):
+        await self._finished(rendering[:2])
+
+    async def _finished(self, key: RequestKey) -> None:
+        """The request is done: the acks of every record read for it go (in offset order)."""
+        for part, offset, epoch in self.assembler.finish(key):
             await self.release_ack(part, offset, epoch)
 
     def _settled(self, tp: TopicPart, committed: bool) -> None:
@@ -377,8 +374,6 @@ class CompletionSink(StageLoop):
     def forget(self, tps: set[TopicPart]) -> None:
         """Revoked: what came from `tps` is the next owner's to read again."""
         self.assembler.drop_partitions(tps)
-        for key in [k for k, held in self._held.items() if any(part in tps for part, _, _ in held)]:
-            del self._held[key]
         for tp in tps:
             self._done.pop(tp, None)
         if self._acks is not None:

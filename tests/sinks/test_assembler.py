@@ -36,8 +36,11 @@ def test_a_redelivered_duplicate_is_ignored() -> None:
     assert asm.add(TP, 0, first.to_bytes(), first) is None
     assert asm.add(TP, 1, first.to_bytes(), first) is None
     last = pcm_chunk(req, 1, 2)
-    done = asm.add(TP, 2, last.to_bytes(), last)
+    done = asm.add(TP, 2, last.to_bytes(), last, epoch=3)
     assert done is not None and done.chunks == 2
+    read = asm.finish((req.tenant, req.request_id))
+    assert read == [(TP, 0, 0), (TP, 1, 0), (TP, 2, 3)], "every record read, the duplicate's too"
+    assert asm.pending_ids() == [] and asm.finish((req.tenant, req.request_id)) == []
 
 
 def test_revoked_partitions_are_forgotten() -> None:
