@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -137,9 +137,9 @@ class InOrderAcks(Generic[T]):
             del pending[first]
         return released
 
-    def forget(self, partitions: object) -> None:
+    def forget(self, partitions: Iterable[object]) -> None:
         """Partitions no longer held: what was read of them is their next owner's."""
-        for partition in partitions:  # type: ignore[attr-defined]
+        for partition in partitions:
             self._pending.pop(partition, None)
 
     def __len__(self) -> int:

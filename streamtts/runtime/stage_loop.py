@@ -115,17 +115,11 @@ class StageLoop(DeadLettering):
         """
         self._source = source
         ahead = self.read_ahead()
-        acks = self._acks = InOrderAcks() if ahead is not None or self.holds_acks else None
+        self._acks = InOrderAcks() if ahead is not None or self.holds_acks else None
         if ahead is None:
             async for event in source.events():
-                msg = event.message
-                if acks is not None:
-                    acks.track(msg.tp, msg.generation_id, msg.offset, event)
-                redelivery = self._redelivery(event)
-                if aimed_elsewhere(msg.headers, self.name):
-                    await self.ack(event, source)  # a replay for the other consumer of this topic
-                    continue
-                await self.process(self._marked(await self.take(event), redelivery), source)
+                if (taken := await self._read(event, source)) is not None:
+                    await self.process(taken, source)
             return
         # Reading ahead: records finish out of order, acks leave in offset order, and what
         # is still queued at a rebalance or stop stays unacked for the partition's next owner.
@@ -146,14 +140,8 @@ class StageLoop(DeadLettering):
         )
         try:
             async for event in source.events():
-                msg = event.message
-                assert acks is not None
-                acks.track(msg.tp, msg.generation_id, msg.offset, event)
-                redelivery = self._redelivery(event)
-                if aimed_elsewhere(msg.headers, self.name):
-                    await self.ack(event, source)
+                if (taken := await self._read(event, source)) is None:
                     continue
-                taken = self._marked(await self.take(event), redelivery)
                 if taken.now:
                     await self.process(taken, source)
                     continue
@@ -175,6 +163,19 @@ class StageLoop(DeadLettering):
                     raise RuntimeError(f"{self.group}: the drain task ended")
         finally:
             await cancel_and_wait(drain)
+
+    async def _read(self, event: Any, source: RecordSource) -> Taken[Any] | None:
+        """A record read, in its partition's order: tracked for in-order acks, marked if it may
+        be a redelivery, and taken; None for a replay aimed at the other reader of its topic
+        (acked at once)."""
+        msg = event.message
+        if self._acks is not None:
+            self._acks.track(msg.tp, msg.generation_id, msg.offset, event)
+        redelivery = self._redelivery(event)
+        if aimed_elsewhere(msg.headers, self.name):
+            await self.ack(event, source)
+            return None
+        return self._marked(await self.take(event), redelivery)
 
     def _redelivery(self, event: Any) -> Redelivery | None:
         """Note a record as read, in its partition's order (so before any read-ahead queue)."""
