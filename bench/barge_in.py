@@ -15,19 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from streamtts.bench.fresh_workers import scenario_workers
-from streamtts.bench.loadgen import poisson_schedule
+from streamtts.bench.bench_facts import say
+from streamtts.bench.fresh_workers import Scenario, ScenarioPlan
 from streamtts.bench.stats import rounded_percentile
 from streamtts.bench.worker_procs import UsageWindow
-from streamtts.errors import StreamTTSError
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
 from streamtts.runtime.settings import Settings
@@ -101,24 +98,10 @@ class BargeRun:
         }
 
 
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", flush=True)
-
-
-async def _scenario(
-    settings: Settings,
-    voice: str,
-    mode: str,
-    rate: float,
-    schedule: Sequence[float],
-    cancel: Sequence[bool],
-    log_dir: Path,
-    drain_s: float,
-    threads: int,
-) -> BargeRun:
-    env = {"STREAMTTS_RENDER_CACHE": "0"}
-    async with scenario_workers(settings, "barge", voice, mode, threads, log_dir, env) as (prefix, workers):
-        kafka = dataclasses.replace(settings.kafka, topic_prefix=prefix)
+async def _scenario(scenario: Scenario, schedule: Sequence[float], cancel: Sequence[bool]) -> BargeRun:
+    voice, mode = scenario.voice, scenario.mode
+    async with scenario.workers({"STREAMTTS_RENDER_CACHE": "0"}) as (prefix, workers):
+        kafka = dataclasses.replace(scenario.settings.kafka, topic_prefix=prefix)
         topics = TopicNames(prefix)
         audio = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
         results = make_consumer(kafka, group_id=None, auto_offset_reset="latest")
@@ -126,7 +109,7 @@ async def _scenario(
         sending = True
         producer = RequestProducer(kafka)
         text = " ".join(ANSWERS[VOICE_LANG[voice]])
-        run = BargeRun(voice, mode, rate)
+        run = BargeRun(voice, mode, scenario.rate)
         by_id: dict[str, _Record] = {}
         tasks: list[asyncio.Task[None]] = []
         try:
@@ -176,7 +159,7 @@ async def _scenario(
             if all(r.result is not None for r in run.records):
                 all_done.set()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(all_done.wait(), drain_s)
+                await asyncio.wait_for(all_done.wait(), scenario.drain_s)
             used = usage.stop()
             run.cpu_s = sum(u.cpu_s for u in used.values())
         finally:
@@ -186,7 +169,7 @@ async def _scenario(
                 await consumer.stop()
             await producer.stop()
     row = run.row()
-    _say(
+    say(
         f"{voice} {mode}: {row['completed']} completed, {row['cancelled']} cancelled, {row['lost']} lost; "
         f"TTFA p50 {row['ttfa_p50_s']} s p99 {row['ttfa_p99_s']} s; cancel→last audio p50 "
         f"{row['cancel_to_last_audio_p50_s']} s p99 {row['cancel_to_last_audio_p99_s']} s; "
@@ -195,32 +178,15 @@ async def _scenario(
     return run
 
 
-async def run_barge_in_bench(
-    voices: Sequence[str] = ("en_joe", "jm_kumo"),
-    rates: dict[str, float] | None = None,
-    duration_s: float = 45.0,
-    seed: int = 11,
-    out_dir: Path = Path("results") / "bench",
-    drain_s: float = 90.0,
-    threads: int = 2,
-) -> list[BargeRun]:
+async def run_barge_in_bench(plan: ScenarioPlan) -> list[BargeRun]:
     """none and barge-in per voice, on the same schedule and the same cancelled half."""
     settings = Settings.from_env()
-    rates = rates or {"en_joe": 0.8, "jm_kumo": 0.12}
-    unknown = [v for v in voices if v not in VOICE_LANG]
-    if unknown:
-        raise StreamTTSError(f"--barge-in benches {', '.join(VOICE_LANG)}; not {', '.join(unknown)}")
     runs: list[BargeRun] = []
-    for voice in voices:
-        rng = random.Random(seed)
-        schedule = poisson_schedule(rates[voice], duration_s, rng)
+    for voice in plan.voices:
+        rng, schedule = plan.schedule(voice)
         cancel = [rng.random() < 0.5 for _ in schedule]
         for mode in ("none", "barge-in"):
-            runs.append(
-                await _scenario(
-                    settings, voice, mode, rates[voice], schedule, cancel, out_dir / "logs", drain_s, threads
-                )
-            )
+            runs.append(await _scenario(plan.scenario(settings, "barge", voice, mode), schedule, cancel))
     return runs
 
 

@@ -15,11 +15,11 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from streamtts.bench.fresh_workers import scenario_workers
-from streamtts.bench.loadgen import PipelineClient, RequestShape, open_loop, poisson_schedule, progress_line
+from streamtts.bench.bench_facts import say
+from streamtts.bench.fresh_workers import Scenario, ScenarioPlan
+from streamtts.bench.loadgen import PipelineClient, RequestShape, open_loop, progress_line
 from streamtts.bench.stats import RequestRecord, Summary, percentile, summarize
 from streamtts.bench.worker_procs import UsageWindow
 from streamtts.bench.workloads import WorkItem
@@ -135,28 +135,16 @@ class CacheRun:
         }
 
 
-def _say(msg: str) -> None:
-    print(f"[bench-cache] {msg}", flush=True)
-
-
 async def _scenario(
-    settings: Settings,
-    voice: str,
-    mode: str,
-    rate: float,
-    items: Sequence[WorkItem],
-    schedule: Sequence[float],
-    cache_prefix: str,
-    log_dir: Path,
-    drain_s: float,
-    threads: int = 2,
+    scenario: Scenario, items: Sequence[WorkItem], schedule: Sequence[float], cache_prefix: str
 ) -> CacheRun:
+    voice, mode = scenario.voice, scenario.mode
     env = {
         "STREAMTTS_RENDER_CACHE": "0" if mode == "off" else "1",
         "STREAMTTS_RENDER_CACHE_PREFIX": cache_prefix,
     }
-    async with scenario_workers(settings, "cache", voice, mode, threads, log_dir, env) as (prefix, workers):
-        client = PipelineClient(dataclasses.replace(settings.kafka, topic_prefix=prefix))
+    async with scenario.workers(env) as (prefix, workers):
+        client = PipelineClient(dataclasses.replace(scenario.settings.kafka, topic_prefix=prefix))
         try:
             await client.start()
             warm = [
@@ -175,7 +163,9 @@ async def _scenario(
                     raise StreamTTSError(f"{voice}/{mode}: the priming requests did not complete")
             usage = UsageWindow(workers.pids).start()
             label = progress_line(f"{voice} cache {mode}")
-            recs = await open_loop(client, items, schedule, RequestShape(voice), drain_s=drain_s, say=label)
+            recs = await open_loop(
+                client, items, schedule, RequestShape(voice), drain_s=scenario.drain_s, say=label
+            )
             used = usage.stop()
         finally:
             await client.stop()
@@ -184,14 +174,14 @@ async def _scenario(
     run = CacheRun(
         voice,
         mode,
-        rate,
+        scenario.rate,
         summary,
         sum(u.cpu_s for u in used.values()) / max(1, summary.completed),
         sum(r.cache_hits for r in recs) / spans if spans else 0.0,
         sum(r.first_cached for r in recs) / max(1, len(recs)),
         list(recs),
     )
-    _say(
+    say(
         f"{voice} {mode}: {summary.completed}/{summary.sent} done, TTFA p50 {summary.ttfa.p50:.3f} s "
         f"p99 {summary.ttfa.p99:.3f} s, {summary.throughput_rps:.2f} req/s, "
         f"{run.cpu_s_per_request:.2f} CPU s/request, span hit ratio {run.hit_ratio:.2f}"
@@ -221,42 +211,22 @@ def _warm_shared_tier(settings: Settings, voice: str, cache_prefix: str) -> None
 
 
 async def run_cache_bench(
-    voices: Sequence[str] = ("en_joe", "jm_kumo"),
-    rates: dict[str, float] | None = None,
-    duration_s: float = 60.0,
-    seed: int = 7,
-    out_dir: Path = Path("results") / "bench",
-    drain_s: float = 40.0,
-    modes: Sequence[str] = ("off", "cold", "warm"),
-    threads: int = 2,
+    plan: ScenarioPlan, modes: Sequence[str] = ("off", "cold", "warm")
 ) -> list[CacheRun]:
-    """Off, cold and warm (or `modes`) per voice on the same schedule; logs go to `out_dir`."""
+    """Off, cold and warm (or `modes`) per voice on the same schedule."""
     settings = Settings.from_env()
-    rates = rates or {"en_joe": 4.0, "jm_kumo": 1.2}
     runs: list[CacheRun] = []
     stamp = time.strftime("%Y%m%d%H%M%S")
-    for voice in voices:
-        rng = random.Random(seed)
-        schedule = poisson_schedule(rates[voice], duration_s, rng)
+    for voice in plan.voices:
+        rng, schedule = plan.schedule(voice)
         items = cs_workload(VOICE_LANG[voice], len(schedule), rng)
         for mode in modes:
             cache_prefix = f"render-cache-bench-{stamp}-{voice}-{'cold' if mode == 'cold' else 'warm'}/"
             if mode == "warm":
-                _say(f"{voice}: warming the shared tier with {len(PROMPTS[VOICE_LANG[voice]])} prompts")
+                say(f"{voice}: warming the shared tier with {len(PROMPTS[VOICE_LANG[voice]])} prompts")
                 await asyncio.to_thread(_warm_shared_tier, settings, voice, cache_prefix)
             runs.append(
-                await _scenario(
-                    settings,
-                    voice,
-                    mode,
-                    rates[voice],
-                    items,
-                    schedule,
-                    cache_prefix,
-                    out_dir / "logs",
-                    drain_s,
-                    threads,
-                )
+                await _scenario(plan.scenario(settings, "cache", voice, mode), items, schedule, cache_prefix)
             )
     return runs
 

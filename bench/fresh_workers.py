@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import random
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from streamtts.bench.bench_facts import apply_bench_topics, drop_bench_topics
+from streamtts.bench.loadgen import poisson_schedule
 from streamtts.bench.worker_procs import Topology, WorkerSet
 from streamtts.gateway.app import create_app
 from streamtts.gateway.server import GatewayServer
@@ -44,17 +47,53 @@ async def workers_on(
         await drop_bench_topics(settings, prefix)
 
 
-@asynccontextmanager
-async def scenario_workers(
-    settings: Settings, bench: str, voice: str, mode: str, threads: int, log_dir: Path, env: Mapping[str, str]
-) -> AsyncIterator[tuple[str, WorkerSet]]:
-    """`workers_on` for one voice × mode scenario of a side-by-side bench: one worker warm on
-    the voice, its topics and logs named after the scenario. Yields the topic prefix and the
-    workers."""
-    prefix = f"bench{bench}{time.strftime('%H%M%S')}-{voice.replace('_', '')}-{mode}-"
-    topology = Topology(1, threads, warm_voices=(voice,))
-    async with workers_on(settings, prefix, topology, log_dir / f"{voice}-{mode}", env) as (workers, _):
-        yield prefix, workers
+@dataclass(frozen=True)
+class Scenario:
+    """One voice × mode run of a side-by-side bench."""
+
+    settings: Settings
+    bench: str
+    voice: str
+    mode: str
+    rate: float
+    log_dir: Path
+    drain_s: float
+    threads: int
+
+    @asynccontextmanager
+    async def workers(self, env: Mapping[str, str]) -> AsyncIterator[tuple[str, WorkerSet]]:
+        """`workers_on` for the scenario: one worker warm on the voice, its topics and logs named
+        after the scenario. Yields the topic prefix and the workers."""
+        prefix = f"bench{self.bench}{time.strftime('%H%M%S')}-{self.voice.replace('_', '')}-{self.mode}-"
+        topology = Topology(1, self.threads, warm_voices=(self.voice,))
+        log_dir = self.log_dir / f"{self.voice}-{self.mode}"
+        async with workers_on(self.settings, prefix, topology, log_dir, env) as (workers, _):
+            yield prefix, workers
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    """A side-by-side bench: every mode of each voice on the same Poisson schedule (drawn from
+    `seed` at the voice's rate for `duration_s`), the workers' logs under `out_dir`/logs, and up
+    to `drain_s` after the last send for the stragglers."""
+
+    voices: Sequence[str]
+    rates: Mapping[str, float]
+    duration_s: float
+    seed: int
+    out_dir: Path
+    drain_s: float = 90.0
+    threads: int = 2
+
+    def schedule(self, voice: str) -> tuple[random.Random, list[float]]:
+        """The voice's send times, and the generator they came from (for the voice's other draws)."""
+        rng = random.Random(self.seed)
+        return rng, poisson_schedule(self.rates[voice], self.duration_s, rng)
+
+    def scenario(self, settings: Settings, bench: str, voice: str, mode: str) -> Scenario:
+        return Scenario(
+            settings, bench, voice, mode, self.rates[voice], self.out_dir / "logs", self.drain_s, self.threads
+        )
 
 
 @asynccontextmanager

@@ -290,12 +290,15 @@ def _barge_in_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
         return _barge_in_agents(args)
 
     from streamtts.bench.barge_in import VOICE_LANG, markdown, run_barge_in_bench
+    from streamtts.bench.fresh_workers import ScenarioPlan
 
     _check_section_voices("--barge-in", voices, VOICE_LANG)
     rates = {"en_joe": args.rate or 0.8, "jm_kumo": args.rate or 0.12}
     duration = args.duration or (30.0 if args.quick else 90.0)
     out = _section_out(args, "barge-in")
-    runs = asyncio.run(run_barge_in_bench(voices, rates, duration, args.seed, out, threads=args.threads))
+    runs = asyncio.run(
+        run_barge_in_bench(ScenarioPlan(voices, rates, duration, args.seed, out, threads=args.threads))
+    )
     _publish_section(out, "barge-in", markdown(runs), [r.row() for r in runs])
     return 0 if all(r.row()["lost"] == 0 for r in runs) else 1
 
@@ -331,6 +334,7 @@ def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     import asyncio
 
     from streamtts.bench.cache_bench import VOICE_LANG, markdown, run_cache_bench
+    from streamtts.bench.fresh_workers import ScenarioPlan
 
     _check_section_voices("--cache", voices, VOICE_LANG)
     rates = {"en_joe": args.rate or 4.0, "jm_kumo": args.rate or 1.2}
@@ -339,11 +343,8 @@ def _cache_section(args: argparse.Namespace, voices: tuple[str, ...]) -> int:
     modes = [m for m in args.cache_modes.split(",") if m]
     if not modes or set(modes) - {"off", "cold", "warm"}:
         raise ConfigError(f"--cache-modes takes off,cold,warm; got {args.cache_modes!r}")
-    runs = asyncio.run(
-        run_cache_bench(
-            voices, rates, duration, args.seed, out, drain_s=90.0, modes=modes, threads=args.threads
-        )
-    )
+    plan = ScenarioPlan(voices, rates, duration, args.seed, out, threads=args.threads)
+    runs = asyncio.run(run_cache_bench(plan, modes))
     _publish_section(out, "cache", markdown(runs), [r.row() for r in runs])
     return 0 if all(r.summary.lost == 0 for r in runs) else 1
 
