@@ -205,7 +205,7 @@ def _warm_shared_tier(settings: Settings, voice: str, cache_prefix: str) -> None
     lang = VOICE_LANG[voice]
     for text in PROMPTS[lang]:
         warm_cache(
-            synth, text, voice, None, None, limits=SpanLimits(first_min_chars=pipeline.text.first_min_chars)
+            synth, text, voice_id=voice, limits=SpanLimits(first_min_chars=pipeline.text.first_min_chars)
         )
     cache.flush()
 

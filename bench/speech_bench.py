@@ -148,7 +148,7 @@ def main() -> None:
                 record(
                     f"ours kokoro {lang}",
                     *timed_stream(
-                        partial(synthesize_text, synth, s, lang, VOICE),
+                        partial(synthesize_text, synth, s, lang_hint=lang, voice_id=VOICE),
                         lambda pair: pair[1].duration_s,
                     ),
                 )
@@ -163,7 +163,7 @@ def main() -> None:
             record(
                 "ours piper en",
                 *timed_stream(
-                    partial(synthesize_text, synth, s, "en", "en_joe"),
+                    partial(synthesize_text, synth, s, lang_hint="en", voice_id="en_joe"),
                     lambda pair: pair[1].duration_s,
                 ),
             )
@@ -172,14 +172,14 @@ def main() -> None:
         record(
             "ours kokoro paragraph",
             *timed_stream(
-                lambda: synthesize_text(synth, PARAGRAPH, "en", VOICE),
+                lambda: synthesize_text(synth, PARAGRAPH, lang_hint="en", voice_id=VOICE),
                 lambda pair: pair[1].duration_s,
             ),
         )
         record(
             "ours piper paragraph",
             *timed_stream(
-                lambda: synthesize_text(synth, PARAGRAPH, "en", "en_joe"),
+                lambda: synthesize_text(synth, PARAGRAPH, lang_hint="en", voice_id="en_joe"),
                 lambda pair: pair[1].duration_s,
             ),
         )

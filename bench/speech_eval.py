@@ -157,7 +157,7 @@ def render_core(
         pieces: list[np.ndarray] = []
         rate = PIPELINE_RATE
         for _span, chunk in synthesize_text(
-            synthesizer, s.text, None, "auto", sample_rate=PIPELINE_RATE, limits=limits
+            synthesizer, s.text, voice_id="auto", sample_rate=PIPELINE_RATE, limits=limits
         ):
             if first is None:
                 first = time.perf_counter() - started

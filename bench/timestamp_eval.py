@@ -207,7 +207,7 @@ def run_timestamp_eval(
         for i, s in enumerate(sentences, 1):
             align_s[0] = 0.0
             hint = None if s.lang == "mixed" else s.lang
-            chunks = list(synthesize_text_timed(synth, s.text, hint, "auto"))
+            chunks = list(synthesize_text_timed(synth, s.text, lang_hint=hint, voice_id="auto"))
             samples = np.concatenate([c.samples for _, c, _ in chunks])
             rate = chunks[0][1].sample_rate
             words = [w for _, _, ws in chunks for w in ws]

@@ -99,7 +99,7 @@ def render_chunks(voice: str, timestamps: bool, text: str = TEXT) -> list[PcmChu
     from streamtts.processors.synthesize.synthesizer import Synthesizer
 
     synth = Synthesizer(VoiceRegistry(threads=2))
-    segments = plan_text(synth, text, "en", voice, timestamps=timestamps)
+    segments = plan_text(synth, text, lang_hint="en", voice_id=voice, timestamps=timestamps)
     renderer = SegmentRenderer(synth, budgets=Budgets.unbounded())
     chunks: list[PcmChunk] = []
     offset = 0.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import TypedDict, Unpack
 
 from streamtts.errors import RecordError
 from streamtts.processors.segment.exceptions import EmptyText
@@ -36,13 +37,25 @@ _PLACEHOLDER_RATE = 24_000
 """The request's rate while the first speaking voice is not known yet (see `plan_text`)."""
 
 
+class Speech(TypedDict, total=False):
+    """What a caller asks of the speech, as a request asks it; the keyword arguments every
+    function here takes (one left out, or None: the request's default)."""
+
+    lang_hint: str | None
+    """The text's language ("auto" or None: identified per sentence)."""
+    voice_id: str | None
+    """The voice ("auto" or None: one voice for the whole request where one speaks all its
+    languages, see `voice_plan`); a sentence it cannot speak gets the voice "auto" picks."""
+    speed: float | None
+    """None: 1.0."""
+    sample_rate: int | None
+    """Output rate; None takes the rate of the first voice that speaks, so all chunks of one
+    request share one rate."""
+
+
 def plan_text(
     synth: Synthesizer,
     text: str,
-    lang_hint: str | None = None,
-    voice_id: str | None = None,
-    speed: float | None = None,
-    sample_rate: int | None = None,
     *,
     timestamps: bool = False,
     text_type: str | None = None,
@@ -50,14 +63,14 @@ def plan_text(
     ssml_unknown: str = "ignore",
     limits: SpanLimits = DEFAULT_LIMITS,
     lexicon: LexiconMatcher | None = None,
+    **speech: Unpack[Speech],
 ) -> list[Segment]:
     """The segments the pipeline would render for `text`, in order: the speakable ones.
 
     Args:
         synth: whose registry plans the voices and checks the requested one.
-        text, lang_hint, voice_id, speed: as in a request (None: "auto", 1.0).
-        sample_rate: output rate; None takes the rate of the first voice that speaks, so
-            all chunks of one request share one rate.
+        text: as in a request.
+        speech: language, voice, speed and rate, as in a request (see `Speech`).
         timestamps: map each segment to the text (for word timestamps).
         text_type, markup, ssml_unknown: the request's text type and the pipeline's input
             and SSML policies (see `planner.plan_segments`; the defaults are the pipeline's).
@@ -71,7 +84,10 @@ def plan_text(
         UnknownVoiceError, InvalidParameterError: before any audio.
     """
     # 1. What the gateway checks before a request is accepted, with the direct path's errors.
-    voice_id = None if voice_id in (None, "auto") else voice_id
+    voice_id = speech.get("voice_id")
+    if voice_id == "auto":
+        voice_id = None
+    speed, sample_rate = speech.get("speed"), speech.get("sample_rate")
     if voice_id:
         synth.registry.spec(voice_id)  # unknown voice fails before any work
     check_rate(sample_rate)
@@ -81,7 +97,7 @@ def plan_text(
     text = fix_surrogates(text)
     if not text:
         raise EmptyText("text is empty")  # the contract refuses it before the planner could
-    hint = normalize_lang_hint(lang_hint)
+    hint = normalize_lang_hint(speech.get("lang_hint"))
     request = TTSRequest.new(
         text,
         text_type=text_type,
@@ -124,41 +140,29 @@ def plan_text(
 def synthesize_text(
     synth: Synthesizer,
     text: str,
-    lang_hint: str | None = None,
-    voice_id: str | None = None,
-    speed: float | None = None,
-    sample_rate: int | None = None,
     *,
     lexicon: LexiconMatcher | None = None,
     limits: SpanLimits = DEFAULT_LIMITS,
+    **speech: Unpack[Speech],
 ) -> Iterator[tuple[Segment, AudioChunk]]:
     """Plan `text` and stream its audio segment by segment (see `plan_text` for the
     arguments, `limits` included, and errors; all are raised before any audio).
-
-    voice_id: the requested voice ("auto" or None: one voice for the whole request where
-    one speaks all its languages, see `voice_plan`); a sentence it cannot speak gets the
-    voice "auto" picks for that sentence.
 
     Yields:
         (segment, its audio as one chunk) in order; a segment is rendered only after the
         previous one was taken.
     """
-    segments = plan_text(synth, text, lang_hint, voice_id, speed, sample_rate, lexicon=lexicon, limits=limits)
+    segments = plan_text(synth, text, lexicon=lexicon, limits=limits, **speech)
     for segment, rendered in _rendered(synth, segments):
         yield segment, _chunk(rendered)
 
 
 def synthesize_text_timed(
-    synth: Synthesizer,
-    text: str,
-    lang_hint: str | None = None,
-    voice_id: str | None = None,
-    speed: float | None = None,
-    sample_rate: int | None = None,
+    synth: Synthesizer, text: str, **speech: Unpack[Speech]
 ) -> Iterator[tuple[Segment, AudioChunk, list[WordTiming]]]:
     """`synthesize_text` with word timestamps: each chunk comes with the words that start in
     it, timed in ms from the start of the whole audio, with their ranges in `text`."""
-    segments = plan_text(synth, text, lang_hint, voice_id, speed, sample_rate, timestamps=True)
+    segments = plan_text(synth, text, timestamps=True, **speech)
     spoken = fix_surrogates(text)  # the request's text: what the word ranges index
     position_ms = 0.0
     for segment, rendered in _rendered(synth, segments):
@@ -172,12 +176,10 @@ def synthesize_text_timed(
 def warm_cache(
     synth: Synthesizer,
     text: str,
-    voice_id: str | None = None,
-    lang_hint: str | None = None,
-    speed: float | None = None,
     *,
     markup: str = "reject",
     limits: SpanLimits = DEFAULT_LIMITS,
+    **speech: Unpack[Speech],
 ) -> tuple[int, int]:
     """Render `text` into `synth.cache` segment by segment, planned as the pipeline plans it
     (the same settings give the same segments, plans and keys).
@@ -190,7 +192,7 @@ def warm_cache(
     """
     if synth.cache is None:
         raise ValueError("the synthesizer has no render cache")
-    segments = plan_text(synth, text, lang_hint, voice_id, speed, markup=markup, limits=limits)
+    segments = plan_text(synth, text, markup=markup, limits=limits, **speech)
     rendered = cached = 0
     for segment in segments:
         _, status = render_plan(synth, plan_span(synth, segment))

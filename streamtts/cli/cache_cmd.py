@@ -59,9 +59,9 @@ def _warm(args: argparse.Namespace) -> int:
             new, old = warm_cache(
                 synth,
                 prompt,
-                args.voice,
-                args.lang,
-                args.speed,
+                voice_id=args.voice,
+                lang_hint=args.lang,
+                speed=args.speed,
                 markup=pipeline.text.markup,
                 limits=SpanLimits.of(pipeline.text),  # planned as the segment stage plans
             )

@@ -199,7 +199,9 @@ def _say(text: str, lexicon: Any, args: argparse.Namespace) -> int:
     synth = Synthesizer(VoiceRegistry(threads=2))
     payloads: list[bytes] = []
     try:
-        for segment in plan_text(synth, text, args.lang, args.voice, sample_rate=24000, lexicon=matcher):
+        for segment in plan_text(
+            synth, text, lang_hint=args.lang, voice_id=args.voice, sample_rate=24000, lexicon=matcher
+        ):
             plan = plan_span(synth, segment)
             given = [f"{r.text} → /{r.ipa}/" for r in plan.runs if r.ipa]
             print(

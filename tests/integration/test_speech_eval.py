@@ -120,10 +120,20 @@ def test_g711_at_8_khz_stays_intelligible(speech_renderer) -> None:  # type: ign
     total = 0
     for s in sentences:
         wide = np.concatenate(
-            [c.samples for _, c in synthesize_text(synth, s.text, s.lang, "auto", sample_rate=24000)]
+            [
+                c.samples
+                for _, c in synthesize_text(
+                    synth, s.text, lang_hint=s.lang, voice_id="auto", sample_rate=24000
+                )
+            ]
         )
         narrow = np.concatenate(
-            [c.samples for _, c in synthesize_text(synth, s.text, s.lang, "auto", sample_rate=8000)]
+            [
+                c.samples
+                for _, c in synthesize_text(
+                    synth, s.text, lang_hint=s.lang, voice_id="auto", sample_rate=8000
+                )
+            ]
         )
         ref = score(s.expect, asr.transcribe(wide, 24000, s.lang).text, s.lang)
         edits["24k"] += ref.edits

@@ -208,8 +208,8 @@ def test_warming_plans_the_keys_the_pipeline_looks_up(registry: VoiceRegistry) -
         )
         assert [s.lang for s in segments] == ["en", "zh"]
         assert all(renderer.look_up(s).rendered is None for s in segments)
-        assert warm_cache(synth, text, "jm_kumo") == (2, 0)
-        assert warm_cache(synth, text, "jm_kumo") == (0, 2)
+        assert warm_cache(synth, text, voice_id="jm_kumo") == (2, 0)
+        assert warm_cache(synth, text, voice_id="jm_kumo") == (0, 2)
         assert all(renderer.look_up(s).rendered is not None for s in segments)
     finally:
         renderer.close()

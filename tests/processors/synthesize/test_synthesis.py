@@ -6,12 +6,13 @@ Short texts only: one Kokoro call costs ~0.7 s of fixed time on 2 cores.
 from __future__ import annotations
 
 import dataclasses
+from typing import Unpack
 
 import numpy as np
 import pytest
 
 from streamtts.audio.codecs import assemble, decode_audio, encode_chunk
-from streamtts.processors.direct import synthesize_text
+from streamtts.processors.direct import Speech, synthesize_text
 from streamtts.processors.segment.exceptions import SegmentationError
 from streamtts.processors.segment.normalize import is_speakable_char
 from streamtts.processors.synthesize.exceptions import InvalidParameterError, UnknownVoiceError
@@ -29,8 +30,8 @@ from tests.audio.helpers import assert_clean_speech, boundary_jumps
 pytestmark = pytest.mark.model
 
 
-def run(synth: Synthesizer, text: str, **kw: object) -> tuple[list, np.ndarray, int]:
-    pairs = list(synthesize_text(synth, text, **kw))  # type: ignore[arg-type]
+def run(synth: Synthesizer, text: str, **speech: Unpack[Speech]) -> tuple[list, np.ndarray, int]:
+    pairs = list(synthesize_text(synth, text, **speech))
     rate = pairs[0][1].sample_rate
     assert all(chunk.sample_rate == rate for _, chunk in pairs)
     return pairs, np.concatenate([c.samples for _, c in pairs]), rate
