@@ -29,6 +29,12 @@ class SinkTelemetry:
         self.log = log
         """Where its events go (the in-memory topology may quiet them: `CompletionSink.log_to`)."""
 
+    def _request_event(
+        self, ctx: RequestContext, event: str, level: int = logging.INFO, **fields: object
+    ) -> None:
+        """A log event about one request: its id and tenant first, then `fields`."""
+        log_event(self.log, event, level, request_id=ctx.request_id, tenant=ctx.tenant, **fields)
+
     # -- the loop --------------------------------------------------------------------------
     def pending(self, requests: int) -> None:
         self.telemetry.pending_requests.set(requests)
@@ -68,24 +74,10 @@ class SinkTelemetry:
         decoded and encoded again (a stream reopened after a failover) is also logged."""
         self.telemetry.stored_files.labels(ctx.format, made_from).inc()
         if made_from == "decoded":
-            log_event(
-                self.log,
-                "stored_file_decoded",
-                logging.WARNING,
-                request_id=ctx.request_id,
-                tenant=ctx.tenant,
-                format=ctx.format,
-            )
+            self._request_event(ctx, "stored_file_decoded", logging.WARNING, format=ctx.format)
 
     def expiry_marker_failed(self, ctx: RequestContext, err: BaseException) -> None:
-        log_event(
-            self.log,
-            "expiry_marker_failed",
-            logging.WARNING,
-            request_id=ctx.request_id,
-            tenant=ctx.tenant,
-            error=_error_text(err),
-        )
+        self._request_event(ctx, "expiry_marker_failed", logging.WARNING, error=_error_text(err))
 
     def captions_not_stored(self, ctx: RequestContext, err: BaseException) -> None:
         log_event(
@@ -108,11 +100,9 @@ class SinkTelemetry:
         self.telemetry.e2e_latency.labels(ctx.format).observe(
             max(0.0, (datetime.now(UTC) - ctx.created_at).total_seconds())
         )
-        log_event(
-            self.log,
+        self._request_event(
+            ctx,
             "completed",
-            request_id=ctx.request_id,
-            tenant=ctx.tenant,
             stage=self.stage,
             voice=ctx.voice,
             release=ctx.release,
@@ -128,11 +118,4 @@ class SinkTelemetry:
     def request_incomplete(self, ctx: RequestContext, missing: list[int]) -> None:
         """A stale request's `failed` result is acknowledged."""
         self.telemetry.release_requests.labels(ctx.release or BASE_RELEASE, "failed").inc()
-        log_event(
-            self.log,
-            "request_incomplete",
-            logging.ERROR,
-            request_id=ctx.request_id,
-            tenant=ctx.tenant,
-            missing=missing[:20],
-        )
+        self._request_event(ctx, "request_incomplete", logging.ERROR, missing=missing[:20])
