@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from streamtts.errors import failure_reason
-from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.jsonlog import log_event, record_position
 from streamtts.runtime.telemetry import Telemetry
 from streamtts.schemas.dead_letter import DLQ_PREFIX, MAX_MESSAGE_CHARS, DeadLetter, DlqHeader
 
@@ -138,9 +138,7 @@ class DeadLetterPublisher:
             reason=letter.reason,
             error=letter.error_message[:300],
             attempts=letter.attempts,
-            topic=source.topic,
-            partition=source.partition,
-            offset=source.offset,
+            **record_position(source),
         )
         self._telemetry.dead_letters.labels(self.stage, letter.reason).inc()
         return letter

@@ -10,7 +10,7 @@ import logging
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -69,6 +69,21 @@ def configure(level: str = "INFO", *, quiet_clients: bool = True) -> None:
 def snippet(text: str, limit: int = TEXT_SNIPPET_CHARS) -> str:
     """Truncate user text for logs: enough to recognise, not enough to leak a document."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Positioned(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+
+def record_position(record: _Positioned) -> dict[str, Any]:
+    """A Kafka record's place as log fields (topic, partition, offset): how every event about
+    one record says which, so an operator can find it with `streamtts replay` or kcat."""
+    return {"topic": record.topic, "partition": record.partition, "offset": record.offset}
 
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:

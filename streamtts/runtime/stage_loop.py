@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from streamtts.runtime.exemplars import trace_exemplar
-from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.jsonlog import log_event, record_position
 from streamtts.runtime.lifecycle import cancel_and_wait
 from streamtts.runtime.read_ahead import FirstSegmentsFirst, InOrderAcks, drain_in_request_order
 from streamtts.runtime.redelivery import Redelivery, RedeliveryWatch
@@ -252,9 +252,7 @@ class StageLoop(DeadLettering):
             "output_not_delivered",
             logging.ERROR,
             stage=self.name,
-            topic=msg.topic,
-            partition=msg.partition,
-            offset=msg.offset,
+            **record_position(msg),
             error=error,
         )
         at = f"{msg.topic}/{msg.partition}@{msg.offset}"

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from streamtts.runtime.jsonlog import log_event
+from streamtts.runtime.jsonlog import log_event, record_position
 from streamtts.runtime.kafka import make_consumer, topic_partitions
 from streamtts.runtime.lifecycle import AsyncLifecycle, cancel_and_wait
 from streamtts.runtime.settings import KafkaSettings
@@ -118,9 +118,7 @@ class TopicFollower(AsyncLifecycle):
                     self.log,
                     f"{self.what}_record_skipped",
                     logging.ERROR,
-                    topic=record.topic,
-                    partition=record.partition,
-                    offset=record.offset,
+                    **record_position(record),
                     error=f"{type(err).__name__}: {err}"[:200],
                 )
 
