@@ -53,6 +53,9 @@ class Speech(TypedDict, total=False):
     request share one rate."""
 
 
+_SPEECH_KEYS = Speech.__optional_keys__ | Speech.__required_keys__
+
+
 def plan_text(
     synth: Synthesizer,
     text: str,
@@ -83,6 +86,10 @@ def plan_text(
         UnsupportedLanguageError: no segment can be spoken (e.g. only Cyrillic text).
         UnknownVoiceError, InvalidParameterError: before any audio.
     """
+    # `**speech` takes any keyword at run time: a misspelled one must fail, not be ignored.
+    unknown = speech.keys() - _SPEECH_KEYS
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
     # 1. What the gateway checks before a request is accepted, with the direct path's errors.
     voice_id = speech.get("voice_id")
     if voice_id == "auto":

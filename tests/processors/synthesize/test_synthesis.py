@@ -166,6 +166,8 @@ def test_user_errors_are_clear(synthesizer: Synthesizer) -> None:
         list(synthesize_text(synthesizer, "hello", speed=5.0))
     with pytest.raises(InvalidParameterError, match="sample rate"):
         list(synthesize_text(synthesizer, "hello", sample_rate=1000))
+    with pytest.raises(TypeError, match="voice"):  # a misspelled option is not ignored
+        list(synthesize_text(synthesizer, "hello", voice="en_joe"))  # type: ignore[call-arg]
 
 
 def test_surrogates_are_spoken_around(synthesizer: Synthesizer) -> None:
