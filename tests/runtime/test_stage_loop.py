@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamtts.processors.in_memory import MemoryEvent, MemoryRecord
 from streamtts.runtime.stage_loop import HELD, StageLoop
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
@@ -16,35 +17,21 @@ from streamtts.schemas.headers import REPLAY_STAGE
 TOPIC = "tts.file.parts"
 
 
-@dataclass(frozen=True)
-class Message:
-    offset: int
-    key: bytes
-    headers: tuple[tuple[str, bytes], ...] = ()
-    topic: str = TOPIC
-    partition: int = 0
-    generation_id: int = 1
-    timestamp: float | None = None
-    value: bytes = b""
-
-    @property
-    def tp(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
-
-
-@dataclass(frozen=True)
-class Event:
-    message: Message
+def _event(
+    offset: int, key: bytes, headers: tuple[tuple[str, bytes], ...] = (), generation: int = 1
+) -> MemoryEvent:
+    """A record of the in-memory topology's kind, read under assignment `generation`."""
+    return MemoryEvent(MemoryRecord(TOPIC, offset, key, b"", list(headers), generation_id=generation))
 
 
 @dataclass
 class Source:
-    records: list[Event]
+    records: list[MemoryEvent]
     acked: list[int] = field(default_factory=list)
     acked_before: dict[int, list[int]] = field(default_factory=dict)
     """offset → what was acked when the loop asked for that record (all before it handled)."""
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncIterator[MemoryEvent]:
         for event in self.records:
             self.acked_before[event.message.offset] = list(self.acked)
             yield event
@@ -67,7 +54,7 @@ class Requests(StageLoop):
         super().__init__()
         self.telemetry = Telemetry()
         self.last = last
-        self.held: dict[bytes, list[Message]] = {}
+        self.held: dict[bytes | None, list[MemoryRecord]] = {}
 
     async def handle(self, taken: Taken[Any]) -> str | None:
         msg = taken.event.message
@@ -84,12 +71,12 @@ class Requests(StageLoop):
 async def test_acks_wait_for_the_oldest_unfinished_request_then_leave_in_order() -> None:
     source = Source(
         [
-            Event(Message(10, b"a")),  # a is unfinished from offset 10 on
-            Event(Message(11, b"b")),
-            Event(Message(12, b"b")),  # b is finished: 11 and 12 are done, but wait for 10
-            Event(Message(13, b"done-before")),  # handled without being held
-            Event(Message(14, b"a")),  # a is finished
-            Event(Message(15, b"c", ((REPLAY_STAGE, b"encode"),))),  # a replay aimed at encode
+            _event(10, b"a"),  # a is unfinished from offset 10 on
+            _event(11, b"b"),
+            _event(12, b"b"),  # b is finished: 11 and 12 are done, but wait for 10
+            _event(13, b"done-before"),  # handled without being held
+            _event(14, b"a"),  # a is finished
+            _event(15, b"c", ((REPLAY_STAGE, b"encode"),)),  # a replay aimed at encode
         ]
     )
     await Requests(last={12, 14}).run(source)
@@ -101,6 +88,6 @@ async def test_acks_wait_for_the_oldest_unfinished_request_then_leave_in_order()
 
 async def test_a_held_record_read_under_an_earlier_assignment_is_not_released() -> None:
     stage = Requests(last={2})
-    source = Source([Event(Message(1, b"a", generation_id=1)), Event(Message(2, b"a", generation_id=2))])
+    source = Source([_event(1, b"a", generation=1), _event(2, b"a", generation=2)])
     await stage.run(source)
     assert source.acked == [2], "offset 1 belonged to the earlier assignment: the next owner's"
