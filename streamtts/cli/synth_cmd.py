@@ -10,15 +10,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from streamtts.audio import formats
 from streamtts.errors import ConfigError
 from streamtts.schemas.names import WAV_CODECS
-
-if TYPE_CHECKING:
-    pass
-
 
 HELP = "synthesize text to an audio file (local, no Kafka)"
 DESCRIPTION = "Synthesize text with the local speech core and write one audio file."
