@@ -13,7 +13,8 @@ from streamtts.bench.stats import RequestRecord
 from streamtts.bench.workloads import WorkItem
 
 if TYPE_CHECKING:  # the speech stack loads in `DirectSynth`, not at import
-    from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
+    from streamtts.processors.in_memory import InMemoryTopology
+    from streamtts.runtime.loop_record import LoopRecord
 
 REQUEST_SAMPLE_RATE = 24_000
 """The request contract's default output rate; the pipeline resamples to it, so the baseline does."""
@@ -46,7 +47,7 @@ class DirectSynth:
     def close(self) -> None:
         self.renderer.close()
 
-    def _heard(self, record: MemoryRecord) -> None:
+    def _heard(self, record: LoopRecord) -> None:
         """The first encoded chunk of the request being timed is its first audio."""
         rec = self._current
         if rec is not None and rec.first_chunk_at is None and record.topic == self._audio:

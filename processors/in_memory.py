@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -28,6 +28,7 @@ from streamtts.errors import RecordError
 from streamtts.features.lexicons.book import LexiconBook
 from streamtts.processors.synthesize.renderer import SegmentRenderer
 from streamtts.processors.synthesize.speech_stack import build_lanes
+from streamtts.runtime.loop_record import LoopEvent, LoopRecord
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings
 from streamtts.runtime.stage import aimed_elsewhere
@@ -45,31 +46,6 @@ R = TypeVar("R")
 
 MAX_RECORDS = 100_000
 """Records one `run` may pass before it is called runaway (a stage writing its own source)."""
-
-
-@dataclass(frozen=True)
-class MemoryRecord:
-    """A record on an in-memory topic, shaped like faust's `Message` where stages read it."""
-
-    topic: str
-    offset: int
-    key: bytes | None
-    value: bytes
-    headers: list[tuple[str, bytes]] = field(default_factory=list)
-    partition: int = 0
-    generation_id: int = 0
-    """The assignment it was read under: one, for good, in memory."""
-
-    @property
-    def tp(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
-
-
-@dataclass(frozen=True)
-class MemoryEvent:
-    """What a stage's `handle` receives: faust's `EventT` for the attributes stages use."""
-
-    message: MemoryRecord
 
 
 class FilesInMemory(Protocol):
@@ -136,7 +112,7 @@ class InMemoryTopology:
         lexicons: LexiconBook | None = None,
         telemetry: Telemetry | None = None,
         lanes: bool = True,
-        on_record: Callable[[MemoryRecord], None] | None = None,
+        on_record: Callable[[LoopRecord], None] | None = None,
         log: logging.Logger | None = None,
         topology: Sequence[StageSpec] = TOPOLOGY,
         object_store: FilesInMemory | None = None,
@@ -178,9 +154,9 @@ class InMemoryTopology:
             stage.send_through(self._append)
             if log is not None:
                 stage.log_to(log)
-        self.log: dict[str, list[MemoryRecord]] = defaultdict(list)
+        self.log: dict[str, list[LoopRecord]] = defaultdict(list)
         """Every record written, by topic, in order (the dead-letter topics included)."""
-        self._pending: dict[str, deque[MemoryRecord]] = defaultdict(deque)
+        self._pending: dict[str, deque[LoopRecord]] = defaultdict(deque)
         """Records not yet handed to their readers, by topic, in order."""
         self._on_record = on_record
 
@@ -208,7 +184,7 @@ class InMemoryTopology:
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None
     ) -> Delivered:
         """The stages' `Transport`: the record is on its topic (and acknowledged) at once."""
-        record = MemoryRecord(topic, len(self.log[topic]), key, value, list(headers or []))
+        record = LoopRecord(topic, 0, len(self.log[topic]), key, value, tuple(headers or ()))
         self.log[topic].append(record)
         self._pending[topic].append(record)
         if self._on_record is not None:
@@ -242,10 +218,10 @@ class InMemoryTopology:
                 raise RuntimeError(f"more than {MAX_RECORDS} records in one run: a stage feeds itself")
             for stage in self._readers(record.topic):
                 if not aimed_elsewhere(record.headers, stage.name):
-                    await stage.handle(await stage.take(MemoryEvent(record)))
+                    await stage.handle(await stage.take(LoopEvent(record)))
         return passed
 
-    def _next(self) -> MemoryRecord | None:
+    def _next(self) -> LoopRecord | None:
         """The oldest pending record of the most downstream topic that has one."""
         topics = [topic for topic, queue in self._pending.items() if queue]
         if not topics:
@@ -314,7 +290,7 @@ class InMemoryTopology:
             if self.object_store is not None:
                 self.object_store.clear()
 
-    def records(self, topic: str, request_id: str) -> list[MemoryRecord]:
+    def records(self, topic: str, request_id: str) -> list[LoopRecord]:
         """The records of one request on `topic`, in order."""
         key = request_id.encode()
         return [r for r in self.log[topic] if r.key == key]

@@ -36,6 +36,7 @@ from aiokafka.errors import IllegalStateError
 from streamtts.runtime.dead_letters import DeadLetterPublisher, SourceRecord
 from streamtts.runtime.faust_app import group_id
 from streamtts.runtime.kafka import make_consumer
+from streamtts.runtime.loop_record import LoopEvent
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.settings import KafkaSettings, S3Settings
 from streamtts.runtime.snapshot import snapshot
@@ -55,7 +56,7 @@ from streamtts.sinks.finished import Finished, FinishedRequests, RenderKey, Requ
 from streamtts.sinks.finisher import RequestFinisher
 from streamtts.sinks.object_store import ObjectStore
 from streamtts.sinks.results_reread import ResultsReread
-from streamtts.sinks.sink_source import SinkEvent, SinkSource
+from streamtts.sinks.sink_source import SinkSource
 from streamtts.sinks.storage_writer import StorageWriter
 from streamtts.sinks.telemetry import SinkTelemetry
 
@@ -285,7 +286,7 @@ class CompletionSink(StageLoop):
         await self.checkpoint.send(self._tp, topic, key, value, headers, epoch=self._epoch)
         return DELIVERED
 
-    async def take(self, event: SinkEvent) -> Taken[FilePart]:
+    async def take(self, event: LoopEvent) -> Taken[FilePart]:
         msg = event.message
         try:
             return Taken(event, wire.decode(FilePart, msg.value, msg.headers))

@@ -8,11 +8,11 @@ under exactly-once). Why aiokafka here and faust for the other stages: docs/arch
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
+from streamtts.runtime.loop_record import LoopEvent, LoopRecord
 from streamtts.schemas.headers import header_pairs
 from streamtts.sinks.checkpoint import SinkCheckpoint, TopicPart
 
@@ -20,35 +20,10 @@ POLL_TIMEOUT_MS = 300
 MAX_RECORDS = 200
 
 
-@dataclass(frozen=True, slots=True)
-class SinkMessage:
-    """An aiokafka record with the attributes the stage loop reads (faust's names)."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...]
-    timestamp: float | None
-    """Seconds (faust's unit; aiokafka gives milliseconds)."""
-    generation_id: int
-    """The partition's assignment in this sink when the record was fetched (`SinkCheckpoint.epoch`)."""
-
-    @property
-    def tp(self) -> TopicPart:
-        return (self.topic, self.partition)
-
-
-@dataclass(frozen=True, slots=True)
-class SinkEvent:
-    message: SinkMessage
-
-
-def sink_event(record: ConsumerRecord[bytes, bytes], epoch: int) -> SinkEvent:
+def sink_event(record: ConsumerRecord[bytes, bytes], epoch: int) -> LoopEvent:
     stamp = record.timestamp / 1000 if record.timestamp is not None else None
-    return SinkEvent(
-        SinkMessage(
+    return LoopEvent(
+        LoopRecord(
             record.topic,
             record.partition,
             record.offset,
@@ -89,7 +64,7 @@ class SinkSource:
         self.owner = owner
         self._done = done
 
-    async def events(self) -> AsyncIterator[SinkEvent]:
+    async def events(self) -> AsyncIterator[LoopEvent]:
         owner, checkpoint, consumer = self.owner, self.owner.checkpoint, self.owner.consumer
         assert consumer is not None, "the sink reads once started"
         while not owner.stopping():
@@ -113,7 +88,7 @@ class SinkSource:
             # 3. Fail stale requests, 4. commit (see `CompletionSink.end_batch`).
             await owner.end_batch()
 
-    async def ack(self, event: SinkEvent) -> None:
+    async def ack(self, event: LoopEvent) -> None:
         msg = event.message
         self._done(msg.tp, msg.offset, msg.generation_id)
 

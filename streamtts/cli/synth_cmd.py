@@ -115,12 +115,13 @@ def run(args: argparse.Namespace) -> int:
 
     from streamtts.audio.exceptions import EncodingError
     from streamtts.errors import RecordError
-    from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord, StoredRender
+    from streamtts.processors.in_memory import InMemoryTopology, StoredRender
     from streamtts.processors.segment.exceptions import SegmentationError
     from streamtts.processors.segment.langid import normalize_lang_hint
     from streamtts.processors.synthesize.registry import VoiceRegistry
     from streamtts.processors.synthesize.renderer import Budgets, SegmentRenderer
     from streamtts.processors.synthesize.synthesizer import Synthesizer
+    from streamtts.runtime.loop_record import LoopRecord
     from streamtts.schemas import ContractError, TTSRequest
     from streamtts.sinks.memory_store import MemoryObjectStore
 
@@ -150,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     # No time budgets: nobody else waits on this process (the pipeline's would degrade a span).
     renderer = SegmentRenderer(Synthesizer(registry), budgets=Budgets.unbounded())
 
-    def heard(record: MemoryRecord) -> None:
+    def heard(record: LoopRecord) -> None:
         nonlocal first_chunk_s
         if first_chunk_s is None and record.topic == topology.topics.pcm:
             first_chunk_s = time.perf_counter() - started

@@ -19,7 +19,7 @@ class Taken(Generic[V]):
     """A record read by the stage runtime (`FaustStage.take` makes it)."""
 
     event: Any
-    """faust's `EventT` (or the in-memory topology's `MemoryEvent`: the same attributes)."""
+    """faust's `EventT` (or `runtime.loop_record.LoopEvent`: the same attributes)."""
     value: V | None = None
     """The stage's reading of the record (e.g. the decoded segment); None if it reads it in
     its handler, or could not read it (`error`)."""

@@ -22,11 +22,12 @@ from minio import Minio
 
 from streamtts.bench.asr import WhisperASR
 from streamtts.bench.speech_scoring import score
-from streamtts.processors.in_memory import InMemoryTopology, MemoryRecord
+from streamtts.processors.in_memory import InMemoryTopology
 from streamtts.processors.segment.utterances import Utterance
 from streamtts.producers.request_producer import RequestProducer
 from streamtts.producers.result_waiter import ResultWaiter
 from streamtts.runtime.kafka import attach_at_end, make_consumer, partitions_of
+from streamtts.runtime.loop_record import LoopRecord
 from streamtts.runtime.pipeline_settings import DeliverySettings, PipelineSettings, TextSettings
 from streamtts.runtime.settings import KafkaSettings, Settings
 from streamtts.runtime.topics import TopicNames
@@ -307,7 +308,7 @@ async def test_the_timer_speaks_whole_words_and_an_abandoned_utterance_is_ended(
     ended = asyncio.Event()
     spoken = asyncio.Event()
 
-    def on_record(record: MemoryRecord) -> None:
+    def on_record(record: LoopRecord) -> None:
         if record.topic.endswith("tts.segments") and record.key == rid.encode():
             spoken.set()
             if wire.decode(Segment, record.value, header_pairs(record.headers)).last:

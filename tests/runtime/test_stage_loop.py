@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamtts.processors.in_memory import MemoryEvent, MemoryRecord
+from streamtts.runtime.loop_record import LoopEvent, LoopRecord
 from streamtts.runtime.stage_loop import HELD, StageLoop
 from streamtts.runtime.taken import Taken
 from streamtts.runtime.telemetry import Telemetry
@@ -19,19 +19,19 @@ TOPIC = "tts.file.parts"
 
 def _event(
     offset: int, key: bytes, headers: tuple[tuple[str, bytes], ...] = (), generation: int = 1
-) -> MemoryEvent:
-    """A record of the in-memory topology's kind, read under assignment `generation`."""
-    return MemoryEvent(MemoryRecord(TOPIC, offset, key, b"", list(headers), generation_id=generation))
+) -> LoopEvent:
+    """A record of the kind the sink and the in-memory topology give the loop, read under assignment `generation`."""
+    return LoopEvent(LoopRecord(TOPIC, 0, offset, key, b"", headers, generation_id=generation))
 
 
 @dataclass
 class Source:
-    records: list[MemoryEvent]
+    records: list[LoopEvent]
     acked: list[int] = field(default_factory=list)
     acked_before: dict[int, list[int]] = field(default_factory=dict)
     """offset → what was acked when the loop asked for that record (all before it handled)."""
 
-    async def events(self) -> AsyncIterator[MemoryEvent]:
+    async def events(self) -> AsyncIterator[LoopEvent]:
         for event in self.records:
             self.acked_before[event.message.offset] = list(self.acked)
             yield event
@@ -54,7 +54,7 @@ class Requests(StageLoop):
         super().__init__()
         self.telemetry = Telemetry()
         self.last = last
-        self.held: dict[bytes | None, list[MemoryRecord]] = {}
+        self.held: dict[bytes | None, list[LoopRecord]] = {}
 
     async def handle(self, taken: Taken[Any]) -> str | None:
         msg = taken.event.message

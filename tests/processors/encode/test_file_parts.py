@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from streamtts.processors.encode.stage import EncodeStage
-from streamtts.processors.in_memory import MemoryEvent, MemoryRecord
+from streamtts.runtime.loop_record import LoopEvent, LoopRecord
 from streamtts.runtime.pipeline_settings import PipelineSettings
 from streamtts.runtime.stage_outputs import DELIVERED, Delivered
 from streamtts.runtime.stage_parts import StageParts
@@ -25,13 +25,13 @@ class _Log:
     """The stage's transport: every record it writes, by topic."""
 
     def __init__(self) -> None:
-        self.records: dict[str, list[MemoryRecord]] = {}
+        self.records: dict[str, list[LoopRecord]] = {}
 
     async def __call__(
         self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None
     ) -> Delivered:
         out = self.records.setdefault(topic, [])
-        out.append(MemoryRecord(topic, len(out), key, value, list(headers or [])))
+        out.append(LoopRecord(topic, 0, len(out), key, value, tuple(headers or ())))
         return DELIVERED
 
     def parts(self) -> list[FilePart]:
@@ -53,8 +53,8 @@ def _stage(**settings: object) -> tuple[EncodeStage, _Log]:
 async def _encode(stage: EncodeStage, chunks: list[PcmChunk]) -> None:
     for offset, chunk in enumerate(chunks):
         record = wire.encode(chunk)
-        message = MemoryRecord(TOPICS.pcm, offset, chunk.request_id.encode(), record.value, record.headers)
-        await stage.handle(await stage.take(MemoryEvent(message)))
+        message = LoopRecord(TOPICS.pcm, 0, offset, chunk.request_id.encode(), record.value, record.headers)
+        await stage.handle(await stage.take(LoopEvent(message)))
 
 
 def _tone(n: int) -> np.ndarray:
